@@ -1,0 +1,196 @@
+"""The Actor base class: an FL client or server as a plain `async def run()`.
+
+An actor talks to a transport (the simulated `Network`, or any object with the same
+narrow interface) and never touches SimPy directly:
+
+    class Client(Actor):
+        daemon = True                       # the run may end while it still waits
+        async def run(self):
+            while True:
+                msg = await self.recv("model")
+                await self.compute(work=50)  # virtual seconds = work / node speed
+                self.send(msg.src, "update", {"w": msg.payload["w"] + 1}, round=msg.round)
+
+`send` is non-blocking (the network decides the fate); `recv` waits in virtual time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from netemu.net.network import Message
+from netemu.wire.codec import encode
+
+if TYPE_CHECKING:
+    from netemu.world import World
+
+__all__ = ["Actor", "Inbox"]
+
+Kinds = str | tuple[str, ...] | None
+
+
+def _matches(kind: Kinds, msg: Message) -> bool:
+    return kind is None or msg.kind == kind or (isinstance(kind, tuple) and msg.kind in kind)
+
+
+class Inbox:
+    """Delivered messages waiting to be received, with receivers filtered by kind."""
+
+    def __init__(self) -> None:
+        self._items: deque[Message] = deque()
+        self._waiters: deque[tuple[Kinds, asyncio.Future]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, msg: Message) -> None:
+        for i, (kind, fut) in enumerate(self._waiters):
+            if not fut.done() and _matches(kind, msg):
+                del self._waiters[i]
+                fut.set_result(msg)
+                return
+        self._items.append(msg)
+
+    def take(self, kind: Kinds) -> Message | None:
+        for i, msg in enumerate(self._items):
+            if _matches(kind, msg):
+                del self._items[i]
+                return msg
+        return None
+
+    def waiter(self, kind: Kinds) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append((kind, fut))
+        return fut
+
+    def discard(self, fut: asyncio.Future) -> None:
+        self._waiters = deque(w for w in self._waiters if w[1] is not fut)
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._waiters.clear()
+
+
+class Actor:
+    """Base class of every emulated client and server.
+
+    Subclasses implement `async def run(self)`.  Set `daemon = True` for actors that
+    serve forever (e.g. clients waiting for the next model): the run ends when every
+    non-daemon actor has returned, and daemons are then cancelled.
+    """
+
+    daemon: bool = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.round = 0
+        self.inbox = Inbox()
+        self.incarnation = 0  # how many times the actor has recovered from a crash
+        self.waiting_for: str | None = None
+        self.world: World | None = None
+        self._compute_index: dict[int, int] = {}
+
+    # -------------------------------------------------------------- context
+
+    @property
+    def now(self) -> float:
+        return self.world.env.now
+
+    @property
+    def node(self):
+        """The node this actor runs on (attributes, speed, participation, up)."""
+        return self.world.network.nodes[self.name]
+
+    @property
+    def neighbours(self) -> list[str]:
+        return self.world.network.neighbours(self.name)
+
+    def rng(self, purpose: str):
+        """A numpy Generator private to this actor and purpose (seeded from the run's root seed)."""
+        return self.world.streams.generator(f"actor/{self.name}/{purpose}")
+
+    # -------------------------------------------------------------- messaging
+
+    def send(self, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:
+        """Encode `payload` and hand it to the network; returns the message id at once."""
+        data = encode(payload, context=f"{self.name} sending {kind!r} to {dst!r}")
+        return self.world.network.send(self.name, dst, kind, self.round if round is None else round, data)
+
+    def broadcast(self, kind: str, payload: Any = None, dsts: Iterable[str] | None = None, *, round: int | None = None) -> list[int]:
+        """Send one payload (encoded once) to `dsts` (default: every neighbour)."""
+        dsts = self.neighbours if dsts is None else list(dsts)
+        data = encode(payload, context=f"{self.name} broadcasting {kind!r}")
+        r = self.round if round is None else round
+        net = self.world.network
+        return [net.send(self.name, dst, kind, r, data) for dst in dsts]
+
+    async def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Message | None:
+        """The next delivered message of `kind` (a name, a tuple of names, or None for any).
+
+        Waits at most `timeout` virtual seconds, or until virtual time `until`;
+        returns None when that passes with nothing received.
+        """
+        msg = self.inbox.take(kind)
+        if msg is not None:
+            return msg
+        if until is not None:
+            timeout = until - self.now if timeout is None else min(timeout, until - self.now)
+        if timeout is not None and timeout <= 0:
+            return None
+        fut = self.inbox.waiter(kind)
+        self.waiting_for = f"recv(kind={kind!r})"
+        try:
+            if timeout is None:
+                return await fut
+            async with asyncio.timeout(timeout):
+                return await fut
+        except TimeoutError:
+            return None
+        finally:
+            self.waiting_for = None
+            if not fut.done():
+                self.inbox.discard(fut)
+
+    # -------------------------------------------------------------- time
+
+    async def compute(self, work: float) -> float:
+        """Spend the virtual time `work` needs on this node (work / speed, the straggler
+        model, times the node's random slowdown if any); returns the duration."""
+        index = self._compute_index.get(self.round, 0)
+        self._compute_index = {self.round: index + 1}
+        duration = self.world.network.compute_time(self.name, work, self.round, index)
+        self.world.log(t=self.now, event="compute", actor=self.name, round=self.round, work=work, duration=duration)
+        await self.sleep(duration)
+        return duration
+
+    async def sleep(self, seconds: float) -> None:
+        self.waiting_for = f"sleep({seconds:g})"
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.waiting_for = None
+
+    def participates(self, round: int | None = None) -> bool:
+        """This node's participation draw for `round` (keyed, so identical across algorithms)."""
+        return self.world.network.participates(self.name, self.round if round is None else round)
+
+    def metric(self, name: str, value: float, round: int | None = None) -> None:
+        """Record a metric in the message log (and the run's metrics)."""
+        self.world.metric(self.name, name, value, self.round if round is None else round)
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def run(self) -> None:
+        raise NotImplementedError
+
+    def on_crash(self) -> None:
+        """Called when the node crashes (the running `run()` is cancelled)."""
+
+    def on_recover(self) -> None:
+        """Called when the node recovers, before `run()` starts again."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

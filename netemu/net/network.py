@@ -1,0 +1,255 @@
+"""The Network router: nodes, links, and the fate of every message.
+
+`Network.send` puts an encoded envelope on the directed link src->dst.  Its fate is
+decided at once from keyed draws — dropped (outage, loss, expired) or delivered
+after FIFO transmission (size × 8 / bandwidth) plus propagation delay — and takes
+effect at the right virtual time through a SimPy event.  A message that arrives at a
+crashed node is dropped with reason ``crash``.  Every message therefore ends in
+exactly one of delivered / dropped / still in flight (`in_flight()`).
+
+Random fates pass through `fates(key, draw)`: the default draws; the trace layer
+records or replays them (keys and values are documented in docs/formats.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import networkx as nx
+import simpy
+
+from netemu.net.links import Link
+from netemu.rng import Streams
+from netemu.wire.codec import decode_envelope, encode_envelope
+
+__all__ = ["Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now"]
+
+T = TypeVar("T")
+Emit = Callable[..., None]
+Fates = Callable[[tuple, Callable[[], T]], T]
+
+
+class NetworkError(ValueError):
+    """A message cannot be routed (unknown node, no link between the two ends)."""
+
+
+def draw_now(key: tuple, draw: Callable[[], T]) -> T:
+    """The default fate source: draw from the seeded streams."""
+    return draw()
+
+
+@dataclass(slots=True)
+class Message:
+    """A delivered message, decoded from its envelope."""
+
+    id: int
+    src: str
+    dst: str
+    kind: str
+    round: int
+    payload: Any
+    sent_at: float
+    delivered_at: float
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class NodeBehaviour:
+    """How a node behaves: participation probability per round, compute speed
+    (work units per second), log-normal compute-time noise (sigma of the log
+    slowdown factor; 0 = deterministic), and scheduled (crash, recover) times."""
+
+    participation: float = 1.0
+    speed: float = 1.0
+    slowdown_sigma: float = 0.0
+    crashes: tuple[tuple[float, float | None], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.participation <= 1:
+            raise ValueError(f"participation must be in [0, 1], got {self.participation}")
+        if not self.speed > 0:
+            raise ValueError(f"speed must be > 0, got {self.speed}")
+        if self.slowdown_sigma < 0:
+            raise ValueError(f"slowdown_sigma must be >= 0, got {self.slowdown_sigma}")
+
+
+@dataclass
+class Node:
+    """A node's current state; scenario scripts may change `speed` and `participation`."""
+
+    name: str
+    attrs: dict
+    participation: float = 1.0
+    speed: float = 1.0
+    slowdown_sigma: float = 0.0
+    up: bool = True
+    crashes: tuple = ()
+    receiver: Callable[[Message], None] | None = field(default=None, repr=False)
+
+    @property
+    def role(self) -> str:
+        return self.attrs.get("role", "peer")
+
+
+class Network:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        graph: nx.DiGraph,
+        streams: Streams,
+        *,
+        links: Mapping[tuple[str, str], Link] | None = None,
+        behaviours: Mapping[str, NodeBehaviour] | None = None,
+        emit: Emit | None = None,
+        fates: Fates = draw_now,
+    ) -> None:
+        self.env, self.graph, self.streams, self.fates = env, graph, streams, fates
+        self.emit: Emit = emit or (lambda **_: None)
+        links = dict(links or {})
+        self.links: dict[tuple[str, str], Link] = {}
+        self._draws = {}
+        for u, v, attrs in graph.edges(data=True):
+            link = links.pop((u, v), None) or Link(link_class=attrs.get("link_class", "link"))
+            self.links[(u, v)] = link
+            self._draws[(u, v)] = streams.keyed(f"link/{u}->{v}")
+        if links:
+            u, v = next(iter(links))
+            raise NetworkError(f"a link model is given for {u}->{v}, but the graph has no such edge")
+        behaviours = behaviours or {}
+        self.nodes: dict[str, Node] = {}
+        for name, attrs in graph.nodes(data=True):
+            b = behaviours.get(name, NodeBehaviour())
+            self.nodes[name] = Node(name, dict(attrs), b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes)
+        self._participation_draws = streams.keyed("participation")
+        self._compute_draws = streams.keyed("compute")
+        self._next_id = 0
+        self._pending: dict[int, tuple] = {}
+        self.counts: Counter = Counter()
+
+    # ------------------------------------------------------------------ nodes
+
+    def connect(self, name: str, receiver: Callable[[Message], None]) -> None:
+        self._node(name).receiver = receiver
+
+    def _node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise NetworkError(f"unknown node {name!r}") from None
+
+    def neighbours(self, name: str) -> list[str]:
+        return list(self.graph.successors(name))
+
+    def participates(self, name: str, round: int) -> bool:
+        """Bernoulli(participation) draw of node `name` in `round`, keyed by (node, round)."""
+        p = self._node(name).participation
+        if p >= 1 or p <= 0:
+            return p >= 1
+        return self.fates(("participation", name, round), lambda: self._participation_draws.uniform(name, round) < p)
+
+    def compute_time(self, name: str, work: float, round: int, index: int) -> float:
+        """Virtual seconds node `name` needs for `work` units (its `index`-th compute in `round`)."""
+        node = self._node(name)
+        duration = work / node.speed
+        if node.slowdown_sigma > 0:
+            sigma = node.slowdown_sigma
+            draws = self._compute_draws
+            factor = self.fates(("compute", name, round, index), lambda: math.exp(sigma * draws.normal(name, round, index)))
+            duration *= factor
+        return duration
+
+    def set_up(self, name: str, up: bool) -> None:
+        self._node(name).up = up
+
+    # ------------------------------------------------------------------ messages
+
+    def link(self, src: str, dst: str) -> Link:
+        try:
+            return self.links[(src, dst)]
+        except KeyError:
+            for end in (src, dst):
+                self._node(end)
+            raise NetworkError(f"{src!r} cannot send to {dst!r}: they are not neighbours (no link {src}->{dst})") from None
+
+    def send(self, src: str, dst: str, kind: str, round: int, payload: bytes) -> int:
+        """Send an already-encoded payload; returns the message id.  Never blocks."""
+        link = self.link(src, dst)
+        env, now = self.env, self.env.now
+        msg_id = self._next_id
+        self._next_id += 1
+        data = encode_envelope(msg_id, src, dst, kind, round, now, payload)
+        nbytes = len(data)
+        cls = link.link_class
+        index = link.next_index(round)
+        self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+        self.counts[cls, "sent"] += 1
+        self.counts[cls, "bytes"] += nbytes
+        self.emit(t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls)
+        if link.is_down(now):
+            self._drop(msg_id, "outage")
+            return msg_id
+        if link.random:
+            draws = self._draws[(src, dst)]
+            reason, delay = self.fates(("msg", src, dst, round, index), lambda: link.draw_fate(draws, round, index))
+        else:
+            reason, delay = link.draw_fate(None, round, index)
+        tx_end = max(now, link.busy_until) + link.transmission_time(nbytes)
+        link.busy_until = tx_end
+        if reason is None:
+            env.timeout(tx_end + delay - now, (msg_id, data)).callbacks.append(self._arrive)
+        else:
+            at = tx_end + (link.latency.max_delay if reason == "expired" else 0.0)
+            env.timeout(at - now, (msg_id, reason)).callbacks.append(self._lose)
+        return msg_id
+
+    def _lose(self, event: simpy.Event) -> None:
+        self._drop(*event.value)
+
+    def _drop(self, msg_id: int, reason: str) -> None:
+        src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
+        self.counts[cls, "dropped"] += 1
+        self.counts[cls, f"dropped_{reason}"] += 1
+        self.emit(
+            t=self.env.now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+            reason=reason,
+        )
+
+    def _arrive(self, event: simpy.Event) -> None:
+        msg_id, data = event.value
+        dst = self._pending[msg_id][1]
+        node = self.nodes[dst]
+        if not node.up or node.receiver is None:
+            self._drop(msg_id, "crash")
+            return
+        src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
+        now = self.env.now
+        self.counts[cls, "delivered"] += 1
+        self.emit(
+            t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+            delay=now - sent_at,
+        )
+        _, _, _, _, _, _, payload = decode_envelope(data)
+        node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
+
+    def in_flight(self) -> list[dict]:
+        """Messages sent but neither delivered nor dropped yet, in id order."""
+        keys = ("src", "dst", "kind", "round", "bytes", "link", "sent_at")
+        return [{"id": i, **dict(zip(keys, rec))} for i, rec in sorted(self._pending.items())]
+
+    def message_counts(self) -> dict:
+        """Per link class: sent, delivered, dropped (and per reason), bytes sent; plus totals."""
+        out: dict[str, dict[str, int]] = {}
+        for (cls, what), n in sorted(self.counts.items()):
+            out.setdefault(cls, {})[what] = n
+        in_flight = Counter(rec[5] for rec in self._pending.values())
+        total: Counter = Counter()
+        for cls, c in out.items():
+            c.setdefault("delivered", 0)
+            c.setdefault("dropped", 0)
+            c["in_flight"] = in_flight.get(cls, 0)
+            total.update(c)
+        return {"total": dict(sorted(total.items())), "by_link_class": out}

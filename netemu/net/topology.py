@@ -1,0 +1,96 @@
+"""Topology builders.  Each returns a `networkx.DiGraph` with node attribute `role`
+(server | client | peer) and edge attribute `link_class` (uplink, downlink,
+server-server, peer): both directions of every connection are edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+__all__ = ["from_graph", "from_graphml", "geometric", "multi_server", "random_peers", "star"]
+
+
+def _both_ways(g: nx.DiGraph, u: str, v: str, uv_class: str, vu_class: str) -> None:
+    g.add_edge(u, v, link_class=uv_class)
+    g.add_edge(v, u, link_class=vu_class)
+
+
+def star(n_clients: int, server: str = "server", prefix: str = "client-") -> nx.DiGraph:
+    """One server and `n_clients` clients: uplinks client->server, downlinks server->client."""
+    if n_clients < 1:
+        raise ValueError(f"a star needs at least one client, got {n_clients}")
+    g = nx.DiGraph()
+    g.add_node(server, role="server")
+    for k in range(n_clients):
+        g.add_node(f"{prefix}{k}", role="client")
+        _both_ways(g, f"{prefix}{k}", server, "uplink", "downlink")
+    return g
+
+
+def multi_server(server_graph: nx.Graph, clients_per_server: int | Sequence[int]) -> nx.DiGraph:
+    """Servers `server-i` linked as `server_graph`; server i has clients `client-i-j`."""
+    counts = (
+        [clients_per_server] * server_graph.number_of_nodes()
+        if isinstance(clients_per_server, int)
+        else list(clients_per_server)
+    )
+    if len(counts) != server_graph.number_of_nodes():
+        raise ValueError(f"{len(counts)} client counts for {server_graph.number_of_nodes()} servers")
+    g = nx.DiGraph()
+    index = {s: i for i, s in enumerate(sorted(server_graph.nodes))}
+    for s, i in index.items():
+        g.add_node(f"server-{i}", role="server")
+        for j in range(counts[i]):
+            g.add_node(f"client-{i}-{j}", role="client", server=f"server-{i}")
+            _both_ways(g, f"client-{i}-{j}", f"server-{i}", "uplink", "downlink")
+    for a, b in sorted(server_graph.edges, key=lambda e: (index[e[0]], index[e[1]])):
+        _both_ways(g, f"server-{index[a]}", f"server-{index[b]}", "server-server", "server-server")
+    return g
+
+
+def random_peers(n: int, avg_degree: float, rng: np.random.Generator, max_tries: int = 1000) -> nx.DiGraph:
+    """A connected random graph G(n, m) with m = round(n·avg_degree/2) edges, peers `peer-k`."""
+    m = int(round(n * avg_degree / 2))
+    if n < 2 or not (n - 1 <= m <= n * (n - 1) // 2):
+        raise ValueError(f"cannot build a connected graph of {n} peers with average degree {avg_degree}")
+    for _ in range(max_tries):
+        und = nx.gnm_random_graph(n, m, seed=int(rng.integers(2**32)))
+        if nx.is_connected(und):
+            return from_graph(nx.relabel_nodes(und, {k: f"peer-{k}" for k in und.nodes}))
+    raise ValueError(f"no connected graph of {n} peers with average degree {avg_degree} in {max_tries} tries")
+
+
+def geometric(positions: Mapping[str, Sequence[float]], d_max: float) -> nx.DiGraph:
+    """Peers linked when their distance is below `d_max` (A_ij = 1[d_ij < d_max], G-Fedfilt eq. 1)."""
+    names = list(positions)
+    pos = np.array([positions[k] for k in names], dtype=float)
+    und = nx.Graph()
+    und.add_nodes_from(names)
+    dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=-1)
+    for i, j in zip(*np.nonzero(np.triu(dist < d_max, k=1))):
+        und.add_edge(names[i], names[j])
+    g = from_graph(und)
+    for k, p in positions.items():
+        g.nodes[k]["pos"] = tuple(float(x) for x in p)
+    return g
+
+
+def from_graph(graph: nx.Graph, default_class: str = "peer") -> nx.DiGraph:
+    """Any networkx graph: undirected edges become two directed links; names become strings."""
+    g = nx.DiGraph()
+    for node, attrs in graph.nodes(data=True):
+        g.add_node(str(node), **{"role": "peer", **attrs})
+    for u, v, attrs in graph.edges(data=True):
+        cls = attrs.get("link_class", default_class)
+        g.add_edge(str(u), str(v), **{**attrs, "link_class": cls})
+        if not graph.is_directed():
+            g.add_edge(str(v), str(u), **{**attrs, "link_class": cls})
+    return g
+
+
+def from_graphml(path: str | Path, default_class: str = "peer") -> nx.DiGraph:
+    return from_graph(nx.read_graphml(path), default_class)

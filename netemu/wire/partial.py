@@ -1,0 +1,60 @@
+"""PartialModel: the entries of a model vector that actually cross a link."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PartialModel"]
+
+
+@dataclass(frozen=True, eq=False)
+class PartialModel:
+    """`values[j]` is entry `indices[j]` of a vector of length `dim`.
+
+    Only `indices` and `values` are encoded on the wire, so a message carrying
+    m of d entries costs O(m) bytes, as in partial-sharing FL (PAO-Fed, PSO-Fed).
+    """
+
+    dim: int
+    indices: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        idx = np.asarray(self.indices)
+        val = np.asarray(self.values)
+        if idx.ndim != 1 or val.ndim != 1 or idx.shape != val.shape:
+            raise ValueError(f"PartialModel needs 1-d indices and values of equal length, got {idx.shape} and {val.shape}")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.dim):
+            raise ValueError(f"PartialModel indices must lie in [0, {self.dim}), got range [{idx.min()}, {idx.max()}]")
+        object.__setattr__(self, "indices", idx.astype(np.uint32 if self.dim < 2**32 else np.uint64, copy=False))
+        object.__setattr__(self, "values", val)
+
+    @classmethod
+    def take(cls, vector: np.ndarray, indices: np.ndarray) -> PartialModel:
+        """The entries `indices` of a dense 1-d `vector`."""
+        indices = np.asarray(indices)
+        return cls(vector.shape[0], indices, vector[indices])
+
+    def to_dense(self, fill: float = 0.0) -> np.ndarray:
+        out = np.full(self.dim, fill, dtype=self.values.dtype)
+        out[self.indices] = self.values
+        return out
+
+    def apply_to(self, vector: np.ndarray) -> np.ndarray:
+        """Overwrite the shared entries of `vector` in place and return it."""
+        vector[self.indices] = self.values
+        return vector
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, PartialModel)
+            and self.dim == other.dim
+            and np.array_equal(self.indices, other.indices)
+            and self.values.dtype == other.values.dtype
+            and np.array_equal(self.values, other.values, equal_nan=self.values.dtype.kind in "fc")
+        )
+
+    def __repr__(self) -> str:
+        return f"PartialModel(dim={self.dim}, m={self.indices.size}, dtype={self.values.dtype})"

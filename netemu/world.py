@@ -1,0 +1,229 @@
+"""The World: one emulation — clock, random streams, network, log and actors — and its run.
+
+    world = World(star(20), seed=1, links=..., log=MessageLog(file))
+    world.add(Server("server")); world.add(Client("client-0")); ...
+    result = world.run()
+
+`run` ends when every non-daemon actor has returned (daemons are then cancelled), or
+at virtual time `until`.  An exception in an actor stops the run with `ActorFailed`
+(actor name, virtual time, traceback); if every actor waits and nothing is scheduled
+the run stops with `DeadlockError` naming what each actor waits for.  Either way
+everything logged so far is flushed, and messages still travelling are logged as
+``in_flight``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from netemu.actors import Actor
+from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
+from netemu.log import MessageLog
+from netemu.net.links import Link
+from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
+from netemu.rng import Streams
+
+__all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
+
+
+class ActorFailed(RuntimeError):
+    """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback)."""
+
+    def __init__(self, actor: str, time: float, details: str) -> None:
+        super().__init__(f"actor {actor!r} failed at virtual time {time:g}:\n{details}")
+        self.actor, self.time, self.details = actor, time, details
+
+
+class DeadlockError(Deadlock):
+    """Every actor waits and nothing is scheduled.  `waits` maps actor -> what it waits for."""
+
+    def __init__(self, time: float, waits: dict[str, str]) -> None:
+        lines = "\n".join(f"  {name}: {what}" for name, what in waits.items())
+        super().__init__(f"deadlock at virtual time {time:g}: every actor waits and nothing is scheduled:\n{lines}")
+        self.time, self.waits = time, waits
+
+
+@dataclass
+class RunResult:
+    virtual_time: float
+    messages: dict
+    metrics: list[tuple] = field(default_factory=list)  # (actor, round, time, metric, value)
+    complete: bool = True
+
+
+def _describe_wait(task: asyncio.Task) -> str:
+    """The innermost awaitable a task is suspended on, e.g. 'Event.wait'."""
+    coro, last = task.get_coro(), None
+    while coro is not None:
+        last = coro
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return getattr(last, "__qualname__", type(last).__name__) if last is not None else "unknown"
+
+
+class World:
+    def __init__(
+        self,
+        graph: nx.DiGraph,
+        *,
+        seed: int,
+        links: Mapping[tuple[str, str], Link] | None = None,
+        behaviours: Mapping[str, NodeBehaviour] | None = None,
+        log: MessageLog | None = None,
+        fates: Fates = draw_now,
+    ) -> None:
+        self.env = VirtualEnvironment()
+        self.streams = Streams(seed)
+        self.log = log if log is not None else MessageLog(None)
+        self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates)
+        self.actors: dict[str, Actor] = {}
+        self.metrics: list[tuple] = []
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._finished: dict[str, asyncio.Future] = {}
+        self._pending_recoveries: dict[str, int] = {}
+        self._failure: asyncio.Future | None = None
+        for name, node in self.network.nodes.items():
+            for crash_at, recover_at in node.crashes:
+                self.crash(name, at=crash_at, recover_at=recover_at)
+
+    # -------------------------------------------------------------- building
+
+    def add(self, actor: Actor) -> Actor:
+        if actor.name not in self.network.nodes:
+            raise ValueError(f"actor {actor.name!r} has no node in the graph")
+        if actor.name in self.actors:
+            raise ValueError(f"two actors named {actor.name!r}")
+        actor.world = self
+        self.actors[actor.name] = actor
+        self.network.connect(actor.name, actor.inbox.put)
+        return actor
+
+    def at(self, t: float, fn: Callable[[], object]) -> None:
+        """Call `fn()` at virtual time `t` (scenario events: slow-downs, outages, ...)."""
+        if t < self.env.now:
+            raise ValueError(f"cannot schedule an event at t={t}, virtual time is already {self.env.now}")
+        self.env.timeout(t - self.env.now).callbacks.append(lambda _event: fn())
+
+    def crash(self, name: str, *, at: float, recover_at: float | None = None) -> None:
+        """Schedule node `name` to crash at `at` (and recover at `recover_at`)."""
+        if recover_at is not None:
+            if recover_at <= at:
+                raise ValueError(f"{name}: recovery at {recover_at} must come after the crash at {at}")
+            self._pending_recoveries[name] = self._pending_recoveries.get(name, 0) + 1
+            self.at(recover_at, lambda: self._recover(name))
+        self.at(at, lambda: self._crash(name))
+
+    def metric(self, actor: str, name: str, value: float, round: int) -> None:
+        value = float(value)
+        self.metrics.append((actor, round, self.env.now, name, value))
+        self.log(t=self.env.now, event="metric", actor=actor, round=round, metric=name, value=value)
+
+    # -------------------------------------------------------------- lifecycle
+
+    def _start(self, actor: Actor) -> None:
+        self._tasks[actor.name] = asyncio.get_running_loop().create_task(self._life(actor), name=actor.name)
+
+    async def _life(self, actor: Actor) -> None:
+        try:
+            await actor.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any actor error stops the run
+            if not self._failure.done():
+                details = "".join(traceback.format_exception(exc))
+                self._failure.set_exception(ActorFailed(actor.name, self.env.now, details))
+            return
+        self._finish(actor.name)
+
+    def _finish(self, name: str) -> None:
+        fut = self._finished.get(name)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    def _crash(self, name: str) -> None:
+        node = self.network.nodes[name]
+        if not node.up:
+            return
+        self.network.set_up(name, False)
+        self.log(t=self.env.now, event="crash", actor=name)
+        actor = self.actors.get(name)
+        if actor is not None:
+            actor.on_crash()
+            actor.inbox.clear()
+            task = self._tasks.get(name)
+            if task is not None and not task.done():
+                task.cancel()
+            if not self._pending_recoveries.get(name):
+                self._finish(name)
+
+    def _recover(self, name: str) -> None:
+        self._pending_recoveries[name] -= 1
+        if self.network.nodes[name].up:
+            return
+        self.network.set_up(name, True)
+        self.log(t=self.env.now, event="recover", actor=name)
+        actor = self.actors.get(name)
+        if actor is not None:
+            actor.incarnation += 1
+            actor.on_recover()
+            self._start(actor)
+
+    # -------------------------------------------------------------- running
+
+    async def _main(self, until: float | None) -> bool:
+        loop = asyncio.get_running_loop()
+        self._failure = loop.create_future()
+        self._finished = {n: loop.create_future() for n, a in self.actors.items() if not a.daemon}
+        for actor in self.actors.values():
+            if self.network.nodes[actor.name].up:
+                self._start(actor)
+            elif not self._pending_recoveries.get(actor.name):
+                self._finish(actor.name)
+        waits = [asyncio.ensure_future(asyncio.gather(*self._finished.values())), self._failure]
+        if until is not None:
+            deadline = loop.create_future()
+            loop.call_at(until, lambda: deadline.done() or deadline.set_result(None))
+            waits.append(deadline)
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if self._failure.done():
+            raise self._failure.exception()
+        return waits[0] in done
+
+    def _waits(self) -> dict[str, str]:
+        out = {}
+        for name, actor in self.actors.items():
+            task = self._tasks.get(name)
+            if not self.network.nodes[name].up:
+                out[name] = "nothing (crashed)"
+            elif task is not None and not task.done():
+                out[name] = actor.waiting_for or _describe_wait(task)
+        return out
+
+    def run(self, until: float | None = None) -> RunResult:
+        """Run every actor in virtual time; see the module docstring for how it ends."""
+        loop = VirtualTimeLoop(self.env)
+        complete = False
+        try:
+            complete = loop.run_until_complete(self._main(until))
+        except Deadlock:
+            raise DeadlockError(self.env.now, self._waits()) from None
+        finally:
+            try:
+                self._cancel_all(loop)
+            finally:
+                for rec in self.network.in_flight():
+                    self.log(t=self.env.now, event="in_flight", **rec)
+                self.log.flush()
+                loop.close()
+        return RunResult(self.env.now, self.network.message_counts(), self.metrics, complete)
+
+    def _cancel_all(self, loop: VirtualTimeLoop) -> None:
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
