@@ -36,7 +36,8 @@ class WireError(TypeError):
 def _array_ext(code: int, arr: np.ndarray) -> msgpack.ExtType:
     if arr.dtype.kind in _REFUSED_KINDS:
         raise WireError(f"{_REFUSED_KINDS[arr.dtype.kind]} dtype {arr.dtype} cannot be encoded")
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        arr = arr.copy(order="C")
     return msgpack.ExtType(code, msgpack.packb([arr.dtype.str, list(arr.shape), arr.tobytes()]))
 
 

@@ -1,0 +1,96 @@
+"""Virtual time: every asyncio primitive runs on the SimPy clock."""
+
+import asyncio
+import time
+
+import pytest
+
+from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
+
+
+@pytest.mark.asyncio
+async def test_pytest_asyncio_tests_run_on_the_virtual_loop():
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, VirtualTimeLoop)
+    start = loop.time()
+    await asyncio.sleep(3600)
+    assert loop.time() == start + 3600
+
+
+def test_sleeping_a_million_virtual_seconds_costs_almost_no_wall_time():
+    async def main():
+        await asyncio.sleep(1e6)
+        return asyncio.get_running_loop().time()
+
+    wall = time.perf_counter()
+    assert run(main()) == 1e6
+    assert time.perf_counter() - wall < 0.1
+
+
+@pytest.mark.asyncio
+async def test_queue_gather_and_taskgroup_follow_virtual_time():
+    loop = asyncio.get_running_loop()
+    q: asyncio.Queue = asyncio.Queue()
+    t0 = loop.time()
+
+    async def producer():
+        for i in range(3):
+            await asyncio.sleep(2)
+            await q.put((i, loop.time() - t0))
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(producer())
+        got = [await q.get() for _ in range(3)]
+    assert got == [(0, 2.0), (1, 4.0), (2, 6.0)]
+    a, b = await asyncio.gather(asyncio.sleep(5, "a"), asyncio.sleep(1, "b"))
+    assert (a, b, loop.time() - t0) == ("a", "b", 11.0)
+
+
+@pytest.mark.asyncio
+async def test_timeouts_and_events_expire_in_virtual_time():
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(7.5):
+            await asyncio.Event().wait()
+    assert loop.time() - t0 == 7.5
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(asyncio.sleep(100), timeout=2.5)
+    assert loop.time() - t0 == 10.0
+
+
+@pytest.mark.asyncio
+async def test_a_simpy_event_wakes_a_coroutine_at_its_own_time():
+    loop = asyncio.get_running_loop()
+    env = loop.env
+    fut = loop.create_future()
+    env.timeout(3.25, "done").callbacks.append(lambda ev: fut.set_result((ev.value, env.now)))
+    await asyncio.sleep(1)  # an asyncio timer before the SimPy event
+    assert await fut == ("done", 3.25)
+    assert loop.time() == 3.25
+
+
+def test_simpy_events_and_asyncio_timers_interleave_in_time_order():
+    env = VirtualEnvironment()
+    seen = []
+    for t in (1.0, 3.0):
+        env.timeout(t).callbacks.append(lambda ev, t=t: seen.append(("simpy", t, env.now)))
+
+    async def main():
+        for t in (0.5, 1.5, 2.0):
+            await asyncio.sleep(t - env.now)
+            seen.append(("asyncio", t, env.now))
+        await asyncio.sleep(2)
+
+    run(main(), env)
+    assert [s[1] for s in seen] == [0.5, 1.0, 1.5, 2.0, 3.0]
+    assert all(s[1] == s[2] for s in seen)
+
+
+def test_waiting_forever_with_nothing_scheduled_is_a_deadlock_not_a_hang():
+    async def main():
+        await asyncio.sleep(4)
+        await asyncio.Event().wait()
+
+    with pytest.raises(Deadlock, match="virtual time 4"):
+        run(main())

@@ -1,0 +1,107 @@
+"""Wire format: exact round trips, refusals that name the field, size = encoded length."""
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from netemu.wire import PartialModel, WireError, decode, encode
+from netemu.wire.codec import decode_envelope, encode_envelope
+
+DTYPES = st.one_of(
+    hnp.integer_dtypes(endianness="="),
+    hnp.unsigned_integer_dtypes(endianness="="),
+    hnp.floating_dtypes(endianness="="),
+    hnp.complex_number_dtypes(endianness="="),
+    hnp.boolean_dtypes(),
+    hnp.floating_dtypes(endianness=">"),
+    hnp.integer_dtypes(endianness=">"),
+)
+ARRAYS = hnp.arrays(DTYPES, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5))
+
+
+def assert_same_array(a, b):
+    assert isinstance(b, np.ndarray)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == np.ascontiguousarray(b).tobytes()  # bit-exact, NaNs included
+
+
+@given(ARRAYS)
+def test_arrays_round_trip_exactly_with_dtype_byte_order_and_shape(arr):
+    assert_same_array(arr, decode(encode(arr)))
+
+
+@given(hnp.arrays(np.float64, (6, 8)), st.sampled_from([np.s_[::2, 1::3], np.s_[:, ::-1], np.s_[3, :]]))
+def test_non_contiguous_arrays_round_trip(arr, view):
+    sub = arr[view]
+    assert_same_array(np.ascontiguousarray(sub), decode(encode(sub)))
+    assert_same_array(np.asfortranarray(arr), decode(encode(np.asfortranarray(arr))))
+
+
+def test_decoded_arrays_are_writable_copies():
+    out = decode(encode(np.arange(4.0)))
+    out[0] = 9.0
+    assert out.flags.writeable
+
+
+@given(st.one_of(st.integers(-(2**31), 2**31 - 1).map(np.int32), st.floats(width=32).map(np.float32), st.booleans().map(np.bool_)))
+def test_numpy_scalars_round_trip_as_scalars(x):
+    y = decode(encode(x))
+    assert type(y) is type(x)
+    assert np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True)
+
+
+@given(
+    st.integers(1, 300).flatmap(
+        lambda d: st.tuples(
+            st.just(d),
+            st.lists(st.integers(0, d - 1), unique=True, max_size=d),
+        )
+    ),
+    st.sampled_from([np.float32, np.float64]),
+)
+def test_partial_models_round_trip_and_cost_only_their_entries(dim_idx, dtype):
+    dim, idx = dim_idx
+    vec = np.linspace(-1, 1, dim).astype(dtype)
+    pm = PartialModel.take(vec, np.array(idx, dtype=np.int64))
+    back = decode(encode(pm))
+    assert back == pm
+    assert np.array_equal(back.to_dense()[idx], vec[idx])
+    assert len(encode(pm)) < 64 + len(idx) * (4 + np.dtype(dtype).itemsize)
+
+
+def test_a_partial_model_is_much_smaller_than_the_full_model():
+    w = np.zeros(200)
+    full = len(encode(w))
+    part = len(encode(PartialModel.take(w, np.arange(4))))
+    assert part < 0.1 * full
+
+
+def test_nested_payloads_round_trip():
+    payload = {"w": np.ones((2, 3)), "meta": {"n": 5, "ids": [1, 2]}, "pm": PartialModel(10, [1, 3], np.array([0.5, -0.5]))}
+    back = decode(encode(payload))
+    assert_same_array(payload["w"], back["w"])
+    assert back["meta"] == payload["meta"] and back["pm"] == payload["pm"]
+
+
+def test_object_arrays_are_refused_naming_the_field():
+    bad = {"model": {"layers": [np.zeros(2), np.array([{}, None], dtype=object)]}}
+    with pytest.raises(WireError, match=r"client-3 sending 'update'.*payload\['model'\]\['layers'\]\[1\].*object dtype"):
+        encode(bad, context="client-3 sending 'update'")
+
+
+def test_unencodable_python_objects_are_refused_naming_the_field():
+    with pytest.raises(WireError, match=r"payload\['f'\].*type function"):
+        encode({"f": lambda: 0})
+
+
+def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
+    payload = encode({"w": np.arange(3.0)})
+    data = encode_envelope(12, "client-1", "server", "update", 4, 2.5, payload)
+    fields = decode_envelope(data)
+    assert fields[:6] == [12, "client-1", "server", "update", 4, 2.5]
+    assert_same_array(np.arange(3.0), fields[6]["w"])
+    # the envelope is a plain msgpack array: any msgpack reader can parse it
+    assert len(msgpack.unpackb(data, strict_map_key=False)) == 7
