@@ -48,7 +48,7 @@ class Inbox:
 
     def put(self, msg: Message) -> None:
         for i, (kind, fut) in enumerate(self._waiters):
-            if not fut.done() and _matches(kind, msg):
+            if _matches(kind, msg):
                 del self._waiters[i]
                 fut.set_result(msg)
                 return
@@ -67,7 +67,10 @@ class Inbox:
         return fut
 
     def discard(self, fut: asyncio.Future) -> None:
-        self._waiters = deque(w for w in self._waiters if w[1] is not fut)
+        for i, (_, waiting) in enumerate(self._waiters):
+            if waiting is fut:
+                del self._waiters[i]
+                return
 
     def clear(self) -> None:
         self._items.clear()
@@ -151,7 +154,7 @@ class Actor:
             return None
         finally:
             self.waiting_for = None
-            if not fut.done():
+            if not fut.done() or fut.cancelled():  # timed out or cancelled: stop waiting
                 self.inbox.discard(fut)
 
     # -------------------------------------------------------------- time
