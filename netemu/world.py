@@ -86,6 +86,8 @@ class World:
         self._finished: dict[str, asyncio.Future] = {}
         self._pending_recoveries: dict[str, int] = {}
         self._failure: asyncio.Future | None = None
+        self.on_round: Callable[[int], object] | None = None  # progress: called once per new round
+        self._last_round = -1
         for name, node in self.network.nodes.items():
             for crash_at, recover_at in node.crashes:
                 self.crash(name, at=crash_at, recover_at=recover_at)
@@ -119,6 +121,11 @@ class World:
 
     def metric(self, actor: str, name: str, value: float, round: int) -> None:
         value = float(value)
+        if round > self._last_round:
+            if self.on_round is not None:
+                for r in range(self._last_round + 1, round + 1):
+                    self.on_round(r)
+            self._last_round = round
         self.metrics.append((actor, round, self.env.now, name, value))
         self.log(t=self.env.now, event="metric", actor=actor, round=round, metric=name, value=value)
 

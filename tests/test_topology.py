@@ -31,7 +31,7 @@ def test_random_peers_are_connected_with_the_target_average_degree():
 
 
 def test_random_peers_refuse_an_impossible_degree():
-    with pytest.raises(ValueError, match="average degree 1.0"):
+    with pytest.raises(ValueError, match="10 nodes with average degree 1.0"):
         random_peers(10, 1.0, np.random.default_rng(0))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-__all__ = ["from_graph", "from_graphml", "geometric", "multi_server", "random_peers", "star"]
+__all__ = ["from_graph", "from_graphml", "geometric", "multi_server", "random_connected_graph", "random_peers", "star"]
 
 
 def _both_ways(g: nx.DiGraph, u: str, v: str, uv_class: str, vu_class: str) -> None:
@@ -52,16 +52,24 @@ def multi_server(server_graph: nx.Graph, clients_per_server: int | Sequence[int]
     return g
 
 
-def random_peers(n: int, avg_degree: float, rng: np.random.Generator, max_tries: int = 1000) -> nx.DiGraph:
-    """A connected random graph G(n, m) with m = round(n·avg_degree/2) edges, peers `peer-k`."""
+def random_connected_graph(n: int, avg_degree: float, rng: np.random.Generator, max_tries: int = 1000) -> nx.Graph:
+    """A connected G(n, m) with m = round(n·avg_degree/2) edges on nodes 0..n-1 (rejection sampling)."""
     m = int(round(n * avg_degree / 2))
-    if n < 2 or not (n - 1 <= m <= n * (n - 1) // 2):
-        raise ValueError(f"cannot build a connected graph of {n} peers with average degree {avg_degree}")
+    if n == 1:
+        return nx.empty_graph(1)
+    if not (n - 1 <= m <= n * (n - 1) // 2):
+        raise ValueError(f"cannot build a connected graph of {n} nodes with average degree {avg_degree}")
     for _ in range(max_tries):
         und = nx.gnm_random_graph(n, m, seed=int(rng.integers(2**32)))
         if nx.is_connected(und):
-            return from_graph(nx.relabel_nodes(und, {k: f"peer-{k}" for k in und.nodes}))
-    raise ValueError(f"no connected graph of {n} peers with average degree {avg_degree} in {max_tries} tries")
+            return und
+    raise ValueError(f"no connected graph of {n} nodes with average degree {avg_degree} in {max_tries} tries")
+
+
+def random_peers(n: int, avg_degree: float, rng: np.random.Generator) -> nx.DiGraph:
+    """Peers `peer-k` on a connected random graph with the target average degree."""
+    und = random_connected_graph(n, avg_degree, rng)
+    return from_graph(nx.relabel_nodes(und, {k: f"peer-{k}" for k in und.nodes}))
 
 
 def geometric(positions: Mapping[str, Sequence[float]], d_max: float) -> nx.DiGraph:

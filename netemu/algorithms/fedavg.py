@@ -1,0 +1,88 @@
+"""Federated averaging of a linear model over a star, with a round deadline.
+
+Each round the server broadcasts the model; a client that participates (its keyed
+Bernoulli draw) spends `local_steps × n_k` work units, runs `local_steps` gradient
+steps and returns its model.  The server waits until the round deadline (or until
+every client answered), then averages the updates of this round weighted by n_k.
+Updates that arrive after their round's deadline are ignored (logged as delivered,
+not used).  Metrics per round: `mse` on the test set, `participants`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netemu.actors import Actor
+from netemu.algorithms.base import AlgorithmSpec
+from netemu.config import require
+from netemu.data.synthetic import LinearTask
+from netemu.kernels.linear import gradient_steps, mse, weighted_average
+from netemu.world import World
+
+__all__ = ["FedAvgParams", "SPEC"]
+
+
+@dataclass(frozen=True)
+class FedAvgParams:
+    lr: float = 0.05
+    local_steps: int = 5
+    round_time: float = 10.0
+
+    def __post_init__(self) -> None:
+        require(self.lr > 0, "lr", "> 0")
+        require(self.local_steps >= 1, "local_steps", ">= 1")
+        require(self.round_time > 0, "round_time", "> 0 virtual seconds")
+
+
+class FedAvgServer(Actor):
+    def __init__(self, name: str, params: FedAvgParams, rounds: int, task: LinearTask) -> None:
+        super().__init__(name)
+        self.p, self.rounds, self.task = params, rounds, task
+        self.w = np.zeros(task.w_star.shape[0])
+
+    async def run(self) -> None:
+        clients = self.neighbours
+        for r in range(self.rounds):
+            self.round = r
+            self.broadcast("model", self.w)
+            deadline = self.now + self.p.round_time
+            models, sizes = [], []
+            while len(models) < len(clients) and (msg := await self.recv("update", until=deadline)) is not None:
+                if msg.round == r:
+                    models.append(msg.payload["w"])
+                    sizes.append(msg.payload["n"])
+            if models:
+                self.w = weighted_average(np.array(models), np.array(sizes))
+            self.metric("mse", mse(self.w, *self.task.test))
+            self.metric("participants", len(models))
+
+
+class FedAvgClient(Actor):
+    daemon = True
+
+    def __init__(self, name: str, params: FedAvgParams, data: tuple[np.ndarray, np.ndarray]) -> None:
+        super().__init__(name)
+        self.p, (self.X, self.y) = params, data
+
+    async def run(self) -> None:
+        while True:
+            msg = await self.recv("model")
+            self.round = msg.round
+            if not self.participates():
+                continue
+            await self.compute(self.p.local_steps * self.y.shape[0])
+            w = gradient_steps(msg.payload, self.X, self.y, self.p.lr, self.p.local_steps)
+            self.send(msg.src, "update", {"w": w, "n": self.y.shape[0]})
+
+
+def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int) -> None:
+    for name, node in world.network.nodes.items():
+        if node.role == "server":
+            world.add(FedAvgServer(name, params, rounds, task))
+        else:
+            world.add(FedAvgClient(name, params, task.parts[name]))
+
+
+SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__)

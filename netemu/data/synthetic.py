@@ -1,0 +1,51 @@
+"""Synthetic linear-regression data: y = X w* + noise, a different sample count per client."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from netemu.config import require
+from netemu.rng import Streams
+
+__all__ = ["LinearData", "LinearTask", "make_linear"]
+
+
+@dataclass(frozen=True)
+class LinearData:
+    dim: int = 10
+    samples_min: int = 20
+    samples_max: int = 80
+    noise: float = 0.1
+    test_samples: int = 1000
+
+    def __post_init__(self) -> None:
+        require(self.dim >= 1, "dim", ">= 1")
+        require(1 <= self.samples_min <= self.samples_max, "samples_min", "between 1 and samples_max")
+        require(self.noise >= 0, "noise", ">= 0")
+        require(self.test_samples >= 1, "test_samples", ">= 1")
+
+
+@dataclass(frozen=True)
+class LinearTask:
+    w_star: np.ndarray
+    parts: dict[str, tuple[np.ndarray, np.ndarray]]
+    test: tuple[np.ndarray, np.ndarray]
+
+
+def make_linear(params: LinearData, clients: Sequence[str], streams: Streams) -> LinearTask:
+    """Each client's data comes from its own stream, so adding a client changes nobody else's."""
+    truth = streams.generator("data/truth")
+    w_star = truth.standard_normal(params.dim)
+
+    def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        X = rng.standard_normal((n, params.dim))
+        return X, X @ w_star + params.noise * rng.standard_normal(n)
+
+    parts = {}
+    for c in clients:
+        rng = streams.generator(f"data/{c}")
+        parts[c] = sample(rng, int(rng.integers(params.samples_min, params.samples_max + 1)))
+    return LinearTask(w_star, parts, sample(streams.generator("data/test"), params.test_samples))

@@ -1,0 +1,1 @@
+"""Pure NumPy kernels: side-effect free functions the actors call."""

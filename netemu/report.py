@@ -1,0 +1,103 @@
+"""Run-folder outputs: metrics.csv (long format), summary.json and learning-curve PNGs.
+
+Formats are documented in docs/formats.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["METRIC_COLUMNS", "aggregate_metrics", "final_values", "plot_curves", "write_metrics", "write_summary"]
+
+METRIC_COLUMNS = ("algorithm", "run", "round", "time", "metric", "value")
+
+
+def aggregate_metrics(algorithm: str, run: int, metrics: list[tuple]) -> list[tuple]:
+    """World metrics (actor, round, time, metric, value) -> one row per (round, metric).
+
+    When several actors report the same metric in a round (e.g. every peer its
+    error), the row holds their mean and the time of the last report.
+    """
+    groups: dict[tuple[int, str], list] = defaultdict(list)
+    for _actor, rnd, t, name, value in metrics:
+        groups[(rnd, name)].append((t, value))
+    rows = []
+    for (rnd, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        rows.append((algorithm, run, rnd, max(t for t, _ in items), name, float(np.mean([v for _, v in items]))))
+    return rows
+
+
+def write_metrics(path: Path, rows: list[tuple]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(METRIC_COLUMNS)
+        for alg, run, rnd, t, name, value in rows:
+            w.writerow((alg, run, rnd, repr(float(t)), name, repr(float(value))))
+
+
+def final_values(rows: list[tuple]) -> dict[str, dict[str, float]]:
+    """Per algorithm and metric: the mean over Monte Carlo runs of the last value."""
+    last: dict[tuple[str, str, int], tuple[int, float]] = {}
+    for alg, run, rnd, _t, name, value in rows:
+        key = (alg, name, run)
+        if key not in last or rnd >= last[key][0]:
+            last[key] = (rnd, value)
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (alg, name, _run), (_rnd, value) in last.items():
+        out[alg][name].append(value)
+    return {alg: {name: float(np.mean(v)) for name, v in sorted(m.items())} for alg, m in out.items()}
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+
+
+def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per algorithm: rounds, mean, min and max over runs of `metric` (rounds all runs reached)."""
+    by: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for alg, run, rnd, _t, name, value in rows:
+        if name == metric:
+            by[alg][run][rnd] = value
+    out = {}
+    for alg, runs in by.items():
+        common = sorted(set.intersection(*(set(r) for r in runs.values())))
+        if common:
+            values = np.array([[runs[run][k] for k in common] for run in sorted(runs)])
+            out[alg] = (np.array(common), values.mean(0), values.min(0), values.max(0))
+    return out
+
+
+def plot_curves(rows: list[tuple], out_dir: Path, title: str = "", fmt: str = "png") -> list[Path]:
+    """One figure per metric: the mean over runs per algorithm, with a min–max band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for metric in sorted({r[4] for r in rows}):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        data = curves(rows, metric)
+        for alg, (x, mean, lo, hi) in data.items():
+            (line,) = ax.plot(x, mean, label=alg, lw=1.5)
+            if np.any(hi > lo):
+                ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        values = np.concatenate([m for _, m, _, _ in data.values()]) if data else np.array([])
+        if values.size and values.min() > 0 and values.max() / values.min() > 100:
+            ax.set_yscale("log")  # errors spanning decades: a log axis shows the whole learning curve
+        ax.set_xlabel("round")
+        ax.set_ylabel(metric.replace("_db", " (dB)"))
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / f"curves_{metric.replace('/', '_')}.{fmt}"
+        fig.savefig(path, dpi=110, metadata={"Software": None} if fmt == "png" else None)
+        plt.close(fig)
+        paths.append(path)
+    return paths

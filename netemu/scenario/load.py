@@ -1,0 +1,363 @@
+"""Load a TOML scenario, apply `--set` overrides, and validate everything before a run.
+
+Every problem is collected and reported together (`ScenarioError`), each naming the
+file, the dotted key, the value and what is accepted.  The result is a `Scenario`:
+the resolved table (defaults filled in, written to the run folder as scenario.toml)
+plus the file it came from.  The format is documented in docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import inspect
+import tomllib
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netemu.algorithms import ALGORITHMS
+from netemu.config import ConfigError
+from netemu.data import DATASETS
+from netemu.net import links as L
+from netemu.scenario.schema import (
+    REQUIRED, ArrayOf, Custom, Field, Issues, Mapping, ScenarioError, Section, validate,
+)
+
+__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "apply_overrides", "load_scenario", "parse_scenario"]
+
+LATENCY_MODELS = {
+    "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
+    "empirical": L.Empirical, "rounds": L.RoundDelay,
+}
+LOSS_MODELS = {"bernoulli": L.Bernoulli, "gilbert_elliott": L.GilbertElliott}
+TOPOLOGIES = {
+    "star": {"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1")},
+    "multi_server": {
+        "servers": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
+        "clients_per_server": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
+        "server_degree": Field(float, 3.0, lambda v: v > 0, "> 0 (average degree of the server graph)"),
+    },
+    "random_peers": {
+        "peers": Field(int, REQUIRED, lambda v: v >= 2, ">= 2"),
+        "avg_degree": Field(float, 3.0, lambda v: v > 0, "> 0"),
+    },
+    "geometric": {
+        "positions": Field(dict, REQUIRED, accepts="(node = [x, y] pairs)"),
+        "d_max": Field(float, REQUIRED, lambda v: v > 0, "> 0"),
+    },
+    "graphml": {"file": Field(str, REQUIRED, accepts="(path of a GraphML file, relative to the scenario)")},
+}
+
+
+def _params_of(cls: type) -> dict[str, Field]:
+    """Fields of a frozen params dataclass as schema fields (type from the annotation)."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        t = hints[f.name]
+        types = t if t in (bool, int, float, str) else (list, dict, str, float, int)
+        out[f.name] = Field(types, f.default if f.default is not dataclasses.MISSING else REQUIRED)
+    return out
+
+
+def _construct(cls: type, values: dict, key: str, issues: Issues) -> None:
+    """Let the class check its own ranges; report a refusal at the right dotted key."""
+    try:
+        cls(**values)
+    except ConfigError as exc:
+        issues.add(f"{key}.{exc.field}", values.get(exc.field), exc.accepts)
+    except (ValueError, TypeError) as exc:
+        issues.add(key, values, str(exc))
+
+
+def _model(registry: dict[str, type], what: str) -> Any:
+    """Checker of a `{model = "...", <params>}` link-component table.
+
+    Parameter names come from the component's signature; its constructor checks the
+    ranges (one source of truth).  An empirical latency takes `samples` inline or a
+    `file` of delays (one per line, relative to the scenario; checked at load time).
+    """
+
+    def check(value: Any, key: str, issues: Issues) -> Any:
+        if not isinstance(value, dict) or value.get("model") not in registry:
+            got = value.get("model", REQUIRED) if isinstance(value, dict) else value
+            issues.add(f"{key}.model" if isinstance(value, dict) else key, got, f"{what} model: one of {', '.join(registry)}")
+            return value
+        model, cls = value["model"], registry[value["model"]]
+        params = {k: v for k, v in value.items() if k != "model"}
+        accepted = ["samples", "file"] if cls is L.Empirical else list(inspect.signature(cls).parameters)
+        before = len(issues.items)
+        for k, v in params.items():
+            if k not in accepted:
+                issues.add(f"{key}.{k}", v, f"unknown parameter of the {model} {what} model; accepted: {', '.join(accepted)}")
+            elif k == "file" and not isinstance(v, str):
+                issues.add(f"{key}.{k}", v, "expected a path (string)")
+            elif k == "samples" and not (isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)):
+                issues.add(f"{key}.{k}", v, "expected a list of delays in seconds")
+            elif k not in ("file", "samples") and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                issues.add(f"{key}.{k}", v, "expected a number")
+        if cls is L.Empirical and len([k for k in params if k in accepted]) != 1:
+            issues.add(key, value, "an empirical latency needs exactly one of `samples` or `file`")
+        if len(issues.items) == before and "file" not in params:
+            try:
+                cls(**params)
+            except (ValueError, TypeError) as exc:
+                issues.add(key, value, str(exc))
+        return value
+
+    return check
+
+
+def _jitter(value: Any, key: str, issues: Issues) -> Any:
+    value = validate(Section({"sigma": Field(float, REQUIRED), "correlation": Field(float, 0.0)}), value, key, issues)
+    if isinstance(value, dict) and not any(i.key.startswith(key) for i in issues.items):
+        _construct(L.Jitter, value, key, issues)
+    return value
+
+
+def _outages(value: Any, key: str, issues: Issues) -> Any:
+    ok = isinstance(value, list) and all(
+        isinstance(w, list) and len(w) == 2 and all(isinstance(x, (int, float)) for x in w) and 0 <= w[0] < w[1] for w in value
+    )
+    if not ok:
+        issues.add(key, value, "expected a list of [start, end] windows with 0 <= start < end")
+    return value
+
+
+LINK_FIELDS = {
+    "latency": Custom(_model(LATENCY_MODELS, "latency"), {"model": "constant", "delay": 0.0}),
+    "jitter": Custom(_jitter, None),
+    "loss": Custom(_model(LOSS_MODELS, "loss"), None),
+    "bandwidth": Field(float, 0.0, lambda v: v >= 0, ">= 0 bits/s (0 = unlimited)"),
+    "outages": Custom(_outages, []),
+}
+BEHAVIOUR_FIELDS = {
+    "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "speed": Field(float, 1.0, lambda v: v > 0, "> 0 work units per second"),
+    "slowdown_sigma": Field(float, 0.0, lambda v: v >= 0, ">= 0"),
+}
+
+
+def _topology(value: Any, key: str, issues: Issues) -> Any:
+    if not isinstance(value, dict) or value.get("kind") not in TOPOLOGIES:
+        got = value.get("kind", REQUIRED) if isinstance(value, dict) else value
+        issues.add(f"{key}.kind", got, f"one of {', '.join(TOPOLOGIES)}")
+        return value
+    fields = {"kind": Field(str), **TOPOLOGIES[value["kind"]]}
+    return validate(Section(fields), value, key, issues)
+
+
+def _data(value: Any, key: str, issues: Issues) -> Any:
+    if not isinstance(value, dict) or value.get("kind") not in DATASETS:
+        got = value.get("kind", REQUIRED) if isinstance(value, dict) else value
+        issues.add(f"{key}.kind", got, f"one of {', '.join(DATASETS)}")
+        return value
+    cls = DATASETS[value["kind"]][0]
+    resolved = validate(Section({"kind": Field(str), **_params_of(cls)}), value, key, issues)
+    if isinstance(resolved, dict):
+        _construct(cls, {k: v for k, v in resolved.items() if k != "kind"}, key, issues)
+    return resolved
+
+
+def _algorithm(value: Any, key: str, issues: Issues) -> Any:
+    if not isinstance(value, dict) or value.get("name") not in ALGORITHMS:
+        got = value.get("name", REQUIRED) if isinstance(value, dict) else value
+        issues.add(f"{key}.name", got, f"one of {', '.join(ALGORITHMS)}")
+        return value
+    spec = ALGORITHMS[value["name"]]
+    fields = {"name": Field(str), "label": Field(str, value["name"]), **_params_of(spec.params)}
+    resolved = validate(Section(fields), value, key, issues)
+    if isinstance(resolved, dict):
+        _construct(spec.params, {k: v for k, v in resolved.items() if k not in ("name", "label")}, key, issues)
+    return resolved
+
+
+SCHEMA = Section(
+    {
+        "run": Section(
+            {
+                "name": Field(str, ""),
+                "description": Field(str, ""),
+                "seed": Field(int, 0, lambda v: v >= 0, ">= 0"),
+                "rounds": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
+                "runs": Field(int, 1, lambda v: v >= 1, ">= 1 (Monte Carlo runs)"),
+                "until": Field(float, 0.0, lambda v: v >= 0, ">= 0 virtual seconds (0 = no limit)"),
+            }
+        ),
+        "topology": Custom(_topology),
+        "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
+        "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
+        "nodes": Section(
+            {
+                **BEHAVIOUR_FIELDS,
+                "group": ArrayOf(Section({"name": Field(str, ""), "members": Field(list), **BEHAVIOUR_FIELDS})),
+                "crash": ArrayOf(
+                    Section(
+                        {
+                            "node": Field(str),
+                            "at": Field(float, REQUIRED, lambda v: v >= 0, ">= 0"),
+                            "recover": Field(float, -1.0, accepts="(omit for never)"),
+                        }
+                    )
+                ),
+            }
+        ),
+        "data": Custom(_data),
+        "algorithm": ArrayOf(Custom(_algorithm), min_items=1),
+        "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
+        "output": Section({"plots": Field(bool, True), "log": Field(bool, True)}),
+        "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario: `table` is the resolved TOML table, `path` its source file."""
+
+    table: dict
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.table["run"]["name"] or self.path.stem
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the scenario, relative to the scenario file."""
+        p = Path(relative)
+        return p if p.is_absolute() else self.path.parent / p
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
+    """Apply `key.path=value` overrides (value in TOML syntax; bare words are strings).
+
+    `algorithm.X=v` sets X in every algorithm entry; `algorithm.LABEL.X=v` in the entry
+    whose label (or name) is LABEL.
+    """
+    issues = Issues(f"{file} (--set)")
+    for item in overrides:
+        if "=" not in item:
+            issues.add(item, REQUIRED, "expected KEY=VALUE, e.g. run.rounds=200")
+            continue
+        path, _, text = item.partition("=")
+        keys, value = path.strip().split("."), _parse_value(text.strip())
+        if keys[0] == "algorithm":
+            entries = table.setdefault("algorithm", [])
+            labels = [e.get("label", e.get("name")) for e in entries]
+            if len(keys) == 3:
+                if keys[1] not in labels:
+                    issues.add(path, value, f"no algorithm labelled {keys[1]!r}; labels: {', '.join(map(str, labels))}")
+                    continue
+                entries = [entries[labels.index(keys[1])]]
+                keys = keys[:1] + keys[2:]
+            if len(keys) != 2:
+                issues.add(path, value, "expected algorithm.PARAM or algorithm.LABEL.PARAM")
+                continue
+            for e in entries:
+                e[keys[1]] = value
+            continue
+        node = table
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                issues.add(path, value, f"{k} is not a table")
+                break
+        else:
+            node[keys[-1]] = value
+    if issues.items:
+        raise ScenarioError(issues.items)
+    return table
+
+
+def _link_tables(table: dict) -> list[tuple[str, dict]]:
+    return [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
+
+
+def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], file: str, issues: Issues) -> None:
+    """Cross-checks that need the topology: link classes, node names, roles."""
+    for cls in table["links"]:
+        if cls not in graph_classes:
+            issues.add(f"links.{cls}", "(table)", f"no link of this class in the topology; classes: {', '.join(sorted(graph_classes))}")
+    for i, ov in enumerate(table["link"]):
+        for end in ("src", "dst"):
+            if isinstance(ov, dict) and ov.get(end) not in graph_nodes:
+                issues.add(f"link[{i}].{end}", ov.get(end), "a node of the topology")
+    for i, group in enumerate(table["nodes"]["group"]):
+        for pattern in group.get("members", []) if isinstance(group, dict) else []:
+            if not isinstance(pattern, str) or not fnmatch.filter(graph_nodes, pattern):
+                issues.add(f"nodes.group[{i}].members", pattern, "node names or glob patterns (client-1*) matching a node")
+    for i, crash in enumerate(table["nodes"]["crash"]):
+        if not isinstance(crash, dict):
+            continue
+        if crash.get("node") not in graph_nodes:
+            issues.add(f"nodes.crash[{i}].node", crash.get("node"), "a node of the topology")
+        if crash.get("recover", -1) >= 0 and crash["recover"] <= crash.get("at", 0):
+            issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
+
+
+def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario:
+    from netemu.scenario.build import topology_for_validation  # the one place that needs graphs
+
+    file = str(path)
+    raw = apply_overrides(raw, list(overrides), file)
+    issues = Issues(file)
+    table = validate(SCHEMA, raw, "", issues)
+    if not issues.items:
+        sc = Scenario(table, path)
+        for i, alg in enumerate(table["algorithm"]):
+            spec = ALGORITHMS[alg["name"]]
+            if table["data"]["kind"] not in spec.datasets:
+                issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r}")
+        labels = [a["label"] for a in table["algorithm"]]
+        for label in {x for x in labels if labels.count(x) > 1}:
+            issues.add("algorithm", label, "unique labels: give compared variants a distinct `label`")
+        try:
+            graph = topology_for_validation(sc)
+        except (ValueError, OSError) as exc:
+            issues.add("topology", table["topology"], str(exc))
+        else:
+            classes = {c for _, _, c in graph.edges(data="link_class")}
+            _check_nodes(table, sorted(graph.nodes), classes, file, issues)
+            roles = {r for _, r in graph.nodes(data="role")}
+            for i, alg in enumerate(table["algorithm"]):
+                need = set(ALGORITHMS[alg["name"]].roles)
+                if not need <= roles:
+                    issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
+        for where, link in _link_tables(table):
+            latency = link.get("latency") or {}
+            if latency.get("model") == "empirical" and "file" in latency:
+                try:
+                    L.Empirical.from_file(sc.resolve(latency["file"]))
+                except (OSError, ValueError) as exc:
+                    issues.add(f"{where}.latency.file", latency["file"], f"a readable file of delays (one per line): {exc}")
+        if table["script"] and not sc.resolve(table["script"]).is_file():
+            issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
+    if issues.items:
+        raise ScenarioError(issues.items)
+    return Scenario(table, path)
+
+
+def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ScenarioError([_issue(path, "(file)", str(path), "an existing scenario file")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([_issue(path, "(syntax)", str(exc), "valid TOML")]) from None
+    return parse_scenario(raw, path, overrides)
+
+
+def _issue(path: Path, key: str, value: Any, accepts: str):
+    from netemu.scenario.schema import Issue
+
+    return Issue(str(path), key, value, accepts)
