@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
+
 from netemu.algorithms import ALGORITHMS
 from netemu.config import ConfigError
 from netemu.data import DATASETS
@@ -325,6 +327,9 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
         except (ValueError, OSError) as exc:
             issues.add("topology", table["topology"], str(exc))
         else:
+            if not nx.is_weakly_connected(graph):
+                parts = sorted((sorted(c) for c in nx.weakly_connected_components(graph)), key=len)
+                issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
             classes = {c for _, _, c in graph.edges(data="link_class")}
             _check_nodes(table, sorted(graph.nodes), classes, file, issues)
             roles = {r for _, r in graph.nodes(data="role")}

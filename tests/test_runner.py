@@ -1,0 +1,245 @@
+"""Run folders, exact and cross-algorithm replay, interrupted and failed runs, trace errors."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import msgpack
+import orjson
+import pytest
+
+from netemu.cli import main
+from netemu.scenario import load_scenario
+from netemu.runner import execute
+from netemu.trace import Trace, TraceError
+
+SCENARIO = """
+[run]
+name = "tiny"
+seed = 4
+rounds = 6
+runs = 2
+[topology]
+kind = "star"
+clients = 5
+[links.uplink]
+latency = { model = "exponential", mean = 0.5 }
+loss = { model = "bernoulli", p = 0.2 }
+bandwidth = 1e5
+[links.downlink]
+latency = { model = "uniform", low = 0.1, high = 0.4 }
+[nodes]
+participation = 0.7
+speed = 500.0
+[data]
+kind = "linear"
+dim = 4
+[[algorithm]]
+name = "fedavg"
+label = "fast"
+lr = 0.1
+round_time = 3.0
+[[algorithm]]
+name = "fedavg"
+label = "slow"
+lr = 0.01
+round_time = 3.0
+"""
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(SCENARIO)
+    return path
+
+
+def run(path, out, *args):
+    assert main(["run", str(path), "--out", str(out), "--quiet", *args]) == 0
+    return out
+
+
+def lines(path):
+    return [orjson.loads(x) for x in Path(path).read_bytes().splitlines()]
+
+
+def test_a_run_folder_holds_every_documented_file(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    names = {p.name for p in out.iterdir()}
+    assert {"scenario.toml", "messages.jsonl", "trace.msgpack", "metrics.csv", "summary.json", "curves_mse.png"} <= names
+    assert load_scenario(out / "scenario.toml").table["netemu"]["version"]
+
+
+def test_metrics_csv_is_long_format_with_one_row_per_metric_round_algorithm_and_run(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    with open(out / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["algorithm", "run", "round", "time", "metric", "value"]
+    keys = {(r["algorithm"], r["run"], r["round"], r["metric"]) for r in rows}
+    assert len(keys) == len(rows) == 2 * 2 * 6 * 2  # algorithms x runs x rounds x metrics
+
+
+def test_summary_json_reports_final_metrics_messages_and_times(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] is True and s["algorithms"] == ["fast", "slow"]
+    assert set(s["final"]["fast"]) == {"mse", "participants"}
+    m = s["messages"]["fast"]
+    assert m["sent"] == m["delivered"] + m["dropped"] + m["in_flight"]
+    assert set(m["bytes"]) == {"uplink", "downlink"} and m["dropped_by_reason"]["loss"] > 0
+    assert len(s["virtual_time"]["slow"]) == 2 and s["wall_time_s"] >= 0
+
+
+def test_every_log_record_says_its_algorithm_and_run(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    recs = lines(out / "messages.jsonl")
+    assert {(r["algorithm"], r["run"]) for r in recs} == {("fast", 0), ("slow", 0), ("fast", 1), ("slow", 1)}
+    assert all("wall" not in k for r in recs for k in r)
+
+
+def test_the_algorithms_of_one_run_share_the_participation_draws(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    recs = lines(out / "messages.jsonl")
+    sent = lambda alg, r: {(x["src"], x["round"]) for x in recs if x["algorithm"] == alg and x["run"] == r and x["event"] == "send" and x["kind"] == "update"}
+    assert sent("fast", 0) == sent("slow", 0)
+    assert sent("fast", 0) != sent("fast", 1)
+
+
+def test_the_same_seed_gives_byte_identical_results(scenario, tmp_path):
+    a, b = run(scenario, tmp_path / "a"), run(scenario, tmp_path / "b")
+    for name in ("messages.jsonl", "metrics.csv", "trace.msgpack"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    c = run(scenario, tmp_path / "c", "--seed", "5")
+    assert (a / "messages.jsonl").read_bytes() != (c / "messages.jsonl").read_bytes()
+
+
+def test_replaying_a_trace_with_the_same_scenario_gives_a_byte_identical_log(scenario, tmp_path):
+    a = run(scenario, tmp_path / "a")
+    assert main(["replay", str(a / "trace.msgpack"), "--scenario", str(scenario), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert (a / "messages.jsonl").read_bytes() == (tmp_path / "r" / "messages.jsonl").read_bytes()
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert s["replay"]["new"] == 0 and s["replay"]["replayed"] > 100
+
+
+def fates(recs):
+    """(algorithm, run, src, dst, round, index) -> drop reason or (link) delay, from a log."""
+    index, out, keys = {}, {}, {}
+    for r in recs:
+        if r["event"] == "send":
+            k = (r["run"], r["src"], r["dst"], r["round"])
+            index[k] = index.get(k, -1) + 1
+            keys[(r["algorithm"], r["run"], r["id"])] = (*k, index[k])
+        elif r["event"] in ("deliver", "drop"):
+            out[keys[(r["algorithm"], r["run"], r["id"])]] = r.get("reason") or "delivered"
+    return out
+
+
+def test_another_algorithm_replayed_on_a_trace_meets_the_recorded_participation_and_fates(scenario, tmp_path):
+    a = run(scenario, tmp_path / "a", "--set", "algorithm.slow.local_steps=1")
+    other = tmp_path / "other.toml"
+    # a different algorithm setting, a different seed in the file: the trace's realization wins
+    other.write_text(SCENARIO.replace("seed = 4", "seed = 99").replace('label = "slow"\nlr = 0.01', 'label = "new"\nlr = 0.05\nlocal_steps = 9'))
+    assert main(["replay", str(a / "trace.msgpack"), "--scenario", str(other), "--source", "fast", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    orig = [r for r in lines(a / "messages.jsonl") if r["algorithm"] == "fast"]
+    new = [r for r in lines(tmp_path / "r" / "messages.jsonl") if r["algorithm"] == "new"]
+    part = lambda recs: {(r["run"], r["src"], r["round"]) for r in recs if r["event"] == "send" and r["kind"] == "update"}
+    assert part(orig) == part(new)
+    f_orig, f_new = fates(orig), {k: v for k, v in fates([{**r, "algorithm": "fast"} for r in new]).items()}
+    shared = f_orig.keys() & f_new.keys()
+    assert len(shared) > 50 and all(f_orig[k] == f_new[k] for k in shared)
+
+
+def test_a_trace_from_another_topology_is_refused(scenario, tmp_path):
+    a = run(scenario, tmp_path / "a")
+    other = tmp_path / "other.toml"
+    other.write_text(SCENARIO.replace("clients = 5", "clients = 6"))
+    trace = Trace.read(a / "trace.msgpack")
+    sc = load_scenario(other)
+    with pytest.raises(TraceError, match="recorded on another topology"):
+        execute(sc, tmp_path / "r", quiet=True, replay=trace)
+
+
+def repack(data: bytes, end: list) -> bytes:
+    """The same trace with another end marker."""
+    entries = list(msgpack.Unpacker(io.BytesIO(data)))[:-1]
+    return b"".join(msgpack.packb(x) for x in [*entries, end])
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b[: len(b) // 2], "truncated trace: no end marker"),
+        (lambda b: b"\xc1" + b, "not a netemu trace"),
+        (lambda b: msgpack.packb({"format": "netemu-trace", "version": 99}) + b, "trace format version 99"),
+        (lambda b: repack(b, end=["end", 3, True]), "end marker counts 3 entries"),
+        (lambda b: b"", "not a netemu trace"),
+    ],
+    ids=["truncated", "garbage", "version", "count", "empty"],
+)
+def test_a_damaged_trace_gives_a_clear_error(scenario, tmp_path, damage, message):
+    a = run(scenario, tmp_path / "a")
+    bad = tmp_path / "bad.msgpack"
+    bad.write_bytes(damage((a / "trace.msgpack").read_bytes()))
+    with pytest.raises(TraceError, match=message):
+        Trace.read(bad)
+
+
+def test_the_cli_reports_a_bad_trace_without_a_traceback(scenario, tmp_path, capsys):
+    bad = tmp_path / "bad.msgpack"
+    bad.write_bytes(b"nonsense")
+    assert main(["replay", str(bad), "--scenario", str(scenario), "--out", str(tmp_path / "r")]) == 2
+    assert "not a netemu trace" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_leaves_a_valid_folder_marked_incomplete(scenario, tmp_path):
+    script = tmp_path / "stop.py"
+    script.write_text(
+        "def setup(world):\n"
+        "    def stop():\n"
+        "        raise KeyboardInterrupt\n"
+        "    world.at(10.0, stop)\n"
+    )
+    scenario.write_text('script = "stop.py"\n' + SCENARIO)
+    assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--quiet"]) == 130
+    out = tmp_path / "out"
+    s = json.loads((out / "summary.json").read_text())
+    assert s["complete"] is False and "interrupted" in s["stopped_by"]
+    recs = lines(out / "messages.jsonl")
+    assert recs and max(r["t"] for r in recs) <= 10.0
+    with open(out / "metrics.csv") as f:
+        assert len(list(csv.DictReader(f))) > 0
+    assert Trace.read(out / "trace.msgpack").complete is False
+
+
+def test_a_failing_actor_stops_the_run_and_the_folder_keeps_what_was_logged(scenario, tmp_path, capsys):
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "def setup(world):\n"
+        "    server = world.actors['server']\n"
+        "    def corrupt():\n"
+        "        server.task = None\n"
+        "    world.at(7.0, corrupt)\n"
+    )
+    scenario.write_text('script = "fail.py"\n' + SCENARIO)
+    assert main(["run", str(scenario), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "actor 'server' failed at virtual time" in err
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert s["complete"] is False and s["stopped_by"].startswith("ActorFailed")
+    assert lines(tmp_path / "out" / "messages.jsonl")
+
+
+def test_an_existing_run_folder_is_not_overwritten(scenario, tmp_path, capsys):
+    run(scenario, tmp_path / "a")
+    assert main(["run", str(scenario), "--out", str(tmp_path / "a"), "--quiet"]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_validate_reports_ok_and_problems(scenario, tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SCENARIO.replace("participation = 0.7", "participation = 7"))
+    assert main(["validate", str(scenario)]) == 0
+    assert main(["validate", str(scenario), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.toml: nodes.participation = 7" in err and "in [0, 1]" in err
