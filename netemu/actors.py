@@ -82,10 +82,12 @@ class Actor:
 
     Subclasses implement `async def run(self)`.  Set `daemon = True` for actors that
     serve forever (e.g. clients waiting for the next model): the run ends when every
-    non-daemon actor has returned, and daemons are then cancelled.
+    non-daemon actor has returned, and daemons are then cancelled.  Set
+    `networked = False` for a process that computes but owns no network node.
     """
 
     daemon: bool = False
+    networked: bool = True  # False: a process with no node (e.g. a vectorized client pool); no send/recv
 
     def __init__(self, name: str) -> None:
         self.name = name

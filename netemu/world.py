@@ -95,14 +95,21 @@ class World:
     # -------------------------------------------------------------- building
 
     def add(self, actor: Actor) -> Actor:
-        if actor.name not in self.network.nodes:
+        if actor.networked and actor.name not in self.network.nodes:
             raise ValueError(f"actor {actor.name!r} has no node in the graph")
+        if not actor.networked and actor.name in self.network.nodes:
+            raise ValueError(f"process {actor.name!r} has the name of a network node")
         if actor.name in self.actors:
             raise ValueError(f"two actors named {actor.name!r}")
         actor.world = self
         self.actors[actor.name] = actor
-        self.network.connect(actor.name, actor.inbox.put)
+        if actor.networked:
+            self.network.connect(actor.name, actor.inbox.put)
         return actor
+
+    def _up(self, name: str) -> bool:
+        node = self.network.nodes.get(name)
+        return node is None or node.up
 
     def at(self, t: float, fn: Callable[[], object]) -> None:
         """Call `fn()` at virtual time `t` (scenario events: slow-downs, outages, ...)."""
@@ -186,7 +193,7 @@ class World:
         self._failure = loop.create_future()
         self._finished = {n: loop.create_future() for n, a in self.actors.items() if not a.daemon}
         for actor in self.actors.values():
-            if self.network.nodes[actor.name].up:
+            if self._up(actor.name):
                 self._start(actor)
             elif not self._pending_recoveries.get(actor.name):
                 self._finish(actor.name)
@@ -204,7 +211,7 @@ class World:
         out = {}
         for name, actor in self.actors.items():
             task = self._tasks.get(name)
-            if not self.network.nodes[name].up:
+            if not self._up(name):
                 out[name] = "nothing (crashed)"
             elif task is not None and not task.done():
                 out[name] = actor.waiting_for or _describe_wait(task)

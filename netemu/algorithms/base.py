@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from netemu.world import World
@@ -16,7 +16,8 @@ class AlgorithmSpec:
     """`params` is a frozen dataclass checking itself in `__post_init__`;
     `build(world, params, data, rounds)` adds the actors to `world`;
     `datasets` lists the `data.kind` values it can learn; `roles` the node roles
-    its topology must have."""
+    its topology must have; `defaults` overrides parameter defaults, so that one
+    params class serves several named variants."""
 
     name: str
     params: type
@@ -24,3 +25,7 @@ class AlgorithmSpec:
     datasets: tuple[str, ...]
     roles: tuple[str, ...]
     doc: str = ""
+    defaults: dict = field(default_factory=dict)
+
+    def make_params(self, values: dict) -> Any:
+        return self.params(**{**self.defaults, **values})

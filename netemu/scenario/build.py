@@ -7,7 +7,7 @@ data, participation draws and link fates (common random numbers).  The run seed 
 
 from __future__ import annotations
 
-import fnmatch
+import dataclasses
 import hashlib
 import importlib.util
 from collections.abc import Callable
@@ -23,7 +23,7 @@ from netemu.net import links as L
 from netemu.net import topology as T
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.rng import Streams
-from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario
+from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, match_nodes
 from netemu.world import World
 
 __all__ = ["build_graph", "build_links", "build_world", "load_script", "run_seed", "topology_for_validation"]
@@ -91,7 +91,7 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
     settings = {n: {k: nodes[k] for k in keys} for n in graph.nodes}
     for group in nodes["group"]:  # later groups win
         for pattern in group["members"]:
-            for n in fnmatch.filter(list(graph.nodes), pattern):
+            for n in match_nodes(pattern, list(graph.nodes)):
                 settings[n] = {k: group[k] for k in keys}
     crashes: dict[str, list] = {}
     for c in nodes["crash"]:
@@ -113,6 +113,8 @@ def load_script(path: Path) -> Callable[[World], None]:
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     params_cls, make = DATASETS[sc.table["data"]["kind"]]
     params = params_cls(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
+    if getattr(params, "csv", ""):
+        params = dataclasses.replace(params, csv=str(sc.resolve(params.csv)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server"]
     return make(params, clients, streams)
 
@@ -139,7 +141,7 @@ def build_world(
     )
     entry = sc.table["algorithm"][algorithm]
     spec = ALGORITHMS[entry["name"]]
-    params = spec.params(**{k: v for k, v in entry.items() if k not in ("name", "label")})
+    params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
     spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])
     if setup is not None:
         setup(world)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import inspect
+import re
 import tomllib
 import typing
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from netemu.scenario.schema import (
     REQUIRED, ArrayOf, Custom, Field, Issues, Mapping, ScenarioError, Section, validate,
 )
 
-__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "apply_overrides", "load_scenario", "parse_scenario"]
+__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "apply_overrides", "load_scenario", "match_nodes", "parse_scenario"]
 
 LATENCY_MODELS = {
     "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
@@ -53,14 +54,15 @@ TOPOLOGIES = {
 }
 
 
-def _params_of(cls: type) -> dict[str, Field]:
+def _params_of(cls: type, defaults: dict | None = None) -> dict[str, Field]:
     """Fields of a frozen params dataclass as schema fields (type from the annotation)."""
     hints = typing.get_type_hints(cls)
     out = {}
     for f in dataclasses.fields(cls):
         t = hints[f.name]
         types = t if t in (bool, int, float, str) else (list, dict, str, float, int)
-        out[f.name] = Field(types, f.default if f.default is not dataclasses.MISSING else REQUIRED)
+        default = (defaults or {}).get(f.name, f.default)
+        out[f.name] = Field(types, default if default is not dataclasses.MISSING else REQUIRED)
     return out
 
 
@@ -169,7 +171,7 @@ def _algorithm(value: Any, key: str, issues: Issues) -> Any:
         issues.add(f"{key}.name", got, f"one of {', '.join(ALGORITHMS)}")
         return value
     spec = ALGORITHMS[value["name"]]
-    fields = {"name": Field(str), "label": Field(str, value["name"]), **_params_of(spec.params)}
+    fields = {"name": Field(str), "label": Field(str, value["name"]), **_params_of(spec.params, spec.defaults)}
     resolved = validate(Section(fields), value, key, issues)
     if isinstance(resolved, dict):
         _construct(spec.params, {k: v for k, v in resolved.items() if k not in ("name", "label")}, key, issues)
@@ -280,6 +282,20 @@ def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
     return table
 
 
+_RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
+
+
+def match_nodes(pattern: str, names: list[str]) -> list[str]:
+    """Nodes matching `pattern`: a name, a glob (`client-1*`) or a numeric range
+    (`client-{0..63}`, both ends included), in the order of `names`."""
+    m = _RANGE.search(pattern)
+    if m is None:
+        return fnmatch.filter(names, pattern)
+    lo, hi = int(m.group(1)), int(m.group(2))
+    wanted = {pattern[: m.start()] + str(i) + pattern[m.end() :] for i in range(lo, hi + 1)}
+    return [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
+
+
 def _link_tables(table: dict) -> list[tuple[str, dict]]:
     return [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
 
@@ -295,8 +311,8 @@ def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], f
                 issues.add(f"link[{i}].{end}", ov.get(end), "a node of the topology")
     for i, group in enumerate(table["nodes"]["group"]):
         for pattern in group.get("members", []) if isinstance(group, dict) else []:
-            if not isinstance(pattern, str) or not fnmatch.filter(graph_nodes, pattern):
-                issues.add(f"nodes.group[{i}].members", pattern, "node names or glob patterns (client-1*) matching a node")
+            if not isinstance(pattern, str) or not match_nodes(pattern, graph_nodes):
+                issues.add(f"nodes.group[{i}].members", pattern, "node names, globs (client-1*) or ranges (client-{0..63}) matching a node")
     for i, crash in enumerate(table["nodes"]["crash"]):
         if not isinstance(crash, dict):
             continue

@@ -1,0 +1,259 @@
+"""Asynchronous online FL with random Fourier features: PAO-Fed and its baselines.
+
+Source: thesis Chapter 4 (eqs. 4.1–4.14, Algorithm 3, §4.4) and Publication 4
+(appendix D, eqs. 4–6 and 14–15).  One server/client design; every variant is a
+parameter set (see `VARIANTS`):
+
+* PAO-Fed-{C,U}{0,1,2}: partial sharing of m entries, coordinated (C) or not (U);
+  version 0 sends S_k = M_k⁽ⁿ⁾, versions 1 and 2 S_k = M_k⁽ⁿ⁺¹⁾ (eq. 4.6); version 2
+  weights updates delayed l iterations by α_l = a^l (eq. 4.14).
+* Online-FedSGD: every available client, full models (eqs. 4–6 of Publication 4).
+* Online-Fed: the server keeps each available client with probability `select`.
+* PSO-Fed: coordinated partial sharing with S = M (version 0), client scheduling,
+  and local learning of the clients that do not take part.
+* sign-SGD: the stochastic-sign compressed uplink of Jin et al. (1 bit per entry).
+
+Time: iteration n starts at virtual time n·T (T = `iteration_time`).  The server
+shares M_k⁽ⁿ⁾w⁽ⁿ⁾ with the available clients — client k is available when it has new
+data at n and its participation draw for (k, n) succeeds (the server reads the same
+keyed draw: this models the clients' presence without emulating it as traffic) and,
+with `select` < 1, the server's keyed scheduling draw keeps it.  An available client
+updates (eq. 4.9/4.10) and sends S_k w_k at once; the uplink delays it by whole
+iterations (a `rounds` latency link) or loses it.  At n + T/2 the server aggregates
+what has arrived with eq. (4.13)–(4.14), the delay of an update being l = n − its
+round.  At n + 3T/4 the clients that have new data but took no part do the
+autonomous update (eq. 4.11/4.12) — in one vectorized call over the struct-of-arrays
+client state, so idle clients cost no actor wake-ups.
+
+Delayed updates: every variant aggregates an update that arrives l ≤ l_max
+iterations late with weight α_l (a^l for version 2, 1 otherwise) through
+eqs. (4.13)–(4.14); for full-model baselines without delays this is exactly the
+average of eq. (6).  Beyond l_max an update is discarded (and a `rounds` link expires
+it on the way).  Metrics per iteration: `mse_db` (eq. 4.36, one run), `participants`
+(clients that sent an update), `delayed` (updates aggregated with l > 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from netemu.actors import Actor
+from netemu.algorithms.base import AlgorithmSpec
+from netemu.config import require
+from netemu.data.online import OnlineRegression
+from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
+from netemu.net.network import Message
+from netemu.wire.partial import PartialModel
+from netemu.world import World
+
+__all__ = ["OnlineFLParams", "SPECS", "VARIANTS"]
+
+
+@dataclass(frozen=True)
+class OnlineFLParams:
+    mu: float = 0.4  # client step size μ (LMS)
+    m: int = 4  # entries per partial message
+    sharing: str = "partial"  # "partial" | "full"
+    coordinated: bool = False
+    version: int = 1  # 0: S = M_n; 1, 2: S = M_{n+1}; 2: weight decrease
+    decay: float = 0.2  # a in α_l = a^l (version 2)
+    l_max: int = 10  # updates delayed more than l_max iterations are discarded
+    select: float = 1.0  # the server keeps each available client with this probability
+    local_learning: bool = True  # autonomous updates (4.11) of clients that take no part
+    server_full: bool = False  # M = I: the server shares its whole model (Fig. 4.6a)
+    uplink: str = "model"  # "model" | "sign" (stochastic-sign SGD)
+    server_lr: float = 0.002  # server step of the sign uplink
+    overlap: str = "client"  # most recent update wins per "client" or across "all" clients
+    rff_dim: int = 200
+    kernel_width: float = 1.0
+    iteration_time: float = 1.0
+
+    def __post_init__(self) -> None:
+        require(self.mu > 0, "mu", "> 0")
+        require(1 <= self.m <= self.rff_dim, "m", f"between 1 and rff_dim = {self.rff_dim}")
+        require(self.sharing in ("partial", "full"), "sharing", '"partial" or "full"')
+        require(self.version in (0, 1, 2), "version", "0, 1 or 2")
+        require(0 <= self.decay <= 1, "decay", "in [0, 1]")
+        require(self.l_max >= 0, "l_max", ">= 0")
+        require(0 < self.select <= 1, "select", "in (0, 1]")
+        require(self.uplink in ("model", "sign"), "uplink", '"model" or "sign"')
+        require(self.server_lr > 0, "server_lr", "> 0")
+        require(self.overlap in ("client", "all"), "overlap", '"client" or "all"')
+        require(self.rff_dim >= 1 and self.kernel_width > 0, "kernel_width", "> 0 (and rff_dim >= 1)")
+        require(self.iteration_time > 0, "iteration_time", "> 0")
+
+    def alphas(self) -> np.ndarray:
+        """α_0 … α_{l_max} of eq. (4.14)."""
+        ls = np.arange(self.l_max + 1)
+        return self.decay**ls if self.version == 2 else np.ones(ls.size)
+
+    @property
+    def partial_down(self) -> bool:
+        return self.sharing == "partial" and not self.server_full and self.uplink == "model"
+
+
+class OnlineState:
+    """What the actors of one run share: the data stream, the RFF map, and the clients'
+    models as one K × d array (each client actor works on its row)."""
+
+    def __init__(self, world: World, p: OnlineFLParams, data: OnlineRegression) -> None:
+        self.p, self.data, self.stream = p, data, data.stream()
+        self.clients = list(data.clients)
+        self.index = {c: k for k, c in enumerate(self.clients)}
+        input_dim = data.inputs[0].shape[1] if data.inputs else data.test[0].shape[1]
+        self.omega, self.phase = rff(input_dim, p.rff_dim, p.kernel_width, world.streams.generator("rff"))
+        self.W = np.zeros((len(self.clients), p.rff_dim))
+        self.took_part = np.full(len(self.clients), -1)  # iteration of each client's last update
+        self.test_Z = rff_features(data.test[0], self.omega, self.phase)
+        self.test_y = data.test[1]
+
+    def sample(self, n: int, k: int) -> tuple[np.ndarray, float]:
+        s = self.stream.sample[n, k]
+        return rff_features(self.data.inputs[k][s][None, :], self.omega, self.phase)[0], float(self.data.outputs[k][s])
+
+    def sent_indices(self, n: int, k: int) -> np.ndarray:
+        """S_k⁽ⁿ⁾: M_k⁽ⁿ⁾ for version 0, M_k⁽ⁿ⁺¹⁾ otherwise (eq. 4.6)."""
+        p = self.p
+        if p.sharing == "full":
+            return np.arange(p.rff_dim)
+        return selection(p.rff_dim, p.m, n if p.version == 0 else n + 1, k, p.coordinated)
+
+
+class OnlineServer(Actor):
+    def __init__(self, name: str, state: OnlineState, iterations: int) -> None:
+        super().__init__(name)
+        self.state, self.iterations = state, iterations
+        self.w = np.zeros(state.p.rff_dim)
+
+    def available(self, n: int) -> list[int]:
+        st, p, net = self.state, self.state.p, self.world.network
+        ks = np.flatnonzero(st.stream.sample[n] >= 0)
+        out = [int(k) for k in ks if net.participates(st.clients[k], n)]
+        if p.select < 1:
+            draws = self.world.streams.keyed("schedule")
+            out = [k for k in out if draws.uniform(st.clients[k], n) < p.select]
+        return out
+
+    async def run(self) -> None:
+        st, p = self.state, self.state.p
+        T, alphas, d = p.iteration_time, p.alphas(), p.rff_dim
+        for n in range(self.iterations):
+            await self.sleep(n * T - self.now)
+            self.round = n
+            for k in self.available(n):
+                if p.partial_down:
+                    payload = PartialModel.take(self.w, selection(d, p.m, n, k, p.coordinated))
+                else:
+                    payload = self.w
+                self.send(st.clients[k], "model", payload)
+            updates = []
+            while (msg := await self.recv("update", until=n * T + T / 2)) is not None:
+                updates.append(self.decode(msg, n))
+            if p.uplink == "sign":
+                direction = aggregate(np.zeros(d), updates, alphas, p.overlap)  # mean of the signs
+                self.w = self.w - p.server_lr * direction
+            else:
+                self.w = aggregate(self.w, updates, alphas, p.overlap)
+            self.metric("mse_db", mse_db(self.w, st.test_Z, st.test_y))
+            self.metric("delayed", sum(1 for u in updates if u[1] > 0))
+
+    def decode(self, msg: Message, n: int) -> tuple[int, int, np.ndarray, np.ndarray]:
+        k, d = self.state.index[msg.src], self.state.p.rff_dim
+        body = msg.payload
+        if isinstance(body, PartialModel):
+            return k, n - msg.round, body.indices.astype(np.int64), body.values
+        if isinstance(body, dict):  # sign uplink: packed bits, 1 = +1
+            signs = np.unpackbits(body["bits"], count=d).astype(float) * 2 - 1
+            return k, n - msg.round, np.arange(d), signs
+        return k, n - msg.round, np.arange(d), body
+
+
+class OnlineClient(Actor):
+    daemon = True
+
+    def __init__(self, name: str, state: OnlineState) -> None:
+        super().__init__(name)
+        self.state, self.k = state, state.index[name]
+
+    async def run(self) -> None:
+        st, p, k = self.state, self.state.p, self.k
+        sign_rng = self.rng("stochastic-sign")
+        while True:
+            msg = await self.recv("model")
+            n = self.round = msg.round
+            st.took_part[k] = n
+            z, y = st.sample(n, k)
+            if isinstance(msg.payload, PartialModel):
+                start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
+            else:
+                start = msg.payload
+            if p.uplink == "sign":
+                e = y - start @ z
+                bits = np.packbits(stochastic_sign(-z * e, sign_rng.random(p.rff_dim)) > 0)
+                self.send(msg.src, "update", {"bits": bits})
+                continue
+            st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
+            idx = st.sent_indices(n, k)
+            payload = PartialModel.take(st.W[k], idx) if p.sharing == "partial" else st.W[k].copy()
+            self.send(msg.src, "update", payload)
+
+
+class ClientPool(Actor):
+    """The autonomous updates (4.11)–(4.12) of every client that has new data but
+    took no part in the iteration, as one vectorized LMS step."""
+
+    daemon = True
+    networked = False
+
+    def __init__(self, state: OnlineState, iterations: int) -> None:
+        super().__init__("client-pool")
+        self.state, self.iterations = state, iterations
+
+    async def run(self) -> None:
+        st, p = self.state, self.state.p
+        T = p.iteration_time
+        for n in range(self.iterations):
+            await self.sleep(n * T + 0.75 * T - self.now)
+            self.round = n
+            ks = np.flatnonzero(st.stream.sample[n] >= 0)
+            self.metric("participants", int(np.count_nonzero(st.took_part[ks] == n)))
+            if not p.local_learning:
+                continue
+            idle = ks[st.took_part[ks] != n]
+            if idle.size:
+                s = st.stream.sample[n, idle]
+                X = np.array([st.data.inputs[k][i] for k, i in zip(idle, s)])
+                y = np.array([st.data.outputs[k][i] for k, i in zip(idle, s)])
+                st.W[idle] = lms_step(st.W[idle], rff_features(X, st.omega, st.phase), y, p.mu)
+
+
+def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int) -> None:
+    servers = [n for n, node in world.network.nodes.items() if node.role == "server"]
+    require(len(servers) == 1, "topology", "a star with one server")
+    require(rounds <= data.iterations, "rounds", f"<= data.iterations = {data.iterations}")
+    state = OnlineState(world, params, data)
+    world.add(OnlineServer(servers[0], state, rounds))
+    for name in state.clients:
+        world.add(OnlineClient(name, state))
+    world.add(ClientPool(state, rounds))
+
+
+#: scenario algorithm names -> parameter presets
+VARIANTS: dict[str, dict] = {
+    **{
+        f"pao-fed-{c.lower()}{v}": {"coordinated": c == "C", "version": v}
+        for c in ("C", "U")
+        for v in (0, 1, 2)
+    },
+    "online-fedsgd": {"sharing": "full", "local_learning": False},
+    "online-fed": {"sharing": "full", "local_learning": False, "select": 0.02},
+    "pso-fed": {"coordinated": True, "version": 0, "select": 0.1, "m": 40},
+    "signsgd": {"sharing": "full", "uplink": "sign", "local_learning": False},
+}
+
+SPECS = [
+    AlgorithmSpec(name, OnlineFLParams, build, datasets=("online",), roles=("server", "client"), doc=__doc__, defaults=preset)
+    for name, preset in VARIANTS.items()
+]

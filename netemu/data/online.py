@@ -1,0 +1,157 @@
+"""Streaming nonlinear-regression data of PAO-Fed (thesis §4.4.1, eq. 4.35).
+
+Client k draws an AR(1) input x_s = θ_k x_{s−1} + sqrt(1 − θ_k²) u_s, u_s ~ N(μ_k, σ²_k),
+with θ_k ~ U(0.2, 0.9), μ_k ~ U(−0.2, 0.2), σ²_k ~ U(0.2, 1.2), embeds it in time as
+x = [x_s, x_{s−1}, x_{s−4}, x_{s−3}] and observes
+
+    y = sqrt(x[1]² + sin²(π x[4])) + (0.8 − 0.5 exp(−x[2]²)) x[3] + ν,   ν ~ N(0, σ²_ν,k)
+
+(`formula = "product"`, 1-based indices as in the paper).  The printed bracket can also be
+read as (0.8 − 0.5 exp(−x[2]²) x[3]) (`formula = "printed"`).  σ²_ν,k ~ U(0.005, 0.03).
+
+Clients fall into data groups by k mod len(group_samples) (default 500, 1000, 1500 and
+2000 samples); a client's samples are revealed one per iteration at iterations drawn
+uniformly without replacement from the run, so a client "receives new data" at exactly
+that many iterations.  The test set holds `test_samples` samples pooled from
+`test_sources` fresh AR sources drawn like clients.  Every client has its own stream, so
+adding a client changes no other client's data.  A CSV file can replace the synthetic
+source (`load_csv`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from netemu.config import require
+from netemu.rng import Streams
+
+__all__ = ["OnlineData", "OnlineRegression", "OnlineStream", "load_csv", "make_online", "nonlinear_target"]
+
+LAGS = (0, 1, 4, 3)  # x = [x_s, x_{s-1}, x_{s-4}, x_{s-3}]
+
+
+@dataclass(frozen=True)
+class OnlineData:
+    iterations: int = 2000
+    group_samples: tuple = (500, 1000, 1500, 2000)
+    formula: str = "product"
+    test_samples: int = 500
+    test_sources: int = 10
+    csv: str = ""  # optional CSV of x columns and a final y column, streamed instead
+
+    def __post_init__(self) -> None:
+        require(self.iterations >= 1, "iterations", ">= 1")
+        require(len(self.group_samples) >= 1 and all(isinstance(s, int) and 1 <= s for s in self.group_samples),
+                "group_samples", "a list of positive sample counts")
+        require(self.formula in ("product", "printed"), "formula", 'one of "product", "printed"')
+        require(self.test_samples >= 1 and self.test_sources >= 1, "test_samples", ">= 1 (and test_sources >= 1)")
+
+
+def nonlinear_target(x: np.ndarray, formula: str = "product") -> np.ndarray:
+    """f(x) of eq. (4.35) for rows x = [x1, x2, x3, x4] (the paper's 1-based names)."""
+    x1, x2, x3, x4 = x[:, 0], x[:, 1], x[:, 2], x[:, 3]
+    first = np.sqrt(x1**2 + np.sin(np.pi * x4) ** 2)
+    if formula == "product":
+        return first + (0.8 - 0.5 * np.exp(-(x2**2))) * x3
+    return first + (0.8 - 0.5 * np.exp(-(x2**2)) * x3)
+
+
+def _ar_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n time-embedded AR(1) inputs of one source with freshly drawn parameters."""
+    theta, mu, var = rng.uniform(0.2, 0.9), rng.uniform(-0.2, 0.2), rng.uniform(0.2, 1.2)
+    u = rng.normal(mu, np.sqrt(var), size=n + max(LAGS))
+    x = np.empty_like(u)
+    x[0] = u[0]
+    c = np.sqrt(1 - theta**2)
+    for s in range(1, x.size):
+        x[s] = theta * x[s - 1] + c * u[s]
+    start = max(LAGS)
+    return np.stack([x[start - lag : start - lag + n] for lag in LAGS], axis=1)
+
+
+@dataclass(frozen=True)
+class OnlineRegression:
+    """The data of one Monte Carlo run.  Arrays are indexed by client position k.
+
+    `arrival[k]` — sorted iterations at which client k receives its samples;
+    `inputs[k]`, `outputs[k]` — its samples in arrival order; `test` — (X, y).
+    """
+
+    clients: tuple[str, ...]
+    arrival: tuple[np.ndarray, ...]
+    inputs: tuple[np.ndarray, ...]
+    outputs: tuple[np.ndarray, ...]
+    test: tuple[np.ndarray, np.ndarray]
+    iterations: int
+
+    def stream(self) -> OnlineStream:
+        return OnlineStream(self)
+
+
+class OnlineStream:
+    """Which clients receive data at iteration n, and their samples, as arrays."""
+
+    def __init__(self, data: OnlineRegression) -> None:
+        K, N = len(data.clients), data.iterations
+        self.sample = np.full((N, K), -1, dtype=np.int64)  # sample index, -1 = no new data
+        for k, when in enumerate(data.arrival):
+            self.sample[when, k] = np.arange(when.size)
+        self.data = data
+
+    def at(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(client positions with new data, their inputs, their outputs) at iteration n."""
+        ks = np.flatnonzero(self.sample[n] >= 0)
+        s = self.sample[n, ks]
+        X = np.array([self.data.inputs[k][i] for k, i in zip(ks, s)]).reshape(ks.size, -1)
+        y = np.array([self.data.outputs[k][i] for k, i in zip(ks, s)])
+        return ks, X, y
+
+    def has_data(self, n: int, k: int) -> bool:
+        return bool(self.sample[n, k] >= 0)
+
+
+def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) -> OnlineRegression:
+    if params.csv:
+        return load_csv(Path(params.csv), params, clients, streams)
+    arrival, inputs, outputs = [], [], []
+    groups = params.group_samples
+    for k, name in enumerate(clients):
+        rng = streams.generator(f"data/{name}")
+        n = min(groups[k % len(groups)], params.iterations)
+        x = _ar_inputs(rng, n)
+        noise_sd = np.sqrt(rng.uniform(0.005, 0.03))
+        arrival.append(np.sort(rng.choice(params.iterations, size=n, replace=False)))
+        inputs.append(x)
+        outputs.append(nonlinear_target(x, params.formula) + noise_sd * rng.standard_normal(n))
+    test_rng = streams.generator("data/test")
+    per = -(-params.test_samples // params.test_sources)
+    X = np.concatenate([_ar_inputs(test_rng, per) for _ in range(params.test_sources)])[: params.test_samples]
+    y = nonlinear_target(X, params.formula)  # the noiseless target: the test error measures the model
+    return OnlineRegression(tuple(clients), tuple(arrival), tuple(inputs), tuple(outputs), (X, y), params.iterations)
+
+
+def load_csv(path: Path, params: OnlineData, clients: Sequence[str], streams: Streams) -> OnlineRegression:
+    """Stream a user's (x, y) rows: columns x1..xL then y, with a header line.
+
+    Rows are dealt to clients round-robin in file order and revealed like the synthetic
+    data (one per iteration at drawn iterations); the last `test_samples` rows are the test set.
+    """
+    try:
+        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: expected a CSV with a header and numeric columns x1..xL,y: {exc}") from None
+    require(table.shape[1] >= 2, "csv", f"{path}: at least one x column and a y column")
+    require(table.shape[0] > params.test_samples, "csv", f"{path}: more rows than test_samples = {params.test_samples}")
+    train, test = table[: -params.test_samples], table[-params.test_samples :]
+    arrival, inputs, outputs = [], [], []
+    for k, name in enumerate(clients):
+        rows = train[k :: len(clients)][: params.iterations]
+        rng = streams.generator(f"data/{name}")
+        arrival.append(np.sort(rng.choice(params.iterations, size=len(rows), replace=False)))
+        inputs.append(rows[:, :-1])
+        outputs.append(rows[:, -1])
+    return OnlineRegression(tuple(clients), tuple(arrival), tuple(inputs), tuple(outputs), (test[:, :-1], test[:, -1]), params.iterations)
