@@ -20,6 +20,7 @@ import tomli_w
 
 from netemu import __version__
 from netemu.log import MessageLog
+from netemu.net.network import draw_now
 from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_summary
 from netemu.rng import Streams
 from netemu.scenario.build import build_graph, build_world, load_script, run_seed
@@ -107,15 +108,14 @@ def execute(
     with ExitStack() as stack:
         log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None
         base_log = MessageLog(log_file)
-        writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header)
+        writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header) if sc.table["output"]["trace"] else None
         bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * run_cfg["rounds"], quiet, sc.name))
         try:
             for r in range(run_cfg["runs"]):
                 for a, label in enumerate(labels):
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
-                    world = build_world(
-                        sc, a, r, log=base_log.bind(algorithm=label, run=r), fates=writer.fates(label, r, inner), setup=setup
-                    )
+                    fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
+                    world = build_world(sc, a, r, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     try:
@@ -132,7 +132,8 @@ def execute(
             summary["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             raise
         finally:
-            writer.close(summary["complete"])
+            if writer is not None:
+                writer.close(summary["complete"])
             base_log.flush()
             summary.update(
                 {

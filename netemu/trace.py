@@ -5,14 +5,17 @@ A trace is a msgpack stream (schema in docs/formats.md):
 1. header map: ``format`` = "netemu-trace", ``version``, ``netemu`` version,
    ``scenario`` name, ``scenario_hash``, ``seed``, ``algorithms`` (labels) and
    ``runs``: per Monte Carlo run its ``seed`` and ``topology`` fingerprint;
-2. one ``["fate", algorithm, run, key, value]`` array per drawn fate, in draw order;
-   keys are ``["msg", src, dst, round, index]`` -> ``[drop reason or nil, delay]``,
-   ``["participation", node, round]`` -> bool, ``["compute", node, round, index]`` -> slowdown factor;
+2. ``["fate", algorithm, run, key, value]`` arrays in draw order; keys are
+   ``["msg", src, dst, round, index]`` -> ``[drop reason or nil, delay]``,
+   ``["participation", node, round]`` -> bool, ``["compute", node, round, index]`` ->
+   slowdown factor.  A fate is written once per Monte Carlo run: when another
+   algorithm of the run draws the same key with the same value (keyed draws make this
+   the rule), nothing is written; only a differing value (stateful links) is;
 3. ``["end", entries, complete]`` — absent when the file was cut short.
 
 `TraceWriter.fates(algorithm, run)` records while drawing; `Trace.fates(algorithm,
-run)` replays: recorded keys return the recorded value, others are drawn from the
-seeded streams and counted as new.
+run)` replays: the algorithm's own entries first, then the run's first recorded value
+of the key; keys never recorded are drawn from the seeded streams and counted as new.
 """
 
 from __future__ import annotations
@@ -48,16 +51,22 @@ class TraceWriter:
     def __init__(self, file: BinaryIO, header: dict) -> None:
         self.file, self.entries = file, 0
         self._pack = msgpack.Packer(use_bin_type=True).pack
+        self._run, self._seen = None, {}
         file.write(self._pack({"format": FORMAT, "version": VERSION, **header}))
 
     def fates(self, algorithm: str, run: int, inner: Fates | None = None) -> Fates:
         """A fate source that records what `inner` (default: draw) returns."""
         write, pack = self.file.write, self._pack
+        if run != self._run:  # runs come one after another: forget the previous run's fates
+            self._run, self._seen = run, {}
+        seen = self._seen
 
         def record(key: tuple, draw: Callable[[], Any]) -> Any:
             value = inner(key, draw) if inner is not None else draw()
-            write(pack(["fate", algorithm, run, key, value]))
-            self.entries += 1
+            if seen.get(key, _MISSING) != value:
+                seen.setdefault(key, value)
+                write(pack(["fate", algorithm, run, key, value]))
+                self.entries += 1
             return value
 
         return record
@@ -73,7 +82,8 @@ class Trace:
 
     path: Path
     header: dict
-    fates_by_run: dict[tuple[str, int], dict[tuple, Any]]
+    fates_by_run: dict[tuple[str, int], dict[tuple, Any]]  # each algorithm's own entries
+    first_by_run: dict[int, dict[tuple, Any]]  # the first recorded value of each key in a run
     complete: bool
     counts: dict[str, int] = field(default_factory=lambda: {"replayed": 0, "new": 0})
 
@@ -95,6 +105,7 @@ class Trace:
             if header.get("version") != VERSION:
                 raise TraceError(f"{path}: trace format version {header.get('version')!r}; this netemu reads version {VERSION}")
             fates: dict[tuple[str, int], dict[tuple, Any]] = {}
+            first: dict[int, dict[tuple, Any]] = {}
             n, end = 0, None
             try:
                 for entry in unpacker:
@@ -102,7 +113,9 @@ class Trace:
                         raise TraceError(f"{path}: data after the end marker (entry {n + 1})")
                     if isinstance(entry, list) and len(entry) == 5 and entry[0] == "fate":
                         _, alg, run, key, value = entry
-                        fates.setdefault((alg, run), {})[tuple(key)] = value
+                        key = tuple(key)
+                        fates.setdefault((alg, run), {})[key] = value
+                        first.setdefault(run, {}).setdefault(key, value)
                         n += 1
                     elif isinstance(entry, list) and len(entry) == 3 and entry[0] == "end":
                         end = entry
@@ -116,7 +129,7 @@ class Trace:
             raise TraceError(f"{path}: truncated trace: no end marker after {n} entries")
         if end[1] != n:
             raise TraceError(f"{path}: corrupted trace: the end marker counts {end[1]} entries, the file has {n}")
-        return cls(path, header, fates, complete=bool(end[2]))
+        return cls(path, header, fates, first, complete=bool(end[2]))
 
     def check_topology(self, run: int, graph: nx.DiGraph) -> None:
         runs = self.header.get("runs", [])
@@ -139,11 +152,14 @@ class Trace:
         return algorithm if algorithm in recorded else recorded[0]
 
     def fates(self, algorithm: str, run: int) -> Fates:
-        recorded = self.fates_by_run.get((algorithm, run), {})
+        own = self.fates_by_run.get((algorithm, run), {})
+        first = self.first_by_run.get(run, {})
         counts = self.counts
 
         def replay(key: tuple, draw: Callable[[], Any]) -> Any:
-            value = recorded.get(key, _MISSING)
+            value = own.get(key, _MISSING)
+            if value is _MISSING:
+                value = first.get(key, _MISSING)
             if value is _MISSING:
                 counts["new"] += 1
                 return draw()

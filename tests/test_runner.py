@@ -243,3 +243,16 @@ def test_validate_reports_ok_and_problems(scenario, tmp_path, capsys):
     assert main(["validate", str(scenario), str(bad)]) == 2
     err = capsys.readouterr().err
     assert "bad.toml: nodes.participation = 7" in err and "in [0, 1]" in err
+
+
+def test_a_fate_shared_by_the_algorithms_of_a_run_is_written_once(scenario, tmp_path):
+    a = run(scenario, tmp_path / "a")
+    entries = [e for e in msgpack.Unpacker(open(a / "trace.msgpack", "rb")) if isinstance(e, list) and e[0] == "fate"]
+    by_alg = {alg: sum(1 for e in entries if e[1] == alg) for alg in ("fast", "slow")}
+    assert by_alg["fast"] > 100 and by_alg["slow"] < 0.1 * by_alg["fast"]
+
+
+def test_output_switches_leave_out_the_log_and_the_trace(scenario, tmp_path):
+    out = run(scenario, tmp_path / "a", "--set", "output.log=false", "--set", "output.trace=false")
+    names = {p.name for p in out.iterdir()}
+    assert "messages.jsonl" not in names and "trace.msgpack" not in names and "metrics.csv" in names

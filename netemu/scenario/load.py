@@ -211,7 +211,7 @@ SCHEMA = Section(
         "data": Custom(_data),
         "algorithm": ArrayOf(Custom(_algorithm), min_items=1),
         "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
-        "output": Section({"plots": Field(bool, True), "log": Field(bool, True)}),
+        "output": Section({"plots": Field(bool, True), "log": Field(bool, True), "trace": Field(bool, True)}),
         "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
     }
 )

@@ -9,6 +9,10 @@ import numpy as np
 __all__ = ["PartialModel"]
 
 
+def _index_dtype(dim: int) -> type:
+    return np.uint32 if dim < 2**32 else np.uint64
+
+
 @dataclass(frozen=True, eq=False)
 class PartialModel:
     """`values[j]` is entry `indices[j]` of a vector of length `dim`.
@@ -28,14 +32,23 @@ class PartialModel:
             raise ValueError(f"PartialModel needs 1-d indices and values of equal length, got {idx.shape} and {val.shape}")
         if idx.size and (idx.min() < 0 or idx.max() >= self.dim):
             raise ValueError(f"PartialModel indices must lie in [0, {self.dim}), got range [{idx.min()}, {idx.max()}]")
-        object.__setattr__(self, "indices", idx.astype(np.uint32 if self.dim < 2**32 else np.uint64, copy=False))
+        object.__setattr__(self, "indices", idx.astype(_index_dtype(self.dim), copy=False))
         object.__setattr__(self, "values", val)
 
     @classmethod
     def take(cls, vector: np.ndarray, indices: np.ndarray) -> PartialModel:
-        """The entries `indices` of a dense 1-d `vector`."""
-        indices = np.asarray(indices)
-        return cls(vector.shape[0], indices, vector[indices])
+        """The entries `indices` of a dense 1-d `vector`.
+
+        NumPy's indexing has already checked the indices, so the constructor's
+        checks are skipped (this is on the path of every partial message).
+        """
+        dim = vector.shape[0]
+        values = vector[indices]  # IndexError for indices outside the vector
+        pm = object.__new__(cls)
+        object.__setattr__(pm, "dim", dim)
+        object.__setattr__(pm, "indices", (np.asarray(indices) % dim).astype(_index_dtype(dim), copy=False))
+        object.__setattr__(pm, "values", values)
+        return pm
 
     def to_dense(self, fill: float = 0.0) -> np.ndarray:
         out = np.full(self.dim, fill, dtype=self.values.dtype)
