@@ -27,7 +27,8 @@ def fedavg(parts: list[tuple[np.ndarray, np.ndarray]], dim: int, rounds: int, lr
 def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.ndarray, test) -> tuple[np.ndarray, list[float]]:
     """PAO-Fed / Online-FedSGD without delays, vectorized over clients (eqs. 4.9–4.14).
 
-    `available(n)` is a boolean vector over clients (the environment's draws); a
+    `available(n)` is a boolean vector over clients (the environment's draws, or a row of
+    a precomputed matrix); a
     client takes part when it has data and is available, and otherwise, with data,
     updates autonomously (4.11).  Returns the final server model and the test MSE (dB)
     after each iteration.
@@ -39,10 +40,12 @@ def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.
     W, w, curve = np.zeros((K, d)), np.zeros(d), []
     ks_all = np.arange(K)
     feats = lambda X: np.sqrt(2.0 / d) * np.cos(X @ omega + phase)
+    test_Z = feats(test[0])
     for n in range(iterations):
         has = sample[n] >= 0
-        part = ks_all[has & available(n)]
-        idle = ks_all[has & ~available(n)]
+        avail = available(n)
+        part = ks_all[has & avail]
+        idle = ks_all[has & ~avail]
         if part.size:
             X = np.array([data.inputs[k][sample[n, k]] for k in part])
             y = np.array([data.outputs[k][sample[n, k]] for k in part])
@@ -68,6 +71,6 @@ def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.
             Z = feats(X)
             e = y - np.einsum("ki,ki->k", W[idle], Z)
             W[idle] = W[idle] + p.mu * Z * e[:, None]
-        r = test[1] - feats(test[0]) @ w
+        r = test[1] - test_Z @ w
         curve.append(float(10 * np.log10(r @ r / r.size)))
     return w, curve

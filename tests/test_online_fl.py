@@ -104,3 +104,24 @@ def test_both_readings_of_the_target_formula(formula, expected):
 def test_a_bad_variant_parameter_names_its_field():
     with pytest.raises(ValueError, match="m: between 1 and rff_dim = 200"):
         dataclasses.replace(OnlineFLParams(), m=0)
+
+
+def test_a_csv_stream_replaces_the_synthetic_data(tmp_path):
+    from netemu.rng import Streams
+
+    rows = np.column_stack([np.arange(40.0), np.arange(40.0) * 2, np.arange(40.0) + 0.5])
+    path = tmp_path / "stream.csv"
+    np.savetxt(path, rows, delimiter=",", header="x1,x2,y", comments="")
+    data = make_online(OnlineData(iterations=30, test_samples=10, csv=str(path)), ["a", "b"], Streams(0))
+    assert data.inputs[0].shape == (15, 2) and list(data.outputs[1][:2]) == [1.5, 3.5]
+    assert data.test[0].shape == (10, 2) and data.test[1][0] == 30.5
+    assert all(np.all(np.diff(a) > 0) for a in data.arrival)
+
+
+def test_a_bad_csv_names_the_file(tmp_path):
+    from netemu.rng import Streams
+
+    path = tmp_path / "bad.csv"
+    path.write_text("x,y\n1,oops\n")
+    with pytest.raises(ValueError, match="bad.csv"):
+        make_online(OnlineData(csv=str(path)), ["a"], Streams(0))
