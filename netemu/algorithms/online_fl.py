@@ -66,6 +66,7 @@ class OnlineFLParams:
     uplink: str = "model"  # "model" | "sign" (stochastic-sign SGD)
     server_lr: float = 0.002  # server step of the sign uplink
     overlap: str = "client"  # most recent update wins per "client" or across "all" clients
+    send_indices: bool = False  # False: scheduled sharing, only values travel (both ends know M, S)
     rff_dim: int = 200
     kernel_width: float = 1.0
     iteration_time: float = 1.0
@@ -113,6 +114,13 @@ class OnlineState:
         s = self.stream.sample[n, k]
         return rff_features(self.data.inputs[k][s][None, :], self.omega, self.phase)[0], float(self.data.outputs[k][s])
 
+    def share(self, vector: np.ndarray, indices: np.ndarray):
+        """The entries `indices` of `vector` as they travel: values only (the receiver
+        knows the schedule), or a PartialModel carrying its indices (`send_indices`)."""
+        if self.p.send_indices and indices.size < vector.size:
+            return PartialModel.take(vector, indices)
+        return vector[indices]
+
     def sent_indices(self, n: int, k: int) -> np.ndarray:
         """S_k⁽ⁿ⁾: M_k⁽ⁿ⁾ for version 0, M_k⁽ⁿ⁺¹⁾ otherwise (eq. 4.6)."""
         p = self.p
@@ -144,7 +152,7 @@ class OnlineServer(Actor):
             self.round = n
             for k in self.available(n):
                 if p.partial_down:
-                    payload = PartialModel.take(self.w, selection(d, p.m, n, k, p.coordinated))
+                    payload = st.share(self.w, selection(d, p.m, n, k, p.coordinated))
                 else:
                     payload = self.w
                 self.send(st.clients[k], "model", payload)
@@ -160,14 +168,15 @@ class OnlineServer(Actor):
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
 
     def decode(self, msg: Message, n: int) -> tuple[int, int, np.ndarray, np.ndarray]:
-        k, d = self.state.index[msg.src], self.state.p.rff_dim
-        body = msg.payload
+        """(client, delay, indices, values) of an update."""
+        st = self.state
+        k, d, body = st.index[msg.src], st.p.rff_dim, msg.payload
         if isinstance(body, PartialModel):
             return k, n - msg.round, body.indices.astype(np.int64), body.values
         if isinstance(body, dict):  # sign uplink: packed bits, 1 = +1
             signs = np.unpackbits(body["bits"], count=d).astype(float) * 2 - 1
             return k, n - msg.round, np.arange(d), signs
-        return k, n - msg.round, np.arange(d), body
+        return k, n - msg.round, st.sent_indices(msg.round, k), body  # values in the order of S_k
 
 
 class OnlineClient(Actor):
@@ -187,6 +196,9 @@ class OnlineClient(Actor):
             z, y = st.sample(n, k)
             if isinstance(msg.payload, PartialModel):
                 start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
+            elif p.partial_down:
+                start = st.W[k].copy()
+                start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
             else:
                 start = msg.payload
             if p.uplink == "sign":
@@ -195,9 +207,7 @@ class OnlineClient(Actor):
                 self.send(msg.src, "update", {"bits": bits})
                 continue
             st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-            idx = st.sent_indices(n, k)
-            payload = PartialModel.take(st.W[k], idx) if p.sharing == "partial" else st.W[k].copy()
-            self.send(msg.src, "update", payload)
+            self.send(msg.src, "update", st.share(st.W[k], st.sent_indices(n, k)))
 
 
 class ClientPool(Actor):
