@@ -176,4 +176,5 @@ def _message_summary(c: Counter) -> dict:
         "in_flight": total["in_flight"],
         "dropped_by_reason": reasons,
         "bytes": {cls: n for (cls, what), n in sorted(c.items()) if what == "bytes"},
+        "payload_bytes": {cls: n for (cls, what), n in sorted(c.items()) if what == "payload_bytes"},
     }

@@ -88,6 +88,7 @@ def test_summary_json_reports_final_metrics_messages_and_times(scenario, tmp_pat
     m = s["messages"]["fast"]
     assert m["sent"] == m["delivered"] + m["dropped"] + m["in_flight"]
     assert set(m["bytes"]) == {"uplink", "downlink"} and m["dropped_by_reason"]["loss"] > 0
+    assert 0 < m["payload_bytes"]["uplink"] < m["bytes"]["uplink"]  # the rest is envelope overhead
     assert len(s["virtual_time"]["slow"]) == 2 and s["wall_time_s"] >= 0
 
 

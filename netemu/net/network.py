@@ -188,7 +188,11 @@ class Network:
         self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
         self.counts[cls, "sent"] += 1
         self.counts[cls, "bytes"] += nbytes
-        self.emit(t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls)
+        self.counts[cls, "payload_bytes"] += len(payload)
+        self.emit(
+            t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+            payload_bytes=len(payload),
+        )
         if link.is_down(now):
             self._drop(msg_id, "outage")
             return msg_id
@@ -241,7 +245,7 @@ class Network:
         return [{"id": i, **dict(zip(keys, rec))} for i, rec in sorted(self._pending.items())]
 
     def message_counts(self) -> dict:
-        """Per link class: sent, delivered, dropped (and per reason), bytes sent; plus totals."""
+        """Per link class: sent, delivered, dropped (and per reason), bytes and payload_bytes sent; plus totals."""
         out: dict[str, dict[str, int]] = {}
         for (cls, what), n in sorted(self.counts.items()):
             out.setdefault(cls, {})[what] = n
