@@ -9,6 +9,7 @@ valid, incomplete run folder.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +23,10 @@ EXAMPLES = """examples:
   netemu run scenarios/quickstart.toml --runs 10 --seed 3 --set algorithm.lr=0.02 --out runs/lr002
   netemu replay runs/quickstart/trace.msgpack --scenario scenarios/quickstart.toml
   netemu validate scenarios/*.toml
+  netemu log summary runs/quickstart
+  netemu log filter runs/quickstart --actor client-3 --kind update --table
+  netemu log diff runs/a runs/b
+  netemu plot runs/a runs/b --metric mse
 """
 
 
@@ -61,6 +66,32 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--source", help="whose fates algorithms not in the trace replay (default: the trace's first algorithm)")
     _add_run_options(replay)
     replay.set_defaults(func=cmd_replay)
+
+    log = sub.add_parser("log", help="inspect a message log (a run folder or a messages.jsonl)")
+    log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
+    summary = log_sub.add_parser("summary", help="traffic per message kind and link class, delay percentiles, slowest links and actors")
+    summary.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    summary.add_argument("--top", type=int, default=5, help="how many slowest links and actors (default 5)")
+    summary.set_defaults(func=cmd_log_summary)
+    filt = log_sub.add_parser("filter", help="print the records matching every condition given")
+    filt.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    for name, kind in (("src", str), ("dst", str), ("kind", str), ("round", int), ("since", float), ("until", float),
+                       ("event", str), ("actor", str), ("algorithm", str), ("run", int)):
+        filt.add_argument(f"--{name}", type=kind, help="an actor as src, dst or actor" if name == "actor" else None)
+    filt.add_argument("--table", action="store_true", help="a readable table instead of JSON lines")
+    filt.set_defaults(func=cmd_log_filter)
+    diff = log_sub.add_parser("diff", help="where two logs first diverge, and how their totals differ")
+    diff.add_argument("a", type=Path)
+    diff.add_argument("b", type=Path)
+    diff.set_defaults(func=cmd_log_diff)
+
+    plot = sub.add_parser("plot", help="learning curves of one or more run folders")
+    plot.add_argument("runs", type=Path, nargs="+", help="run folders")
+    plot.add_argument("--metric", required=True, help="metric name, e.g. mse_db")
+    plot.add_argument("--out", type=Path, help="image file (default: METRIC.png in the current folder)")
+    plot.add_argument("--svg", action="store_true", help="write SVG instead of PNG")
+    plot.set_defaults(func=cmd_plot)
 
     validate = sub.add_parser("validate", help="check scenario files without running them")
     validate.add_argument("scenarios", type=Path, nargs="+", help="scenario TOML files")
@@ -136,13 +167,86 @@ def cmd_validate(args) -> int:
     return 2 if failed else 0
 
 
+def cmd_log_summary(args) -> int:
+    import json
+
+    from netemu.logtools import summarize
+
+    s = summarize(args.log, top=args.top)
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    print(f"{s['records']} records, virtual time {s['virtual_time']['first']} .. {s['virtual_time']['last']}")
+    print(f"\n{'kind / link class':<28}{'sent':>9}{'deliv.':>9}{'dropped':>9}{'in fl.':>8}{'bytes':>12}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}  drops")
+    for name, t in s["traffic"].items():
+        d = t["delay"] or dict.fromkeys(("p50", "p90", "p99", "max"), float("nan"))
+        reasons = ", ".join(f"{k} {v}" for k, v in t["dropped_by_reason"].items())
+        print(f"{name:<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
+              f"{d['p50']:>9.3g}{d['p90']:>9.3g}{d['p99']:>9.3g}{d['max']:>9.3g}  {reasons}")
+    for title, key in (("slowest links", "slowest_links"), ("slowest receivers", "slowest_receivers")):
+        print(f"\n{title} (mean delay):")
+        for x in s[key]:
+            print(f"  {x['name']:<30} {x['mean_delay']:.4g} s mean, {x['max_delay']:.4g} s max, {x['messages']} messages")
+    print(f"\n{'actor':<20}{'participation':>14}{'compute time':>14}{'idle time':>12}")
+    for name, a in s["actors"].items():
+        print(f"{name:<20}{a['participation_rate']:>14.3f}{a['compute_time']:>14.4g}{a['idle_time']:>12.4g}")
+    return 0
+
+
+def cmd_log_filter(args) -> int:
+    import orjson
+
+    from netemu.logtools import filter_records
+
+    conditions = {k: getattr(args, k) for k in ("src", "dst", "kind", "round", "since", "until", "event", "actor", "algorithm", "run")}
+    out = sys.stdout
+    for r in filter_records(args.log, **conditions):
+        if args.table:
+            rest = " ".join(f"{k}={v}" for k, v in r.items() if k not in ("t", "event", "src", "dst", "kind"))
+            route = f"{r.get('src', r.get('actor', ''))}->{r['dst']}" if "dst" in r else r.get("actor", "")
+            out.write(f"{r['t']:>14.6f}  {r['event']:<9} {route:<28} {r.get('kind', ''):<10} {rest}\n")
+        else:
+            out.write(orjson.dumps(r).decode() + "\n")
+    return 0
+
+
+def cmd_log_diff(args) -> int:
+    import json
+
+    from netemu.logtools import diff
+
+    d = diff(args.a, args.b)
+    if d["identical"]:
+        print("the logs are identical")
+    else:
+        f = d["first_difference"]
+        print(f"first difference at line {f['line']}:\n  a: {json.dumps(f['a'])}\n  b: {json.dumps(f['b'])}")
+    print(f"\n{'event':<14}{'a':>12}{'b':>12}{'b - a':>12}")
+    for e, t in d["totals"].items():
+        print(f"{e:<14}{t['a']:>12}{t['b']:>12}{t['b_minus_a']:>12}")
+    return 0 if d["identical"] else 1
+
+
+def cmd_plot(args) -> int:
+    from netemu.report import plot_runs
+
+    out = plot_runs(args.runs, args.metric, args.out, fmt="svg" if args.svg else "png")
+    print(out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from netemu.logtools import LogError
+    from netemu.report import ReportError
     from netemu.trace import TraceError
 
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ScenarioError, TraceError) as exc:
+    except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ScenarioError, TraceError, LogError, ReportError) as exc:
         print(f"netemu: {exc}", file=sys.stderr)
         return 2
 

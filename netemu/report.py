@@ -12,7 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["METRIC_COLUMNS", "aggregate_metrics", "final_values", "plot_curves", "write_metrics", "write_summary"]
+__all__ = [
+    "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "read_metrics",
+    "write_metrics", "write_summary",
+]
 
 METRIC_COLUMNS = ("algorithm", "run", "round", "time", "metric", "value")
 
@@ -72,32 +75,71 @@ def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
-def plot_curves(rows: list[tuple], out_dir: Path, title: str = "", fmt: str = "png") -> list[Path]:
-    """One figure per metric: the mean over runs per algorithm, with a min–max band."""
+class ReportError(ValueError):
+    """A run folder cannot be read or plotted."""
+
+
+def read_metrics(run_dir: Path) -> list[tuple]:
+    path = Path(run_dir) / "metrics.csv"
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if tuple(reader.fieldnames or ()) != METRIC_COLUMNS:
+                raise ReportError(f"{path}: expected the columns {','.join(METRIC_COLUMNS)}")
+            return [(r["algorithm"], int(r["run"]), int(r["round"]), float(r["time"]), r["metric"], float(r["value"])) for r in reader]
+    except OSError:
+        raise ReportError(f"{run_dir}: not a run folder (no readable metrics.csv)") from None
+    except ValueError as exc:
+        if isinstance(exc, ReportError):
+            raise
+        raise ReportError(f"{path}: malformed row ({exc})") from None
+
+
+def _figure(series: dict, metric: str, title: str, path: Path) -> Path:
+    """Mean curve per label with a min–max band over runs; a log axis for values spanning decades."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = []
-    for metric in sorted({r[4] for r in rows}):
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        data = curves(rows, metric)
-        for alg, (x, mean, lo, hi) in data.items():
-            (line,) = ax.plot(x, mean, label=alg, lw=1.5)
-            if np.any(hi > lo):
-                ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        values = np.concatenate([m for _, m, _, _ in data.values()]) if data else np.array([])
-        if values.size and values.min() > 0 and values.max() / values.min() > 100:
-            ax.set_yscale("log")  # errors spanning decades: a log axis shows the whole learning curve
-        ax.set_xlabel("round")
-        ax.set_ylabel(metric.replace("_db", " (dB)"))
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, (x, mean, lo, hi) in series.items():
+        (line,) = ax.plot(x, mean, label=label, lw=1.5)
+        if np.any(hi > lo):
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    values = np.concatenate([m for _, m, _, _ in series.values()]) if series else np.array([])
+    if values.size and values.min() > 0 and values.max() / values.min() > 100:
+        ax.set_yscale("log")
+    ax.set_xlabel("iteration" if metric.endswith("_db") else "round")
+    ax.set_ylabel(metric[:-3].upper() + " (dB)" if metric.endswith("_db") else metric)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if series:
         ax.legend()
-        fig.tight_layout()
-        path = out_dir / f"curves_{metric.replace('/', '_')}.{fmt}"
-        fig.savefig(path, dpi=110, metadata={"Software": None} if fmt == "png" else None)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
+    plt.close(fig)
+    return path
+
+
+def plot_curves(rows: list[tuple], out_dir: Path, title: str = "", fmt: str = "png") -> list[Path]:
+    """One figure per metric in `out_dir`: the algorithms' mean over runs, with a min–max band."""
+    return [
+        _figure(curves(rows, metric), metric, title, out_dir / f"curves_{metric.replace('/', '_')}.{fmt}")
+        for metric in sorted({r[4] for r in rows})
+    ]
+
+
+def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: str = "png") -> Path:
+    """`metric` of every algorithm of every run folder in one figure."""
+    series = {}
+    for d in run_dirs:
+        rows = read_metrics(d)
+        found = curves(rows, metric)
+        if not found:
+            known = ", ".join(sorted({r[4] for r in rows}))
+            raise ReportError(f"{d}: no metric {metric!r} in metrics.csv (it has: {known})")
+        for alg, c in found.items():
+            series[alg if len(run_dirs) == 1 else f"{Path(d).name}: {alg}"] = c
+    out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}.{fmt}")
+    return _figure(series, metric, "", out)

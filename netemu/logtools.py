@@ -1,0 +1,198 @@
+"""Reading message logs: summaries, filters and the first divergence of two logs.
+
+Logs are streamed line by line with orjson, so memory holds the aggregates, not the
+log (a 1,000,000-record log is summarized in a few seconds; tools/bench_log.py).
+Record schemas: docs/formats.md.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+__all__ = ["LogError", "diff", "filter_records", "log_path", "read", "summarize"]
+
+
+class LogError(ValueError):
+    """A log cannot be read: names the file and the line."""
+
+
+def log_path(path: str | Path) -> Path:
+    """A run folder's messages.jsonl, or the file itself."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "messages.jsonl"
+    if not p.is_file():
+        raise LogError(f"{path}: no message log (expected a run folder with messages.jsonl, or a .jsonl file)")
+    return p
+
+
+def read(path: str | Path) -> Iterator[dict]:
+    """The records of a log, in order."""
+    p = log_path(path)
+    with open(p, "rb") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                yield orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise LogError(f"{p}:{n}: not a JSON record ({exc})") from None
+
+
+# ------------------------------------------------------------------ summary
+
+
+@dataclass
+class _Traffic:
+    sent: int = 0
+    delivered: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    bytes: int = 0
+    delays: list = field(default_factory=list)
+
+
+def _percentiles(delays: list) -> dict:
+    if not delays:
+        return {}
+    q = np.percentile(np.asarray(delays), [50, 90, 99, 100])
+    return {"p50": float(q[0]), "p90": float(q[1]), "p99": float(q[2]), "max": float(q[3])}
+
+
+def summarize(path: str | Path, top: int = 5) -> dict:
+    """Traffic per (kind, link class), slowest links and actors, per-actor activity.
+
+    Records of several algorithms or Monte Carlo runs are summarized together; a
+    message is identified by (algorithm, run, id).
+    """
+    traffic: dict[tuple[str, str], _Traffic] = defaultdict(_Traffic)
+    links: dict[tuple[str, str], list] = defaultdict(list)
+    receivers: dict[str, list] = defaultdict(list)
+    pending: dict[tuple, _Traffic] = {}
+    compute: Counter = Counter()
+    active_rounds: dict[str, set] = defaultdict(set)
+    all_rounds: set = set()
+    first_t, last_t, records = None, 0.0, 0
+    for r in read(path):  # one pass; the hot loop touches each record a few times only
+        records += 1
+        last_t = r["t"]  # records are in time order
+        if first_t is None:
+            first_t = last_t
+        ev = r["event"]
+        if ev == "send":
+            ctx = (r.get("algorithm"), r.get("run"))
+            tr = traffic[(r["kind"], r["link"])]
+            tr.sent += 1
+            tr.bytes += r["bytes"]
+            pending[(ctx, r["id"])] = tr
+            run_round = (ctx, r["round"])
+            active_rounds[r["src"]].add(run_round)
+            all_rounds.add(run_round)
+        elif ev == "deliver":
+            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
+            tr.delivered += 1
+            delay = r["delay"]
+            tr.delays.append(delay)
+            links[(r["src"], r["dst"])].append(delay)
+            receivers[r["dst"]].append(delay)
+        elif ev == "drop":
+            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
+            tr.dropped[r["reason"]] += 1
+        elif ev == "in_flight":
+            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
+            tr.in_flight += 1
+        elif ev == "compute":
+            compute[r["actor"]] += r["duration"]
+    span = last_t - (first_t or 0.0)
+    by_kind = {
+        f"{kind} / {link}": {
+            "sent": tr.sent, "delivered": tr.delivered, "dropped": sum(tr.dropped.values()),
+            "dropped_by_reason": dict(sorted(tr.dropped.items())), "in_flight": tr.in_flight, "bytes": tr.bytes,
+            "delay": _percentiles(tr.delays),
+        }
+        for (kind, link), tr in sorted(traffic.items())
+    }
+    slowest = lambda groups: [
+        {"name": name, "messages": len(d), "mean_delay": float(np.mean(d)), "max_delay": float(np.max(d))}
+        for name, d in sorted(groups.items(), key=lambda kv: (-float(np.mean(kv[1])), kv[0]))[:top]
+    ]
+    actors = sorted(set(active_rounds) | set(compute))
+    return {
+        "records": records,
+        "virtual_time": {"first": first_t, "last": last_t},
+        "traffic": by_kind,
+        "slowest_links": slowest({f"{s}->{d}": v for (s, d), v in links.items()}),
+        "slowest_receivers": slowest(receivers),
+        "actors": {
+            a: {
+                "participation_rate": len(active_rounds[a]) / len(all_rounds) if all_rounds else 0.0,
+                "compute_time": compute[a],
+                "idle_time": max(0.0, span - compute[a]),
+            }
+            for a in actors
+        },
+    }
+
+
+# ------------------------------------------------------------------ filter
+
+
+def filter_records(
+    path: str | Path,
+    *,
+    src: str | None = None,
+    dst: str | None = None,
+    kind: str | None = None,
+    round: int | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    event: str | None = None,
+    actor: str | None = None,
+    algorithm: str | None = None,
+    run: int | None = None,
+) -> Iterator[dict]:
+    """Records matching every given condition (`actor` matches src, dst or actor)."""
+    tests: list[Callable[[dict], bool]] = []
+    for name, value in (("src", src), ("dst", dst), ("kind", kind), ("round", round), ("event", event),
+                        ("algorithm", algorithm), ("run", run)):
+        if value is not None:
+            tests.append(lambda r, name=name, value=value: r.get(name) == value)
+    if actor is not None:
+        tests.append(lambda r: actor in (r.get("src"), r.get("dst"), r.get("actor")))
+    if since is not None:
+        tests.append(lambda r: r["t"] >= since)
+    if until is not None:
+        tests.append(lambda r: r["t"] <= until)
+    return (r for r in read(path) if all(t(r) for t in tests))
+
+
+# ------------------------------------------------------------------ diff
+
+
+def diff(a: str | Path, b: str | Path) -> dict:
+    """Where two logs first differ (line and both records), and how their totals differ."""
+    first = None
+    totals = {"a": Counter(), "b": Counter()}
+    ia, ib = read(a), read(b)
+    n = 0
+    while True:
+        ra, rb = next(ia, None), next(ib, None)
+        if ra is None and rb is None:
+            break
+        n += 1
+        for side, r in (("a", ra), ("b", rb)):
+            if r is not None:
+                totals[side][r["event"]] += 1
+                totals[side]["bytes_sent"] += r.get("bytes", 0) if r["event"] == "send" else 0
+        if first is None and ra != rb:
+            first = {"line": n, "a": ra, "b": rb}
+    events = sorted(set(totals["a"]) | set(totals["b"]))
+    return {
+        "identical": first is None,
+        "first_difference": first,
+        "totals": {e: {"a": totals["a"][e], "b": totals["b"][e], "b_minus_a": totals["b"][e] - totals["a"][e]} for e in events},
+    }
