@@ -81,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
         filt.add_argument(f"--{name}", type=kind, help="an actor as src, dst or actor" if name == "actor" else None)
     filt.add_argument("--table", action="store_true", help="a readable table instead of JSON lines")
     filt.set_defaults(func=cmd_log_filter)
+    tl = log_sub.add_parser("timeline", help="a swim-lane PNG: arrows from send to delivery, crosses for drops, compute spans")
+    tl.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    tl.add_argument("--out", type=Path, default=Path("timeline.png"), help="image file (default timeline.png)")
+    tl.add_argument("--actors", nargs="+", help="only these actors' lanes")
+    tl.add_argument("--since", type=float, help="start of the time window")
+    tl.add_argument("--until", type=float, help="end of the time window")
+    tl.add_argument("--algorithm", help="which algorithm of a run folder (default: the first)")
+    tl.add_argument("--run", type=int, help="which Monte Carlo run (default: the first)")
+    tl.set_defaults(func=cmd_log_timeline)
     diff = log_sub.add_parser("diff", help="where two logs first diverge, and how their totals differ")
     diff.add_argument("a", type=Path)
     diff.add_argument("b", type=Path)
@@ -207,6 +216,13 @@ def cmd_log_filter(args) -> int:
             out.write(f"{r['t']:>14.6f}  {r['event']:<9} {route:<28} {r.get('kind', ''):<10} {rest}\n")
         else:
             out.write(orjson.dumps(r).decode() + "\n")
+    return 0
+
+
+def cmd_log_timeline(args) -> int:
+    from netemu.logtools import timeline
+
+    print(timeline(args.log, args.out, actors=args.actors, since=args.since, until=args.until, algorithm=args.algorithm, run=args.run))
     return 0
 
 

@@ -196,3 +196,80 @@ def diff(a: str | Path, b: str | Path) -> dict:
         "first_difference": first,
         "totals": {e: {"a": totals["a"][e], "b": totals["b"][e], "b_minus_a": totals["b"][e] - totals["a"][e]} for e in events},
     }
+
+
+# ------------------------------------------------------------------ timeline
+
+
+def timeline(
+    path: str | Path,
+    out: Path,
+    *,
+    actors: list[str] | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    algorithm: str | None = None,
+    run: int | None = None,
+    max_messages: int = 3000,
+) -> Path:
+    """A swim-lane chart: one lane per actor; an arrow per delivered message from its
+    send to its delivery, a cross where a message was dropped (with the reason in the
+    legend), a bar per compute span.  Records of one algorithm and run (default: the
+    first in the log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sends: dict[int, dict] = {}
+    arrows, drops, spans = [], [], []
+    lanes: list[str] = []
+    chosen = None
+    for r in read(path):
+        ctx = (r.get("algorithm"), r.get("run"))
+        if chosen is None:
+            chosen = (algorithm if algorithm is not None else ctx[0], run if run is not None else ctx[1])
+        if ctx != chosen or (since is not None and r["t"] < since):
+            continue
+        if until is not None and r["t"] > until:
+            break
+        ev = r["event"]
+        if ev == "send":
+            sends[r["id"]] = r
+        elif ev in ("deliver", "drop") and r["id"] in sends:
+            s = sends.pop(r["id"])
+            (arrows if ev == "deliver" else drops).append((s["t"], s["src"], r["t"], r["dst"], r.get("reason")))
+        elif ev == "compute":
+            spans.append((r["t"], r["duration"], r["actor"]))
+        for name in (r.get("src"), r.get("dst"), r.get("actor")):
+            if name is not None and name not in lanes and (actors is None or name in actors):
+                lanes.append(name)
+    keep = lambda *names: all(n in lanes for n in names)
+    arrows = [a for a in arrows if keep(a[1], a[3])][:max_messages]
+    drops = [d for d in drops if keep(d[1], d[3])][:max_messages]
+    spans = [s for s in spans if keep(s[2])]
+    order = sorted(lanes, key=lambda n: (not n.startswith("server"), len(n), n))
+    y = {n: i for i, n in enumerate(order)}
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.35 * len(order) + 1.2)))
+    for t0, dur, a in spans:
+        ax.broken_barh([(t0, dur)], (y[a] - 0.15, 0.3), color="tab:green", alpha=0.5)
+    for ts, src, td, dst, _ in arrows:
+        ax.annotate("", xy=(td, y[dst]), xytext=(ts, y[src]), arrowprops={"arrowstyle": "->", "lw": 0.6, "alpha": 0.6, "color": "tab:blue"})
+    colors = {"loss": "tab:red", "outage": "tab:purple", "expired": "tab:orange", "crash": "black"}
+    for reason in sorted({d[4] for d in drops}):
+        pts = [d for d in drops if d[4] == reason]
+        for ts, src, td, dst, _ in pts:
+            ax.plot([ts, td], [y[src], y[dst]], color=colors.get(reason, "gray"), lw=0.6, ls=":")
+        ax.scatter([d[2] for d in pts], [y[d[3]] for d in pts], marker="x", color=colors.get(reason, "gray"), label=f"dropped: {reason}", zorder=3)
+    ax.set_yticks(range(len(order)), order)
+    ax.invert_yaxis()
+    ax.set_xlabel("virtual time (s)")
+    title = " / ".join(str(c) for c in chosen if c is not None) if chosen else ""
+    ax.set_title(f"message timeline {title}".strip())
+    ax.grid(axis="x", alpha=0.3)
+    if drops:
+        ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
+    plt.close(fig)
+    return Path(out)

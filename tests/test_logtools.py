@@ -101,3 +101,10 @@ def test_plot_draws_several_run_folders_in_one_figure(runs, tmp_path, capsys):
     assert "a: fedavg" in text and "b: fedavg" in text
     assert main(["plot", str(runs / "a"), "--metric", "accuracy"]) == 2
     assert "no metric 'accuracy'" in capsys.readouterr().err
+
+
+def test_timeline_draws_a_png_of_the_chosen_window(runs, tmp_path):
+    out = tmp_path / "t.png"
+    assert main(["log", "timeline", str(runs / "a"), "--out", str(out), "--since", "0", "--until", "6", "--run", "1"]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
