@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from netemu.net.network import Message
-from netemu.wire.codec import encode
+from netemu.wire.codec import encode_from
 
 if TYPE_CHECKING:
     from netemu.world import World
@@ -96,7 +96,7 @@ class Actor:
         self.incarnation = 0  # how many times the actor has recovered from a crash
         self.waiting_for: str | None = None
         self.world: World | None = None
-        self._compute_index: dict[int, int] = {}
+        self._computes = (0, 0)  # (round, computes so far in it): keys compute-time draws
 
     # -------------------------------------------------------------- context
 
@@ -121,13 +121,13 @@ class Actor:
 
     def send(self, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:
         """Encode `payload` and hand it to the network; returns the message id at once."""
-        data = encode(payload, context=f"{self.name} sending {kind!r} to {dst!r}")
+        data = encode_from(self.name, kind, payload, dst)
         return self.world.network.send(self.name, dst, kind, self.round if round is None else round, data)
 
     def broadcast(self, kind: str, payload: Any = None, dsts: Iterable[str] | None = None, *, round: int | None = None) -> list[int]:
         """Send one payload (encoded once) to `dsts` (default: every neighbour)."""
         dsts = self.neighbours if dsts is None else list(dsts)
-        data = encode(payload, context=f"{self.name} broadcasting {kind!r}")
+        data = encode_from(self.name, kind, payload)
         r = self.round if round is None else round
         net = self.world.network
         return [net.send(self.name, dst, kind, r, data) for dst in dsts]
@@ -164,8 +164,9 @@ class Actor:
     async def compute(self, work: float) -> float:
         """Spend the virtual time `work` needs on this node (work / speed, the straggler
         model, times the node's random slowdown if any); returns the duration."""
-        index = self._compute_index.get(self.round, 0)
-        self._compute_index = {self.round: index + 1}
+        last_round, count = self._computes
+        index = count if last_round == self.round else 0
+        self._computes = (self.round, index + 1)
         duration = self.world.network.compute_time(self.name, work, self.round, index)
         self.world.log(t=self.now, event="compute", actor=self.name, round=self.round, work=work, duration=duration)
         await self.sleep(duration)

@@ -25,7 +25,7 @@ from netemu.config import ConfigError
 from netemu.data import DATASETS
 from netemu.net import links as L
 from netemu.scenario.schema import (
-    REQUIRED, ArrayOf, Custom, Field, Issues, Mapping, ScenarioError, Section, validate,
+    REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, ScenarioError, Section, validate,
 )
 
 __all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "apply_overrides", "load_scenario", "match_nodes", "parse_scenario"]
@@ -300,7 +300,7 @@ def _link_tables(table: dict) -> list[tuple[str, dict]]:
     return [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
 
 
-def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], file: str, issues: Issues) -> None:
+def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], issues: Issues) -> None:
     """Cross-checks that need the topology: link classes, node names, roles."""
     for cls in table["links"]:
         if cls not in graph_classes:
@@ -347,7 +347,7 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
                 parts = sorted((sorted(c) for c in nx.weakly_connected_components(graph)), key=len)
                 issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
             classes = {c for _, _, c in graph.edges(data="link_class")}
-            _check_nodes(table, sorted(graph.nodes), classes, file, issues)
+            _check_nodes(table, sorted(graph.nodes), classes, issues)
             roles = {r for _, r in graph.nodes(data="role")}
             for i, alg in enumerate(table["algorithm"]):
                 need = set(ALGORITHMS[alg["name"]].roles)
@@ -372,13 +372,7 @@ def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
     try:
         raw = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise ScenarioError([_issue(path, "(file)", str(path), "an existing scenario file")]) from None
+        raise ScenarioError([Issue(str(path), "(file)", str(path), "an existing scenario file")]) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError([_issue(path, "(syntax)", str(exc), "valid TOML")]) from None
+        raise ScenarioError([Issue(str(path), "(syntax)", str(exc), "valid TOML")]) from None
     return parse_scenario(raw, path, overrides)
-
-
-def _issue(path: Path, key: str, value: Any, accepts: str):
-    from netemu.scenario.schema import Issue
-
-    return Issue(str(path), key, value, accepts)

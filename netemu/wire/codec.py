@@ -20,7 +20,7 @@ import numpy as np
 
 from netemu.wire.partial import PartialModel
 
-__all__ = ["WireError", "decode", "encode", "encode_envelope", "decode_envelope", "ENVELOPE_FIELDS"]
+__all__ = ["ENVELOPE_FIELDS", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from"]
 
 EXT_NDARRAY, EXT_SCALAR, EXT_PARTIAL = 1, 2, 3
 _REFUSED_KINDS = {"O": "object", "V": "structured/void"}
@@ -89,12 +89,22 @@ def _find_bad_field(obj: Any, path: str) -> tuple[str, str] | None:
 
 
 def encode(payload: Any, *, context: str = "payload") -> bytes:
-    """msgpack bytes of `payload`; a refusal names the field (`context` prefixes the path)."""
+    """msgpack bytes of `payload`; a refusal names the field (`context` prefixes the message)."""
     try:
         return msgpack.packb(payload, default=_default, use_bin_type=True)
     except (WireError, TypeError, ValueError, OverflowError):
         path, reason = _find_bad_field(payload, "payload") or ("payload", "cannot be encoded")
         raise WireError(f"{context}: field {path}: {reason}") from None
+
+
+def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) -> bytes:
+    """`encode` for an actor's message: a refusal names the sender, kind and field
+    (the context string is only built on that error path)."""
+    try:
+        return msgpack.packb(payload, default=_default, use_bin_type=True)
+    except (WireError, TypeError, ValueError, OverflowError):
+        to = f" to {dst!r}" if dst is not None else ""
+        return encode(payload, context=f"{sender} sending {kind!r}{to}")
 
 
 def decode(data: bytes) -> Any:
