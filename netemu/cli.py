@@ -27,6 +27,8 @@ EXAMPLES = """examples:
   netemu log filter runs/quickstart --actor client-3 --kind update --table
   netemu log diff runs/a runs/b
   netemu plot runs/a runs/b --metric mse
+  netemu sweep scenarios/quickstart.toml --grid algorithm.lr=0.02,0.05,0.1 --grid run.seed=1..5
+  netemu plot runs/quickstart-sweep --metric mse --x algorithm.lr
 """
 
 
@@ -95,9 +97,28 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("b", type=Path)
     diff.set_defaults(func=cmd_log_diff)
 
-    plot = sub.add_parser("plot", help="learning curves of one or more run folders")
-    plot.add_argument("runs", type=Path, nargs="+", help="run folders")
+    sw = sub.add_parser(
+        "sweep",
+        help="run every combination of a parameter grid, each in its own run folder",
+        description="Run SCENARIO for every combination of the --grid values (resuming: complete folders are skipped) "
+        "and write OUT/sweep.csv with the final metrics per folder.",
+    )
+    sw.add_argument("scenario", type=Path, help="scenario TOML file")
+    sw.add_argument("--grid", action="append", required=True, metavar="KEY=V1,V2|A..B",
+                    help="a swept key and its values, e.g. --grid algorithm.mu=0.1,0.2 --grid run.seed=1..20 (repeatable)")
+    sw.add_argument("--out", type=Path, help="sweep folder (default: runs/NAME-sweep)")
+    sw.add_argument("--executor", choices=("local", "dask"), default="local",
+                    help="local: a process pool on this machine; dask: dask.distributed (a LocalCluster unless --address)")
+    sw.add_argument("--address", help="dask scheduler address, e.g. tcp://host:8786")
+    sw.add_argument("--workers", type=int, help="worker processes (default: the machine's cores)")
+    sw.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="fixed overrides for every point")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
+
+    plot = sub.add_parser("plot", help="learning curves of run folders, or a final metric against a swept parameter")
+    plot.add_argument("runs", type=Path, nargs="+", help="run folders (or one sweep folder with --x)")
     plot.add_argument("--metric", required=True, help="metric name, e.g. mse_db")
+    plot.add_argument("--x", help="with a sweep folder: the swept key on the x axis, e.g. algorithm.tau")
     plot.add_argument("--out", type=Path, help="image file (default: METRIC.png in the current folder)")
     plot.add_argument("--svg", action="store_true", help="write SVG instead of PNG")
     plot.set_defaults(func=cmd_plot)
@@ -244,16 +265,43 @@ def cmd_log_diff(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from netemu.report import plot_runs
+    from netemu.report import plot_runs, plot_sweep
 
-    out = plot_runs(args.runs, args.metric, args.out, fmt="svg" if args.svg else "png")
+    fmt = "svg" if args.svg else "png"
+    if args.x:
+        out = plot_sweep(args.runs[0], args.metric, args.x, args.out, fmt=fmt)
+    else:
+        out = plot_runs(args.runs, args.metric, args.out, fmt=fmt)
     print(out)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from tqdm import tqdm
+
+    from netemu.sweep import parse_grid, sweep
+
+    grid = parse_grid(args.grid)
+    sc = load_scenario(args.scenario, args.overrides)
+    out = args.out or Path("runs") / f"{sc.name}-sweep"
+    with tqdm(desc="sweep", unit="run", disable=args.quiet or not sys.stderr.isatty()) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        path = sweep(args.scenario, grid, out, base_overrides=args.overrides, executor=args.executor,
+                     workers=args.workers, address=args.address, progress=progress)
+    if not args.quiet:
+        print(f"sweep folder: {out}\nsummary: {path}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     from netemu.logtools import LogError
     from netemu.report import ReportError
+    from netemu.sweep import SweepError
     from netemu.trace import TraceError
 
     args = _parser().parse_args(argv)
@@ -262,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ScenarioError, TraceError, LogError, ReportError) as exc:
+    except (ScenarioError, TraceError, LogError, ReportError, SweepError) as exc:
         print(f"netemu: {exc}", file=sys.stderr)
         return 2
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "read_metrics",
+    "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "plot_sweep",
+    "read_metrics",
     "write_metrics", "write_summary",
 ]
 
@@ -95,7 +96,7 @@ def read_metrics(run_dir: Path) -> list[tuple]:
         raise ReportError(f"{path}: malformed row ({exc})") from None
 
 
-def _figure(series: dict, metric: str, title: str, path: Path) -> Path:
+def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None) -> Path:
     """Mean curve per label with a min–max band over runs; a log axis for values spanning decades."""
     import matplotlib
 
@@ -104,13 +105,13 @@ def _figure(series: dict, metric: str, title: str, path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, (x, mean, lo, hi) in series.items():
-        (line,) = ax.plot(x, mean, label=label, lw=1.5)
+        (line,) = ax.plot(x, mean, label=label, lw=1.5, marker="o" if len(x) <= 30 else None, ms=4)
         if np.any(hi > lo):
             ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
     values = np.concatenate([m for _, m, _, _ in series.values()]) if series else np.array([])
     if values.size and values.min() > 0 and values.max() / values.min() > 100:
         ax.set_yscale("log")
-    ax.set_xlabel("iteration" if metric.endswith("_db") else "round")
+    ax.set_xlabel(xlabel or ("iteration" if metric.endswith("_db") else "round"))
     ax.set_ylabel(metric[:-3].upper() + " (dB)" if metric.endswith("_db") else metric)
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -143,3 +144,30 @@ def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: s
             series[alg if len(run_dirs) == 1 else f"{Path(d).name}: {alg}"] = c
     out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}.{fmt}")
     return _figure(series, metric, "", out)
+
+
+def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fmt: str = "png") -> Path:
+    """The final `metric` against the swept parameter `x`, per algorithm: the mean over
+    the other grid dimensions (e.g. seeds) with a min–max band (e.g. NMSD vs τ)."""
+    path = Path(sweep_dir) / "sweep.csv"
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        raise ReportError(f"{sweep_dir}: not a sweep folder (no readable sweep.csv)") from None
+    if rows and x not in rows[0]:
+        keys = [k for k in rows[0] if k not in ("folder", "algorithm", "metric", "value")]
+        raise ReportError(f"{path}: {x!r} was not swept; swept: {', '.join(keys)}")
+    values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["metric"] == metric:
+            values[r["algorithm"]][float(r[x])].append(float(r["value"]))
+    if not values:
+        raise ReportError(f"{path}: no final values of metric {metric!r}")
+    series = {}
+    for alg, by_x in values.items():
+        xs = np.array(sorted(by_x))
+        v = [np.array(by_x[k]) for k in xs]
+        series[alg] = (xs, np.array([a.mean() for a in v]), np.array([a.min() for a in v]), np.array([a.max() for a in v]))
+    out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}_vs_{x.split('.')[-1]}.{fmt}")
+    return _figure(series, metric, f"final {metric} (mean over the other grid values)", out, xlabel=x)

@@ -234,7 +234,8 @@ class Scenario:
         return p if p.is_absolute() else self.path.parent / p
 
 
-def _parse_value(text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A command-line value in TOML syntax; a bare word is a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
@@ -253,7 +254,7 @@ def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
             issues.add(item, REQUIRED, "expected KEY=VALUE, e.g. run.rounds=200")
             continue
         path, _, text = item.partition("=")
-        keys, value = path.strip().split("."), _parse_value(text.strip())
+        keys, value = path.strip().split("."), parse_value(text.strip())
         if keys[0] == "algorithm":
             entries = table.setdefault("algorithm", [])
             labels = [e.get("label", e.get("name")) for e in entries]
