@@ -115,6 +115,22 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)
 
+    dev = sub.add_parser("devices", help="import device availability and capacity traces")
+    dev_sub = dev.add_subparsers(dest="devices_command", required=True, metavar="SUBCOMMAND")
+    imp = dev_sub.add_parser(
+        "import",
+        help="convert FedScale or FLGo-style traces into a netemu devices file",
+        description="Convert device traces into a netemu devices JSON file, for [devices] file = ... in a scenario. "
+        "fedscale: the client behaviour trace and the device capacity file (pickle or JSON; import only trusted pickles). "
+        "csv: availability rows client,start,end and capacity rows client,speed,bandwidth.",
+    )
+    imp.add_argument("--format", choices=("fedscale", "csv"), required=True)
+    imp.add_argument("--availability", type=Path, help="availability trace")
+    imp.add_argument("--capacity", type=Path, help="capacity trace")
+    imp.add_argument("--time-scale", type=float, default=1.0, help="multiply the traces' times by this (default 1)")
+    imp.add_argument("--out", type=Path, required=True, help="devices JSON file to write")
+    imp.set_defaults(func=cmd_devices_import)
+
     plot = sub.add_parser("plot", help="learning curves of run folders, or a final metric against a swept parameter")
     plot.add_argument("runs", type=Path, nargs="+", help="run folders (or one sweep folder with --x)")
     plot.add_argument("--metric", required=True, help="metric name, e.g. mse_db")
@@ -276,6 +292,18 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_devices_import(args) -> int:
+    from netemu.devices import DeviceError, from_csv, from_fedscale, write_devices
+
+    if args.availability is None and args.capacity is None:
+        raise DeviceError("give --availability, --capacity or both")
+    convert = from_fedscale if args.format == "fedscale" else from_csv
+    doc = convert(args.availability, args.capacity, args.time_scale)
+    write_devices(doc, args.out)
+    print(f"{args.out}: {len(doc['devices'])} devices, horizon {doc['horizon']:g} s")
+    return 0
+
+
 def cmd_sweep(args) -> int:
     from tqdm import tqdm
 
@@ -299,6 +327,7 @@ def cmd_sweep(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from netemu.devices import DeviceError
     from netemu.logtools import LogError
     from netemu.report import ReportError
     from netemu.sweep import SweepError
@@ -310,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ScenarioError, TraceError, LogError, ReportError, SweepError) as exc:
+    except (ScenarioError, TraceError, LogError, ReportError, SweepError, DeviceError) as exc:
         print(f"netemu: {exc}", file=sys.stderr)
         return 2
 

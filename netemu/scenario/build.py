@@ -18,6 +18,7 @@ import networkx as nx
 
 from netemu.algorithms import ALGORITHMS
 from netemu.data import DATASETS
+from netemu.devices import offline_windows, read_devices
 from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
@@ -67,9 +68,20 @@ def _component(table: dict | None, registry: dict, sc: Scenario) -> Any:
     return cls(**params)
 
 
+def devices_of(sc: Scenario, graph: nx.DiGraph) -> dict[str, dict]:
+    """The device of each client (i-th client, in topology order, gets device i mod n)."""
+    if not sc.table["devices"]["file"]:
+        return {}
+    devices = read_devices(sc.resolve(sc.table["devices"]["file"]))["devices"]
+    clients = [n for n, r in graph.nodes(data="role") if r == "client"]
+    return {c: devices[i % len(devices)] for i, c in enumerate(clients)}
+
+
 def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link]:
-    """A fresh Link per edge (components may carry state): its class's table, then overrides."""
+    """A fresh Link per edge (components may carry state): its class's table, then overrides;
+    with a devices file, a client's links take the device's bandwidth."""
     overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
+    devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
         table = {**sc.table["links"].get(cls, {}), **{k: x for k, x in overrides.get((u, v), {}).items() if k not in ("src", "dst")}}
@@ -78,7 +90,9 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
             _component(table.get("latency"), LATENCY_MODELS, sc),
             jitter=L.Jitter(**jitter) if jitter else None,
             loss=_component(table.get("loss"), LOSS_MODELS, sc),
-            bandwidth=table.get("bandwidth") or None,
+            bandwidth=next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None)
+            or table.get("bandwidth")
+            or None,
             outages=[tuple(w) for w in table.get("outages", [])],
             link_class=cls,
         )
@@ -94,6 +108,11 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
             for n in match_nodes(pattern, list(graph.nodes)):
                 settings[n] = {k: group[k] for k in keys}
     crashes: dict[str, list] = {}
+    for name, device in devices_of(sc, graph).items():  # offline outside the device's online intervals
+        if "speed" in device:
+            settings[name]["speed"] = device["speed"]
+        if "online" in device:
+            crashes[name] = offline_windows(device["online"])
     for c in nodes["crash"]:
         crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
     return {n: NodeBehaviour(**s, crashes=tuple(crashes.get(n, ()))) for n, s in settings.items()}

@@ -211,6 +211,12 @@ SCHEMA = Section(
         "data": Custom(_data),
         "algorithm": ArrayOf(Custom(_algorithm), min_items=1),
         "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
+        "devices": Section(
+            {
+                "file": Field(str, "", accepts="(a netemu devices JSON file, relative to the scenario; see netemu devices import)"),
+                "bandwidth": Field(bool, True, accepts="(set the clients' link bandwidth from the devices)"),
+            }
+        ),
         "output": Section({"plots": Field(bool, True), "log": Field(bool, True), "trace": Field(bool, True)}),
         "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
     }
@@ -361,6 +367,13 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
                     L.Empirical.from_file(sc.resolve(latency["file"]))
                 except (OSError, ValueError) as exc:
                     issues.add(f"{where}.latency.file", latency["file"], f"a readable file of delays (one per line): {exc}")
+        if table["devices"]["file"]:
+            from netemu.devices import DeviceError, read_devices
+
+            try:
+                read_devices(sc.resolve(table["devices"]["file"]))
+            except DeviceError as exc:
+                issues.add("devices.file", table["devices"]["file"], str(exc))
         if table["script"] and not sc.resolve(table["script"]).is_file():
             issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
     if issues.items:
