@@ -118,7 +118,7 @@ def execute(
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     try:
-                        result = world.run(run_cfg["until"] or None)
+                        world.run(run_cfg["until"] or None)
                     finally:
                         rows.extend(aggregate_metrics(label, r, world.metrics))
                         counts[label].update(_flatten_counts(world.network.message_counts()))

@@ -3,7 +3,7 @@
 import numpy as np
 
 from references import fedavg as fedavg_reference
-from netemu import Link, NodeBehaviour, World, star
+from netemu import NodeBehaviour, World, star
 from netemu.algorithms.fedavg import SPEC, FedAvgParams
 from netemu.data import LinearData, make_linear
 

@@ -113,9 +113,10 @@ class OnlineState:
         self.test_Z = rff_features(data.test[0], self.omega, self.phase)
         self.test_y = data.test[1]
 
-    def sample(self, n: int, k: int) -> tuple[np.ndarray, float]:
-        s = self.stream.sample[n, k]
-        return rff_features(self.data.inputs[k][s][None, :], self.omega, self.phase)[0], float(self.data.outputs[k][s])
+    def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
+        X, y = self.stream.samples(n, ks)
+        return rff_features(X, self.omega, self.phase), y
 
     def share(self, vector: np.ndarray, indices: np.ndarray):
         """The entries `indices` of `vector` as they travel: values only (the receiver
@@ -140,8 +141,7 @@ class OnlineServer(Actor):
 
     def available(self, n: int) -> list[int]:
         st, p, net = self.state, self.state.p, self.world.network
-        ks = np.flatnonzero(st.stream.sample[n] >= 0)
-        out = [int(k) for k in ks if net.participates(st.clients[k], n)]
+        out = [int(k) for k in st.stream.with_data(n) if net.participates(st.clients[k], n)]
         if p.select < 1:
             draws = self.world.streams.keyed("schedule")
             out = [k for k in out if draws.uniform(st.clients[k], n) < p.select]
@@ -198,7 +198,8 @@ class OnlineClient(Actor):
             msg = await self.recv("model")
             n = self.round = msg.round
             st.took_part[k] = n
-            z, y = st.sample(n, k)
+            Z, Y = st.features(n, np.array([k]))
+            z, y = Z[0], Y[0]
             if isinstance(msg.payload, PartialModel):
                 start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
             elif p.partial_down:
@@ -232,16 +233,12 @@ class ClientPool(Actor):
         for n in range(self.iterations):
             await self.sleep(n * T + 0.75 * T - self.now)
             self.round = n
-            ks = np.flatnonzero(st.stream.sample[n] >= 0)
+            ks = st.stream.with_data(n)
             self.metric("participants", int(np.count_nonzero(st.took_part[ks] == n)))
-            if not p.local_learning:
-                continue
             idle = ks[st.took_part[ks] != n]
-            if idle.size:
-                s = st.stream.sample[n, idle]
-                X = np.array([st.data.inputs[k][i] for k, i in zip(idle, s)])
-                y = np.array([st.data.outputs[k][i] for k, i in zip(idle, s)])
-                st.W[idle] = lms_step(st.W[idle], rff_features(X, st.omega, st.phase), y, p.mu)
+            if p.local_learning and idle.size:
+                Z, y = st.features(n, idle)
+                st.W[idle] = lms_step(st.W[idle], Z, y, p.mu)  # eqs. (4.11)-(4.12), all idle clients at once
 
 
 def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int) -> None:

@@ -102,16 +102,16 @@ class OnlineStream:
             self.sample[when, k] = np.arange(when.size)
         self.data = data
 
-    def at(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(client positions with new data, their inputs, their outputs) at iteration n."""
-        ks = np.flatnonzero(self.sample[n] >= 0)
-        s = self.sample[n, ks]
-        X = np.array([self.data.inputs[k][i] for k, i in zip(ks, s)]).reshape(ks.size, -1)
-        y = np.array([self.data.outputs[k][i] for k, i in zip(ks, s)])
-        return ks, X, y
+    def with_data(self, n: int) -> np.ndarray:
+        """Positions of the clients that receive a sample at iteration n."""
+        return np.flatnonzero(self.sample[n] >= 0)
 
-    def has_data(self, n: int, k: int) -> bool:
-        return bool(self.sample[n, k] >= 0)
+    def samples(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The inputs (rows) and outputs the clients `ks` receive at iteration n."""
+        s = self.sample[n, ks]
+        X = np.array([self.data.inputs[k][i] for k, i in zip(ks, s, strict=True)]).reshape(len(ks), -1)
+        y = np.array([self.data.outputs[k][i] for k, i in zip(ks, s, strict=True)])
+        return X, y
 
 
 def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) -> OnlineRegression:

@@ -42,7 +42,7 @@ def multi_server(server_graph: nx.Graph, clients_per_server: int | Sequence[int]
         raise ValueError(f"{len(counts)} client counts for {server_graph.number_of_nodes()} servers")
     g = nx.DiGraph()
     index = {s: i for i, s in enumerate(sorted(server_graph.nodes))}
-    for s, i in index.items():
+    for i in index.values():
         g.add_node(f"server-{i}", role="server")
         for j in range(counts[i]):
             g.add_node(f"client-{i}-{j}", role="client", server=f"server-{i}")
