@@ -214,7 +214,7 @@ def timeline(
 ) -> Path:
     """A swim-lane chart: one lane per actor; an arrow per delivered message from its
     send to its delivery, a cross where a message was dropped (with the reason in the
-    legend), a bar per compute span.  Records of one algorithm and run (default: the
+    legend), a bar per compute span, a shaded span per link outage on the sender's lane.  Records of one algorithm and run (default: the
     first in the log)."""
     import matplotlib
 
@@ -222,7 +222,7 @@ def timeline(
     import matplotlib.pyplot as plt
 
     sends: dict[int, dict] = {}
-    arrows, drops, spans = [], [], []
+    arrows, drops, spans, outages = [], [], [], []
     lanes: list[str] = []
     chosen = None
     for r in read(path):
@@ -241,6 +241,8 @@ def timeline(
             (arrows if ev == "deliver" else drops).append((s["t"], s["src"], r["t"], r["dst"], r.get("reason")))
         elif ev == "compute":
             spans.append((r["t"], r["duration"], r["actor"]))
+        elif ev == "outage":
+            outages.append((r["t"], r["until"], r["src"], r["dst"]))
         for name in (r.get("src"), r.get("dst"), r.get("actor")):
             if name is not None and name not in lanes and (actors is None or name in actors):
                 lanes.append(name)
@@ -248,11 +250,17 @@ def timeline(
     arrows = [a for a in arrows if keep(a[1], a[3])][:max_messages]
     drops = [d for d in drops if keep(d[1], d[3])][:max_messages]
     spans = [s for s in spans if keep(s[2])]
+    outages = [o for o in outages if keep(o[2])]
     order = sorted(lanes, key=lambda n: (not n.startswith("server"), len(n), n))
     y = {n: i for i, n in enumerate(order)}
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.35 * len(order) + 1.2)))
     for t0, dur, a in spans:
         ax.broken_barh([(t0, dur)], (y[a] - 0.15, 0.3), color="tab:green", alpha=0.5)
+    right = until if until is not None else max([a[2] for a in arrows] + [d[2] for d in drops] + [s[0] + s[1] for s in spans], default=0.0)
+    for i, (t0, t1, src, dst) in enumerate(outages):  # shaded on the sender's lane, clipped to the window
+        ax.broken_barh([(t0, min(t1, right) - t0)], (y[src] - 0.45, 0.9), color="tab:gray", alpha=0.25,
+                       label="link outage" if i == 0 else None)
+        ax.text(t0, y[src] - 0.3, f" down: {src}->{dst}", fontsize="x-small", va="center", color="dimgray")
     for ts, src, td, dst, _ in arrows:
         ax.annotate("", xy=(td, y[dst]), xytext=(ts, y[src]), arrowprops={"arrowstyle": "->", "lw": 0.6, "alpha": 0.6, "color": "tab:blue"})
     colors = {"loss": "tab:red", "outage": "tab:purple", "expired": "tab:orange", "crash": "black"}
@@ -267,7 +275,7 @@ def timeline(
     title = " / ".join(str(c) for c in chosen if c is not None) if chosen else ""
     ax.set_title(f"message timeline {title}".strip())
     ax.grid(axis="x", alpha=0.3)
-    if drops:
+    if drops or outages:
         ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)

@@ -188,9 +188,18 @@ class World:
 
     # -------------------------------------------------------------- running
 
+    def _log_outages(self) -> None:
+        """An `outage` record at the start of every scheduled link outage (for readers of the log)."""
+        for (src, dst), link in self.network.links.items():
+            for start, end in link.outages:
+                if start >= self.env.now:
+                    self.at(start, lambda s=src, d=dst, e=end, c=link.link_class: self.log(
+                        t=self.env.now, event="outage", src=s, dst=d, link=c, until=e))
+
     async def _main(self, until: float | None) -> bool:
         loop = asyncio.get_running_loop()
         self._failure = loop.create_future()
+        self._log_outages()
         self._finished = {n: loop.create_future() for n, a in self.actors.items() if not a.daemon}
         for actor in self.actors.values():
             if self._up(actor.name):

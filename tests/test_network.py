@@ -37,6 +37,8 @@ def test_an_outage_drops_what_is_sent_during_it_and_nothing_else():
     assert [m.payload for _, m in sink.got] == [5.0, 20.0]
     drops = [r for r in records(buf) if r["event"] == "drop"]
     assert [(r["reason"], r["t"]) for r in drops] == [("outage", 10.0), ("outage", 15.0), ("outage", 19.9)]
+    outages = [r for r in records(buf) if r["event"] == "outage"]
+    assert [(r["t"], r["src"], r["dst"], r["until"]) for r in outages] == [(10.0, "a", "b", 20.0)]
 
 
 def test_sending_to_a_non_neighbour_names_both_ends():
