@@ -56,17 +56,29 @@ class Streams:
 class KeyedDraws:
     """Uniform (and derived) draws that are pure functions of their coordinates."""
 
-    __slots__ = ("name", "_key")
+    __slots__ = ("name", "_hasher")
 
     def __init__(self, seed: int, name: str) -> None:
         self.name = name
-        self._key = hashlib.blake2b(f"{seed}\x00{name}".encode(), digest_size=32).digest()
+        key = hashlib.blake2b(f"{seed}\x00{name}".encode(), digest_size=32).digest()
+        self._hasher = hashlib.blake2b(key=key, digest_size=8)  # copied per draw: keying costs a block
 
     def uniform(self, *coords: object) -> float:
-        """U[0, 1) with 53 random bits, a pure function of (seed, name, coords)."""
-        data = "\x1f".join(map(str, coords)).encode()
-        h = hashlib.blake2b(data, key=self._key, digest_size=8).digest()
-        return (int.from_bytes(h, "little") >> 11) * _TWO_POW_M53
+        """U[0, 1) with 53 random bits, a pure function of (seed, name, coords).
+
+        The coordinates are hashed as their str() joined by 0x1f (two and three
+        coordinates, the hot cases, are formatted directly: the same bytes, faster).
+        """
+        n = len(coords)
+        if n == 3:
+            text = f"{coords[0]}\x1f{coords[1]}\x1f{coords[2]}"
+        elif n == 2:
+            text = f"{coords[0]}\x1f{coords[1]}"
+        else:
+            text = "\x1f".join(map(str, coords))
+        h = self._hasher.copy()
+        h.update(text.encode())
+        return (int.from_bytes(h.digest(), "little") >> 11) * _TWO_POW_M53
 
     def open_uniform(self, *coords: object) -> float:
         """U(0, 1): never exactly 0, safe for logarithms and inverse CDFs."""

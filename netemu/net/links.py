@@ -245,7 +245,7 @@ class Link:
         bisect.insort(self._outages, (float(start), float(end)))
 
     def is_down(self, t: float) -> bool:
-        return any(start <= t < end for start, end in self._outages)
+        return bool(self._outages) and any(start <= t < end for start, end in self._outages)
 
     def next_index(self, round: int) -> int:
         """Index of the next message of `round` on this link (0, 1, ... within a round)."""
