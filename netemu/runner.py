@@ -102,6 +102,7 @@ def execute(
     rows: list[tuple] = []
     counts = {label: Counter() for label in labels}
     vtime: dict[str, list[float]] = {label: [] for label in labels}
+    privacy: dict[str, list[dict]] = {label: [] for label in labels}
     summary = {"scenario": sc.name, "complete": False, "stopped_by": None}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
     with ExitStack() as stack:
@@ -123,6 +124,7 @@ def execute(
                         rows.extend(aggregate_metrics(label, r, world.metrics))
                         counts[label].update(_flatten_counts(world.network.message_counts()))
                         vtime[label].append(world.env.now)
+                        privacy[label].append(world.privacy.summary())
             summary["complete"] = True
         except KeyboardInterrupt:
             summary["stopped_by"] = "interrupted (Ctrl-C)"
@@ -146,6 +148,8 @@ def execute(
                     "wall_time_s": round(time.perf_counter() - wall_time_start, 3),
                 }
             )
+            if any(any(runs) for runs in privacy.values()):
+                summary["privacy"] = {label: _privacy_summary(runs) for label, runs in privacy.items()}
             if replay is not None:
                 summary["replay"] = {"trace": str(replay.path), **replay.counts}
             write_metrics(out / "metrics.csv", rows)
@@ -153,6 +157,17 @@ def execute(
             if rows and sc.table["output"]["plots"]:
                 plot_curves(rows, out, title=sc.name)
     return summary
+
+
+def _privacy_summary(runs: list[dict]) -> dict:
+    """Per client: the mean over Monte Carlo runs of the total zCDP spent and its (ε, δ)."""
+    clients = sorted({c for run in runs for c in run})
+    out = {}
+    for c in clients:
+        rows = [run[c] for run in runs if c in run]
+        out[c] = {"rho_total": sum(r["rho_total"] for r in rows) / len(rows),
+                  "epsilon": sum(r["epsilon"] for r in rows) / len(rows), "delta": rows[0]["delta"]}
+    return out
 
 
 def _flatten_counts(mc: dict) -> Counter:

@@ -26,6 +26,7 @@ from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.log import MessageLog
 from netemu.net.links import Link
 from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
+from netemu.privacy import PrivacyLedger
 from netemu.rng import Streams
 
 __all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
@@ -82,6 +83,7 @@ class World:
         self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates)
         self.actors: dict[str, Actor] = {}
         self.metrics: list[tuple] = []
+        self.privacy = PrivacyLedger()  # zCDP spent by clients that release perturbed models
         self._tasks: dict[str, asyncio.Task] = {}
         self._finished: dict[str, asyncio.Future] = {}
         self._pending_recoveries: dict[str, int] = {}

@@ -257,3 +257,21 @@ def test_output_switches_leave_out_the_log_and_the_trace(scenario, tmp_path):
     out = run(scenario, tmp_path / "a", "--set", "output.log=false", "--set", "output.trace=false")
     names = {p.name for p in out.iterdir()}
     assert "messages.jsonl" not in names and "trace.msgpack" not in names and "metrics.csv" in names
+
+
+def test_the_summary_reports_the_privacy_each_client_spent(scenario, tmp_path):
+    script = tmp_path / "spend.py"
+    script.write_text(
+        "def setup(world):\n"
+        "    world.at(1.0, lambda: world.privacy.spend('client-0', 0, 0.1))\n"
+        "    world.at(2.0, lambda: world.privacy.spend('client-0', 1, 0.2))\n"
+    )
+    scenario.write_text('script = "spend.py"\n' + SCENARIO)
+    out = run(scenario, tmp_path / "out")
+    p = json.loads((out / "summary.json").read_text())["privacy"]["fast"]["client-0"]
+    assert p["rho_total"] == pytest.approx(0.3) and p["epsilon"] > p["rho_total"]
+
+
+def test_without_noise_the_summary_has_no_privacy_section(scenario, tmp_path):
+    out = run(scenario, tmp_path / "out")
+    assert "privacy" not in json.loads((out / "summary.json").read_text())
