@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from netemu.scenario import load_scenario
-from netemu.scenario.load import parse_value
+from netemu.scenario.overrides import parse_value
 from netemu.scenario.schema import Issue, ScenarioError
 
 __all__ = ["SweepError", "grid_points", "parse_grid", "run_point", "sweep"]

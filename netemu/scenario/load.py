@@ -24,11 +24,12 @@ from netemu.algorithms import ALGORITHMS
 from netemu.config import ConfigError
 from netemu.data import DATASETS
 from netemu.net import links as L
+from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import (
     REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, ScenarioError, Section, validate,
 )
 
-__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "apply_overrides", "load_scenario", "match_nodes", "parse_scenario"]
+__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "load_scenario", "match_nodes", "parse_scenario"]
 
 LATENCY_MODELS = {
     "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
@@ -238,55 +239,6 @@ class Scenario:
         """A path written in the scenario, relative to the scenario file."""
         p = Path(relative)
         return p if p.is_absolute() else self.path.parent / p
-
-
-def parse_value(text: str) -> Any:
-    """A command-line value in TOML syntax; a bare word is a string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
-    """Apply `key.path=value` overrides (value in TOML syntax; bare words are strings).
-
-    `algorithm.X=v` sets X in every algorithm entry; `algorithm.LABEL.X=v` in the entry
-    whose label (or name) is LABEL.
-    """
-    issues = Issues(f"{file} (--set)")
-    for item in overrides:
-        if "=" not in item:
-            issues.add(item, REQUIRED, "expected KEY=VALUE, e.g. run.rounds=200")
-            continue
-        path, _, text = item.partition("=")
-        keys, value = path.strip().split("."), parse_value(text.strip())
-        if keys[0] == "algorithm":
-            entries = table.setdefault("algorithm", [])
-            labels = [e.get("label", e.get("name")) for e in entries]
-            if len(keys) == 3:
-                if keys[1] not in labels:
-                    issues.add(path, value, f"no algorithm labelled {keys[1]!r}; labels: {', '.join(map(str, labels))}")
-                    continue
-                entries = [entries[labels.index(keys[1])]]
-                keys = keys[:1] + keys[2:]
-            if len(keys) != 2:
-                issues.add(path, value, "expected algorithm.PARAM or algorithm.LABEL.PARAM")
-                continue
-            for e in entries:
-                e[keys[1]] = value
-            continue
-        node = table
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-            if not isinstance(node, dict):
-                issues.add(path, value, f"{k} is not a table")
-                break
-        else:
-            node[keys[-1]] = value
-    if issues.items:
-        raise ScenarioError(issues.items)
-    return table
 
 
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
