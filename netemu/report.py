@@ -21,6 +21,15 @@ __all__ = [
 METRIC_COLUMNS = ("algorithm", "run", "round", "time", "metric", "value")
 
 
+def mean_over(metric: str, values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+    """The mean of a metric's values; a `*_db` metric is averaged in the linear domain and
+    converted back (the MSE is averaged over Monte Carlo runs before taking dB, eq. 4.36)."""
+    values = np.asarray(values, dtype=float)
+    if metric.endswith("_db"):
+        return 10 * np.log10(np.mean(10 ** (values / 10), axis=axis))
+    return np.mean(values, axis=axis)
+
+
 def aggregate_metrics(algorithm: str, run: int, metrics: list[tuple]) -> list[tuple]:
     """World metrics (actor, round, time, metric, value) -> one row per (round, metric).
 
@@ -32,7 +41,7 @@ def aggregate_metrics(algorithm: str, run: int, metrics: list[tuple]) -> list[tu
         groups[(rnd, name)].append((t, value))
     rows = []
     for (rnd, name), items in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        rows.append((algorithm, run, rnd, max(t for t, _ in items), name, float(np.mean([v for _, v in items]))))
+        rows.append((algorithm, run, rnd, max(t for t, _ in items), name, float(mean_over(name, [v for _, v in items]))))
     return rows
 
 
@@ -45,7 +54,7 @@ def write_metrics(path: Path, rows: list[tuple]) -> None:
 
 
 def final_values(rows: list[tuple]) -> dict[str, dict[str, float]]:
-    """Per algorithm and metric: the mean over Monte Carlo runs of the last value."""
+    """Per algorithm and metric: the mean over Monte Carlo runs of the last value (`mean_over`)."""
     last: dict[tuple[str, str, int], tuple[int, float]] = {}
     for alg, run, rnd, _t, name, value in rows:
         key = (alg, name, run)
@@ -54,7 +63,7 @@ def final_values(rows: list[tuple]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (alg, name, _run), (_rnd, value) in last.items():
         out[alg][name].append(value)
-    return {alg: {name: float(np.mean(v)) for name, v in sorted(m.items())} for alg, m in out.items()}
+    return {alg: {name: float(mean_over(name, v)) for name, v in sorted(m.items())} for alg, m in out.items()}
 
 
 def write_summary(path: Path, summary: dict) -> None:
@@ -72,7 +81,7 @@ def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.nda
         common = sorted(set.intersection(*(set(r) for r in runs.values())))
         if common:
             values = np.array([[runs[run][k] for k in common] for run in sorted(runs)])
-            out[alg] = (np.array(common), values.mean(0), values.min(0), values.max(0))
+            out[alg] = (np.array(common), mean_over(metric, values, axis=0), values.min(0), values.max(0))
     return out
 
 
@@ -168,6 +177,6 @@ def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fm
     for alg, by_x in values.items():
         xs = np.array(sorted(by_x))
         v = [np.array(by_x[k]) for k in xs]
-        series[alg] = (xs, np.array([a.mean() for a in v]), np.array([a.min() for a in v]), np.array([a.max() for a in v]))
+        series[alg] = (xs, np.array([mean_over(metric, a) for a in v]), np.array([a.min() for a in v]), np.array([a.max() for a in v]))
     out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}_vs_{x.split('.')[-1]}.{fmt}")
     return _figure(series, metric, f"final {metric} (mean over the other grid values)", out, xlabel=x)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import msgpack
+import numpy as np
 import orjson
 import pytest
 
@@ -275,3 +276,12 @@ def test_the_summary_reports_the_privacy_each_client_spent(scenario, tmp_path):
 def test_without_noise_the_summary_has_no_privacy_section(scenario, tmp_path):
     out = run(scenario, tmp_path / "out")
     assert "privacy" not in json.loads((out / "summary.json").read_text())
+
+
+def test_db_metrics_are_averaged_in_the_linear_domain():
+    from netemu.report import final_values, mean_over
+
+    assert mean_over("mse_db", [0.0, 10.0]) == pytest.approx(10 * np.log10(5.5))
+    assert mean_over("mse", [0.0, 10.0]) == 5.0
+    rows = [("a", 0, 9, 1.0, "mse_db", -10.0), ("a", 1, 9, 1.0, "mse_db", -20.0)]
+    assert final_values(rows)["a"]["mse_db"] == pytest.approx(10 * np.log10((0.1 + 0.01) / 2))
