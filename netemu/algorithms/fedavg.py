@@ -11,15 +11,18 @@ not used).  Metrics per round: `mse` on the test set, `participants`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.config import require
-from netemu.data.synthetic import LinearTask
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
 from netemu.world import World
+
+if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
+    from netemu.data.synthetic import LinearTask
 
 __all__ = ["FedAvgParams", "SPEC"]
 

@@ -37,17 +37,20 @@ link expires it on the way).  Metrics per iteration: `mse_db` (eq. 4.36, one run
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.config import require
-from netemu.data.online import OnlineRegression
 from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
 from netemu.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.world import World
+
+if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
+    from netemu.data.online import OnlineRegression
 
 __all__ = ["OnlineFLParams", "SPECS", "VARIANTS"]
 
