@@ -77,6 +77,24 @@ def _construct(cls: type, values: dict, key: str, issues: Issues) -> None:
         issues.add(key, values, str(exc))
 
 
+def _selects(value: Any, key: str, issues: Issues, selector: str, choices, accepts: str = "") -> bool:
+    """Whether the table `value` names one of `choices` under `selector`; reports it if not."""
+    if isinstance(value, dict) and value.get(selector) in choices:
+        return True
+    got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
+    where = f"{key}.{selector}" if isinstance(value, dict) or not accepts else key
+    issues.add(where, got, f"{accepts}one of {', '.join(choices)}")
+    return False
+
+
+def _params_table(value: dict, key: str, issues: Issues, cls: type, fixed: dict, defaults: dict | None = None) -> Any:
+    """A table of `cls` parameters beside the `fixed` keys; `cls` checks its own ranges."""
+    resolved = validate(Section({**fixed, **_params_of(cls, defaults)}), value, key, issues)
+    if isinstance(resolved, dict):
+        _construct(cls, {k: v for k, v in resolved.items() if k not in fixed}, key, issues)
+    return resolved
+
+
 def _model(registry: dict[str, type], what: str) -> Any:
     """Checker of a `{model = "...", <params>}` link-component table.
 
@@ -86,9 +104,7 @@ def _model(registry: dict[str, type], what: str) -> Any:
     """
 
     def check(value: Any, key: str, issues: Issues) -> Any:
-        if not isinstance(value, dict) or value.get("model") not in registry:
-            got = value.get("model", REQUIRED) if isinstance(value, dict) else value
-            issues.add(f"{key}.model" if isinstance(value, dict) else key, got, f"{what} model: one of {', '.join(registry)}")
+        if not _selects(value, key, issues, "model", registry, accepts=f"{what} model: "):
             return value
         model, cls = value["model"], registry[value["model"]]
         params = {k: v for k, v in value.items() if k != "model"}
@@ -146,37 +162,23 @@ BEHAVIOUR_FIELDS = {
 
 
 def _topology(value: Any, key: str, issues: Issues) -> Any:
-    if not isinstance(value, dict) or value.get("kind") not in TOPOLOGIES:
-        got = value.get("kind", REQUIRED) if isinstance(value, dict) else value
-        issues.add(f"{key}.kind", got, f"one of {', '.join(TOPOLOGIES)}")
+    if not _selects(value, key, issues, "kind", TOPOLOGIES):
         return value
-    fields = {"kind": Field(str), **TOPOLOGIES[value["kind"]]}
-    return validate(Section(fields), value, key, issues)
+    return validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), value, key, issues)
 
 
 def _data(value: Any, key: str, issues: Issues) -> Any:
-    if not isinstance(value, dict) or value.get("kind") not in DATASETS:
-        got = value.get("kind", REQUIRED) if isinstance(value, dict) else value
-        issues.add(f"{key}.kind", got, f"one of {', '.join(DATASETS)}")
+    if not _selects(value, key, issues, "kind", DATASETS):
         return value
-    cls = DATASETS[value["kind"]][0]
-    resolved = validate(Section({"kind": Field(str), **_params_of(cls)}), value, key, issues)
-    if isinstance(resolved, dict):
-        _construct(cls, {k: v for k, v in resolved.items() if k != "kind"}, key, issues)
-    return resolved
+    return _params_table(value, key, issues, DATASETS[value["kind"]][0], {"kind": Field(str)})
 
 
 def _algorithm(value: Any, key: str, issues: Issues) -> Any:
-    if not isinstance(value, dict) or value.get("name") not in ALGORITHMS:
-        got = value.get("name", REQUIRED) if isinstance(value, dict) else value
-        issues.add(f"{key}.name", got, f"one of {', '.join(ALGORITHMS)}")
+    if not _selects(value, key, issues, "name", ALGORITHMS):
         return value
     spec = ALGORITHMS[value["name"]]
-    fields = {"name": Field(str), "label": Field(str, value["name"]), **_params_of(spec.params, spec.defaults)}
-    resolved = validate(Section(fields), value, key, issues)
-    if isinstance(resolved, dict):
-        _construct(spec.params, {k: v for k, v in resolved.items() if k not in ("name", "label")}, key, issues)
-    return resolved
+    fixed = {"name": Field(str), "label": Field(str, value["name"])}
+    return _params_table(value, key, issues, spec.params, fixed, spec.defaults)
 
 
 SCHEMA = Section(
