@@ -122,7 +122,8 @@ def execute(
                         world.run(run_cfg["until"] or None)
                     finally:
                         rows.extend(aggregate_metrics(label, r, world.metrics))
-                        counts[label].update(_flatten_counts(world.network.message_counts()))
+                        counts[label].update(world.network.counts)  # (link class, what) -> n
+                        counts[label].update((m["link"], "in_flight") for m in world.network.in_flight())
                         vtime[label].append(world.env.now)
                         privacy[label].append(world.privacy.summary())
             summary["complete"] = True
@@ -168,14 +169,6 @@ def _privacy_summary(runs: list[dict]) -> dict:
         out[c] = {"rho_total": sum(r["rho_total"] for r in rows) / len(rows),
                   "epsilon": sum(r["epsilon"] for r in rows) / len(rows), "delta": rows[0]["delta"]}
     return out
-
-
-def _flatten_counts(mc: dict) -> Counter:
-    c = Counter()
-    for cls, values in mc["by_link_class"].items():
-        for what, n in values.items():
-            c[(cls, what)] += n
-    return c
 
 
 def _message_summary(c: Counter) -> dict:
