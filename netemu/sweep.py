@@ -101,16 +101,16 @@ def sweep(
 ) -> Path:
     """Run every grid point not already complete; write OUT/sweep.csv; return its path."""
     points = list(grid_points(grid))
-    for _, point in points:  # validate every point before anything runs
-        overrides = [*base_overrides, *(f"{k}={_toml(v)}" for k, v in point.items())]
+    overrides_of = {name: [*base_overrides, *(f"{k}={_toml(v)}" for k, v in point.items())] for name, point in points}
+    for name, point in points:  # validate every point before anything runs
         try:
-            load_scenario(scenario, overrides)
+            load_scenario(scenario, overrides_of[name])
         except ScenarioError as exc:
             raise ScenarioError([Issue(i.file, i.key, i.value, f"{i.accepts} (grid point {point})") for i in exc.issues]) from None
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     todo = []
-    for name, point in points:
+    for name, _point in points:
         folder = out / name
         done = _complete(folder)
         if done is not None:
@@ -118,8 +118,7 @@ def sweep(
             continue
         if folder.exists():  # an interrupted earlier attempt: start it again
             shutil.rmtree(folder)
-        overrides = [*base_overrides, *(f"{k}={_toml(v)}" for k, v in point.items())]
-        todo.append((name, str(scenario), overrides, str(folder)))
+        todo.append((name, str(scenario), overrides_of[name], str(folder)))
     if progress:
         progress(len(results), len(points))
     for name, final in _execute(todo, executor, workers, address):
@@ -147,10 +146,9 @@ def _execute(todo: list[tuple], executor: str, workers: int | None, address: str
 
         cluster = None if address else LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, dashboard_address=None)
         with Client(address or cluster) as client:
-            futures = [client.submit(run_point, s, o, f, key=f"netemu-{name}", pure=False) for name, s, o, f in todo]
-            names = {f.key: name for f, (name, *_rest) in zip(futures, todo)}
+            futures = {client.submit(run_point, s, o, f, key=f"netemu-{name}", pure=False): name for name, s, o, f in todo}
             for fut in as_completed(futures):
-                yield names[fut.key], fut.result()
+                yield futures[fut], fut.result()
         if cluster is not None:
             cluster.close()
     else:
