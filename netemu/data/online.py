@@ -20,6 +20,7 @@ source (`load_csv`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,10 @@ class OnlineData:
                 "group_samples", "a list of positive sample counts")
         require(self.formula in ("product", "printed"), "formula", 'one of "product", "printed"')
         require(self.test_samples >= 1 and self.test_sources >= 1, "test_samples", ">= 1 (and test_sources >= 1)")
+
+    def with_paths(self, resolve) -> OnlineData:
+        """A copy with `csv` resolved (by `resolve`) relative to where the scenario lives."""
+        return dataclasses.replace(self, csv=resolve(self.csv)) if self.csv else self
 
 
 def nonlinear_target(x: np.ndarray, formula: str = "product") -> np.ndarray:

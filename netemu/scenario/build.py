@@ -7,7 +7,6 @@ data, participation draws and link fates (common random numbers).  The run seed 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 from collections.abc import Callable
@@ -132,8 +131,8 @@ def load_script(path: Path) -> Callable[[World], None]:
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     params_cls, make = DATASETS[sc.table["data"]["kind"]]
     params = params_cls(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
-    if getattr(params, "csv", ""):
-        params = dataclasses.replace(params, csv=str(sc.resolve(params.csv)))
+    if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
+        params = params.with_paths(lambda p: str(sc.resolve(p)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server"]
     return make(params, clients, streams)
 
