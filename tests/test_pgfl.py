@@ -154,3 +154,128 @@ def test_scheduling_picks_the_same_clients_for_every_algorithm():
         key = (world.network.nodes[src].attrs["server"], rnd)
         per[key] = per.get(key, 0) + 1
     assert set(per.values()) == {2} and len(per) == S * N
+
+
+# ------------------------------------------------------------------ slow, lossy and crashing servers
+
+
+def slow_server_link(graph):
+    """Every link instantaneous except server-0's outgoing server-server links: 100 s late."""
+    out = {}
+    for u, v, cls in graph.edges(data="link_class"):
+        slow = cls == "server-server" and u == "server-0"
+        out[(u, v)] = Link(L.Constant(100.0 if slow else 0.0), link_class=cls)
+    return out
+
+
+@pytest.mark.parametrize("policy", ["reuse", "exclude"])
+def test_a_slow_server_link_delays_nobody_beyond_the_deadline(policy):
+    world, params, task, server_graph = setup("pgfl", links=slow_server_link, missing=policy, server_timeout=5.0)
+    result = world.run()
+    assert result.complete
+    for p in server_graph.neighbors(0):  # server-0's aggregates are never fresh: its neighbours go on without
+        assert all(v >= 1 for a, _, _, m, v in world.metrics if m == "missing" and a == f"server-{p}")
+    # the run takes about N deadlines, not N × 100 s
+    assert result.virtual_time < N * (6 + params.client_timeout)
+
+
+def test_reuse_and_exclude_policies_differ_only_when_aggregates_are_late():
+    finals = {}
+    for policy in ("reuse", "exclude"):
+        world, *_ = setup("pgfl", links=slow_server_link, missing=policy, server_timeout=5.0)
+        world.run()
+        finals[policy] = models(world, None).copy()
+    assert not np.array_equal(finals["reuse"], finals["exclude"])
+    on_time = {}
+    for policy in ("reuse", "exclude"):
+        world, *_ = setup("pgfl", missing=policy)
+        world.run()
+        on_time[policy] = models(world, None).copy()
+    assert np.array_equal(on_time["reuse"], on_time["exclude"])
+
+
+def test_a_server_crash_mid_run_stops_nobody_and_its_clients_keep_their_models():
+    world, params, task, server_graph = setup("pgfl", server_timeout=5.0)
+    world.crash("server-1", at=40.0)
+    result = world.run()
+    assert result.complete
+    crashed_rounds = {r for a, r, _, m, _ in world.metrics if a == "server-1" and m == "nmsd"}
+    assert 0 < max(crashed_rounds) < N
+    others = {r for a, r, _, m, _ in world.metrics if a == "server-0" and m == "nmsd"}
+    assert max(others) == N
+    neighbours = {f"server-{p}" for p in server_graph.neighbors(1)}
+    late = {a for a, r, _, m, v in world.metrics if m == "missing" and v > 0}
+    assert neighbours <= late  # (and, by the lag that waiting causes, possibly their neighbours)
+
+
+def test_a_crashed_server_that_recovers_resumes_where_it_stopped():
+    world, *_ = setup("pgfl", server_timeout=5.0, client_timeout=20.0)
+    world.crash("server-2", at=30.0, recover_at=90.0)
+    world.run()
+    rounds = sorted(r for a, r, _, m, _ in world.metrics if a == "server-2" and m == "nmsd")
+    assert rounds == list(range(1, N + 1))  # each iteration exactly once, before and after the crash
+
+
+# ------------------------------------------------------------------ data
+
+
+def test_clustered_linear_data_splits_clusters_evenly_around_a_base_model():
+    streams = Streams(4)
+    clients = [f"c{k}" for k in range(30)]
+    task = make_clustered_linear(ClusteredLinearData(dim=20, clusters=3, spread=0.15), clients, streams)
+    assert sorted(np.bincount(list(task.clusters.values()))) == [10, 10, 10]
+    ratios = task.w_star / task.w_star.mean(axis=0)  # w*_q = (1 + γ_q) ⊙ w0, |γ| ≤ 0.15
+    assert np.ptp(ratios, axis=0).max() <= 0.3 + 1e-12 and np.ptp(ratios, axis=0).max() > 0.05
+    assert all(2 <= y.size <= 9 for _, y in task.parts.values())
+
+
+def test_digit_clients_get_balanced_classes_of_their_cluster_task():
+    task = make_digits(DigitsData(tasks="pairs", samples_min=2, samples_max=4), [f"c{k}" for k in range(9)], Streams(1))
+    for c, (X, y) in task.parts.items():
+        assert X.shape[1] == 65 and np.all(X[:, -1] == 1) and X.max() <= 1
+        assert y.sum() * 2 == y.size and 4 <= y.size <= 8
+    assert len(task.tests) == 3 and all(0 < y.mean() < 1 for _, y in task.tests)
+
+
+def write_idx(path, array):
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wb") as f:
+        f.write(header + array.astype(np.uint8).tobytes())
+
+
+def fake_mnist(rng, n):
+    labels = np.arange(n) % 10
+    images = rng.integers(0, 256, size=(n, 6, 6))
+    return images, labels
+
+
+def test_mnist_idx_and_npz_files_load_the_same_images(tmp_path):
+    rng = np.random.default_rng(0)
+    (xtr, ytr), (xte, yte) = fake_mnist(rng, 200), fake_mnist(rng, 60)
+    idx = tmp_path / "mnist"
+    idx.mkdir()
+    write_idx(idx / "train-images-idx3-ubyte.gz", xtr)
+    write_idx(idx / "train-labels-idx1-ubyte.gz", ytr)
+    write_idx(idx / "t10k-images-idx3-ubyte", xte)
+    write_idx(idx / "t10k-labels-idx1-ubyte", yte)
+    np.savez(tmp_path / "mnist.npz", x_train=xtr, y_train=ytr, x_test=xte, y_test=yte)
+    a = load_images(str(idx), 0.3, rng)
+    b = load_images(str(tmp_path / "mnist.npz"), 0.3, rng)
+    for u, v in zip(a[0] + a[1], b[0] + b[1]):
+        assert np.array_equal(u, v)
+    assert a[0][0].shape == (200, 36)
+    task = make_digits(DigitsData(source=str(idx), tasks="pairs", samples_min=1, samples_max=3), ["a", "b", "c"], Streams(0))
+    assert task.dim == 37
+
+
+def test_bad_image_files_are_refused_with_the_file_named(tmp_path):
+    bad = tmp_path / "train-images-idx3-ubyte"
+    bad.write_bytes(b"\x00\x00\x0d\x03" + b"\x00" * 20)
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte: not an unsigned-byte IDX file"):
+        load_images(str(tmp_path), 0.3, np.random.default_rng(0))
+    np.savez(tmp_path / "x.npz", x_train=np.zeros((2, 4)))
+    with pytest.raises(ValueError, match=r"x.npz: missing arrays \['x_test', 'y_test', 'y_train'\]"):
+        load_images(str(tmp_path / "x.npz"), 0.3, np.random.default_rng(0))
+    with pytest.raises(FileNotFoundError, match="nowhere.npz"):
+        load_images(str(tmp_path / "nowhere.npz"), 0.3, np.random.default_rng(0))
