@@ -1,0 +1,79 @@
+"""The orderings of thesis §5.4 on the shipped PGFL scenarios (150 clients, 3 Monte
+Carlo runs each).  Slow: about half an hour on two cores; run with -m slow."""
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netemu.runner import execute
+from netemu.scenario import load_scenario
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
+pytestmark = pytest.mark.slow
+
+
+def curves(out: Path, metric: str) -> dict[str, np.ndarray]:
+    """Per algorithm: the metric per iteration, averaged over Monte Carlo runs."""
+    by = defaultdict(lambda: defaultdict(list))
+    with open(out / "metrics.csv") as f:
+        for r in csv.DictReader(f):
+            if r["metric"] == metric:
+                by[r["algorithm"]][int(r["round"])].append(float(r["value"]))
+    return {alg: np.array([np.mean(v[n]) for n in sorted(v)]) for alg, v in by.items()}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    cache = {}
+
+    def get(name, metric="nmsd"):
+        if name not in cache:
+            out = tmp_path_factory.mktemp(name) / "run"
+            sc = load_scenario(SCENARIOS / f"{name}.toml", ["output.log=false", "output.trace=false", "output.plots=false"])
+            execute(sc, out, quiet=True)
+            cache[name] = curves(out, metric)
+        return cache[name]
+
+    return get
+
+
+def steady(curve: np.ndarray, last: int = 20) -> float:
+    return float(np.mean(curve[-last:]))
+
+
+def test_ideal_setting_pgfl_with_inter_cluster_learning_beats_pgfl_beats_gfl_and_clusterfl_is_worst(results):
+    r = {alg: steady(c) for alg, c in results("pgfl_fig5_1a").items()}
+    assert r["pgfl-tau0.4"] < r["pgfl-tau0"] < r["gfl"] < r["clusterfl"]
+
+
+def test_nmsd_after_200_iterations_is_u_shaped_in_tau_with_its_minimum_inside_0_1_to_0_5(results):
+    r = {alg: c[-1] for alg, c in results("pgfl_fig5_2").items()}
+    best = min(r, key=r.get)
+    assert best in ("pgfl-tau0.2", "pgfl-tau0.3", "pgfl-tau0.4")
+    assert r["pgfl-tau0"] > r[best] and r["pgfl-tau0.8"] > r[best]
+
+
+def test_decaying_tau_starts_like_fixed_tau_and_ends_like_no_inter_cluster_learning(results):
+    r = results("pgfl_fig5_3")
+    fixed, none, decaying = r["pgfl-tau0.4"], r["pgfl-tau0"], r["pgfl-tau0.4x0.98^n"]
+    early = slice(5, 30)
+    assert abs(np.mean(decaying[early]) - np.mean(fixed[early])) < abs(np.mean(decaying[early]) - np.mean(none[early]))
+    assert abs(steady(decaying) - steady(none)) < abs(steady(decaying) - steady(fixed))
+    assert steady(none) < steady(fixed)  # low similarity: inter-cluster learning degrades the steady state
+
+
+def test_more_privacy_costs_accuracy(results):
+    by_zeta = results("pgfl_fig5_4a")
+    zetas = [by_zeta[f"pgfl-zeta{z:g}"][-1] for z in (0.95, 0.97, 0.99, 0.995)]
+    assert zetas == sorted(zetas)  # ζ closer to 1: noise shrinks slower, more privacy, higher NMSD
+    by_phi = results("pgfl_fig5_4b")
+    phis = [by_phi[f"pgfl-phi0-{f:g}"][-1] for f in (0.0003, 0.001, 0.003, 0.01)]
+    assert phis == sorted(phis, reverse=True)  # smaller φ0: more privacy, higher NMSD
+
+
+def test_inter_cluster_learning_raises_digit_accuracy_in_the_high_similarity_task(results):
+    r = results("pgfl_fig5_5b", "accuracy")
+    assert steady(r["pgfl-tau0.4"], 10) > steady(r["pgfl-tau0"], 10)
