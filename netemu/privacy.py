@@ -97,6 +97,16 @@ class PrivacyLedger:
     def total(self, client: str) -> float:
         return math.fsum(self.spent.get(client, {}).values())
 
+    def releases(self) -> list[tuple[str, int, float, float]]:
+        """(client, round, ρ spent in the round, ρ spent so far) for every round with a release."""
+        out = []
+        for c, per_round in sorted(self.spent.items()):
+            so_far = []
+            for rnd, rho in sorted(per_round.items()):
+                so_far.append(rho)
+                out.append((c, rnd, rho, math.fsum(so_far)))
+        return out
+
     def summary(self, delta: float = 1e-5) -> dict[str, dict]:
         """Per client: total ρ, the (ε, δ) it implies, and the number of rounds with releases."""
         return {

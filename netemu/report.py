@@ -15,7 +15,7 @@ import numpy as np
 __all__ = [
     "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "plot_sweep",
     "read_metrics",
-    "write_metrics", "write_summary",
+    "write_metrics", "write_privacy", "write_summary",
 ]
 
 METRIC_COLUMNS = ("algorithm", "run", "round", "time", "metric", "value")
@@ -51,6 +51,18 @@ def write_metrics(path: Path, rows: list[tuple]) -> None:
         w.writerow(METRIC_COLUMNS)
         for alg, run, rnd, t, name, value in rows:
             w.writerow((alg, run, rnd, repr(float(t)), name, repr(float(value))))
+
+
+PRIVACY_COLUMNS = ("algorithm", "run", "client", "round", "rho", "rho_total")
+
+
+def write_privacy(path: Path, rows: list[tuple]) -> None:
+    """privacy.csv: the zCDP each client spent in each round with a release, and its running total."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(PRIVACY_COLUMNS)
+        for alg, run, client, rnd, rho, total in rows:
+            w.writerow((alg, run, client, rnd, repr(float(rho)), repr(float(total))))
 
 
 def final_values(rows: list[tuple]) -> dict[str, dict[str, float]]:

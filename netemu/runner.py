@@ -22,7 +22,7 @@ import tomli_w
 from netemu import __version__
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
-from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_summary
+from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_privacy, write_summary
 from netemu.rng import Streams
 from netemu.scenario.build import build_graph, build_world, load_script, run_seed
 from netemu.scenario.load import Scenario
@@ -103,6 +103,7 @@ def execute(
     counts = {label: Counter() for label in labels}
     vtime: dict[str, list[float]] = {label: [] for label in labels}
     privacy: dict[str, list[dict]] = {label: [] for label in labels}
+    releases: list[tuple] = []  # (algorithm, run, client, round, rho, rho so far)
     summary = {"scenario": sc.name, "complete": False, "stopped_by": None}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
     with ExitStack() as stack:
@@ -126,6 +127,7 @@ def execute(
                         counts[label].update((m["link"], "in_flight") for m in world.network.in_flight())
                         vtime[label].append(world.env.now)
                         privacy[label].append(world.privacy.summary())
+                        releases.extend((label, r, *rel) for rel in world.privacy.releases())
             summary["complete"] = True
         except KeyboardInterrupt:
             summary["stopped_by"] = "interrupted (Ctrl-C)"
@@ -154,6 +156,8 @@ def execute(
             if replay is not None:
                 summary["replay"] = {"trace": str(replay.path), **replay.counts}
             write_metrics(out / "metrics.csv", rows)
+            if releases:
+                write_privacy(out / "privacy.csv", releases)
             write_summary(out / "summary.json", summary)
             if rows and sc.table["output"]["plots"]:
                 plot_curves(rows, out, title=sc.name)

@@ -271,11 +271,15 @@ def test_the_summary_reports_the_privacy_each_client_spent(scenario, tmp_path):
     out = run(scenario, tmp_path / "out")
     p = json.loads((out / "summary.json").read_text())["privacy"]["fast"]["client-0"]
     assert p["rho_total"] == pytest.approx(0.3) and p["epsilon"] > p["rho_total"]
+    per_round = (out / "privacy.csv").read_text().splitlines()
+    assert per_round[:3] == ["algorithm,run,client,round,rho,rho_total", "fast,0,client-0,0,0.1,0.1",
+                             "fast,0,client-0,1,0.2,0.30000000000000004"]
 
 
 def test_without_noise_the_summary_has_no_privacy_section(scenario, tmp_path):
     out = run(scenario, tmp_path / "out")
     assert "privacy" not in json.loads((out / "summary.json").read_text())
+    assert not (out / "privacy.csv").exists()
 
 
 def test_db_metrics_are_averaged_in_the_linear_domain():
