@@ -3,6 +3,7 @@ scheduling, and what happens when servers are slow, lossy or crash."""
 
 import gzip
 import io
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -279,3 +280,14 @@ def test_bad_image_files_are_refused_with_the_file_named(tmp_path):
         load_images(str(tmp_path / "x.npz"), 0.3, np.random.default_rng(0))
     with pytest.raises(FileNotFoundError, match="nowhere.npz"):
         load_images(str(tmp_path / "nowhere.npz"), 0.3, np.random.default_rng(0))
+
+
+def test_a_missing_image_source_is_reported_when_the_scenario_is_loaded(tmp_path):
+    from netemu.scenario import load_scenario
+    from netemu.scenario.schema import ScenarioError
+
+    text = (Path(__file__).parent.parent / "scenarios" / "pgfl_fig5_5a.toml").read_text()
+    path = tmp_path / "s.toml"
+    path.write_text(text.replace('source = "sklearn"', 'source = "mnist.npz"'))
+    with pytest.raises(ScenarioError, match=r"data.source = 'mnist.npz'.*existing .npz file"):
+        load_scenario(path)
