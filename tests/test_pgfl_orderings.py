@@ -1,5 +1,5 @@
 """The orderings of thesis §5.4 on the shipped PGFL scenarios (150 clients, 3 Monte
-Carlo runs each).  Slow: about half an hour on two cores; run with -m slow."""
+Carlo runs each).  Slow: about a quarter of an hour on two cores; run with -m slow."""
 
 import csv
 from collections import defaultdict
