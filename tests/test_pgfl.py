@@ -44,7 +44,7 @@ def per_round(world, metric):
     return [float(np.mean([v for _, r, _, m, v in world.metrics if m == metric and r == n])) for n in rounds]
 
 
-def models(world, task):
+def models(world):
     state = next(a for a in world.actors.values() if hasattr(a, "state")).state
     return state.W
 
@@ -58,7 +58,7 @@ def test_in_an_ideal_network_the_emulator_matches_the_reference(variant, overrid
     world.run()
     server_of = {c: world.network.nodes[c].attrs["server"] for c in task.parts}
     W_ref, curve_ref = reference(task, server_of, server_graph, params, N)
-    W = models(world, task)
+    W = models(world)
     assert np.max(np.abs(W - W_ref)) <= 1e-10 * np.max(np.abs(W_ref))
     assert np.allclose(per_round(world, "nmsd"), curve_ref, rtol=1e-10, atol=0)
 
@@ -68,7 +68,7 @@ def test_logistic_pgfl_on_digits_matches_the_reference():
     world.run()
     server_of = {c: world.network.nodes[c].attrs["server"] for c in task.parts}
     W_ref, curve_ref = reference(task, server_of, server_graph, params, N)
-    W = models(world, task)
+    W = models(world)
     assert np.max(np.abs(W - W_ref)) <= 1e-10 * np.max(np.abs(W_ref))
     assert np.allclose(per_round(world, "accuracy"), curve_ref, rtol=0, atol=1e-12)
     assert per_round(world, "accuracy")[-1] > 0.8  # the triplet tasks are learnable
@@ -185,13 +185,13 @@ def test_reuse_and_exclude_policies_differ_only_when_aggregates_are_late():
     for policy in ("reuse", "exclude"):
         world, *_ = setup("pgfl", links=slow_server_link, missing=policy, server_timeout=5.0)
         world.run()
-        finals[policy] = models(world, None).copy()
+        finals[policy] = models(world).copy()
     assert not np.array_equal(finals["reuse"], finals["exclude"])
     on_time = {}
     for policy in ("reuse", "exclude"):
         world, *_ = setup("pgfl", missing=policy)
         world.run()
-        on_time[policy] = models(world, None).copy()
+        on_time[policy] = models(world).copy()
     assert np.array_equal(on_time["reuse"], on_time["exclude"])
 
 

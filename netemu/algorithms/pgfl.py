@@ -141,20 +141,24 @@ class PGFLServer(Actor):
         self.latest: dict[str, tuple[int, np.ndarray]] = {}  # client -> (round, w̃_k − φ_k/ρ)
         self.heard: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}  # server -> (round, aggregates, known)
         self.done = 0  # iterations completed (kept across a crash)
+        self._picks: dict[int, frozenset[str]] = {}  # the schedules of the iterations in progress
 
-    def schedule(self, n: int) -> list[str]:
-        """Clients taking part in iteration n: the `scheduled` smallest keyed draws."""
-        k = self.state.p.scheduled
-        if k == 0 or k >= len(self.clients):
-            return list(self.clients)
-        draws = self.world.streams.keyed(f"schedule/{self.name}")
-        picked = sorted(self.clients, key=lambda c: (draws.uniform(c, n), c))[:k]
-        return [c for c in self.clients if c in picked]
+    def schedule(self, n: int) -> frozenset[str]:
+        """Clients taking part in iteration n: the `scheduled` smallest keyed draws (drawn once per n)."""
+        if n not in self._picks:
+            k = self.state.p.scheduled
+            if k == 0 or k >= len(self.clients):
+                self._picks[n] = frozenset(self.clients)
+            else:
+                draws = self.world.streams.keyed(f"schedule/{self.name}")
+                self._picks[n] = frozenset(sorted(self.clients, key=lambda c: (draws.uniform(c, n), c))[:k])
+            self._picks.pop(n - 2, None)
+        return self._picks[n]
 
     def send_models(self, n: int) -> None:
         """w_s,(q)⁽ⁿ⁾ to the clients of iteration n (dual update) and n + 1 (primal update)."""
-        now = set(self.schedule(n)) if n > 0 else set()
-        nxt = set(self.schedule(n + 1)) if n < self.iterations else set()
+        now = self.schedule(n) if n > 0 else frozenset()
+        nxt = self.schedule(n + 1) if n < self.iterations else frozenset()
         groups = self.state.groups
         for c in self.clients:
             if c in now or c in nxt:
@@ -180,7 +184,7 @@ class PGFLServer(Actor):
                 self.metric("missing", len(servers) - len(fresh))
 
     async def collect_updates(self, n: int) -> None:
-        expected = set(self.schedule(n))
+        expected = set(self.schedule(n))  # a copy: discarded from as updates come
         until = self.now + self.state.p.client_timeout
         while expected and (msg := await self.recv("update", until=until)) is not None:
             if msg.round >= self.latest.get(msg.src, (-1,))[0]:
