@@ -142,3 +142,71 @@ def pgfl(task, server_of: dict, server_graph, p, iterations: int) -> tuple[np.nd
                     for k, c in enumerate(clients)]
             curve.append(float(np.mean(accs)))
     return W, curve
+
+
+def nfl(parts, adjacency: np.ndarray, p, objective, iterations: int, normals=None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """zCDP-NFL, (ε,δ)DP-NFL, zCDP-grad-NFL and P-ADMM over a fixed graph, vectorized over
+    peers (P2 Algorithm 1, eqs. 7–9; thesis 3.4, 3.7, 3.12, 3.13).
+
+    Written independently of netemu.kernels.nfl: peers are rows, neighbour sums are
+    products with the adjacency matrix, losses are evaluated on zero-padded data with a
+    mask.  `normals(n)` gives the K × P standard normals of iteration n's perturbation
+    (None: no noise).  Returns the final unperturbed models and every iteration's.
+    """
+    K, d = adjacency.shape[0], parts[0][0].shape[1]
+    M = np.array([y.size for _, y in parts], dtype=float)
+    X = np.zeros((K, int(M.max()), d))
+    Y = np.zeros((K, int(M.max())))
+    mask = np.zeros_like(Y)
+    for k, (x, y) in enumerate(parts):
+        X[k, : y.size], Y[k, : y.size], mask[k, : y.size] = x, y, 1
+    deg = adjacency.sum(axis=1)
+    l1, l2 = objective.weights
+
+    def gradient(W):  # f_k'(w_k) for every peer: ℓ'/M_k + R'/K
+        Z = np.einsum("kmi,ki->km", X, W)
+        if objective.name in ("ridge", "elastic_net"):
+            r = 2 * (Z - Y)
+        elif objective.name == "lad":
+            r = np.sign(Z - Y)
+        else:
+            r = 1 / (1 + np.exp(-Z)) - Y
+        return np.einsum("kmi,km->ki", X, r * mask) / M[:, None] + (l1 * np.sign(W) + 2 * l2 * W) / K
+
+    mix = np.where(adjacency > 0, 1 / (1 + np.maximum(deg[:, None], deg[None, :])), 0.0)
+    mix += np.diag(1 - mix.sum(axis=1))
+    if p.calibration == "epsdelta" and p.phi1 > 0:
+        T = iterations
+        phi_total = sum(p.phi1 * p.zeta ** -(m - 1) for m in range(1, T + 1))
+        eps = phi_total + 2 * np.sqrt(phi_total * np.log(1 / p.delta))
+        share = p.zeta ** (-np.arange(T) / 2)
+        eps_n = eps * share / share.sum()
+    Wt, Gamma, history = np.zeros((K, d)), np.zeros((K, d)), []
+    XtX = np.einsum("kmi,kmj->kij", X, X)
+    for n in range(1, iterations + 1):
+        if p.step == "linearized":
+            eta = p.eta0 / n**p.eta_power
+            curv = 2 * p.rho * deg + 1 / eta
+            W = (Wt / eta + p.rho * (deg[:, None] * Wt + adjacency @ Wt) - Gamma - gradient(Wt)) / curv[:, None]
+        elif p.step == "exact":
+            curv = 2 * p.rho * deg + 2 * l2 / K
+            A = 2 * XtX / M[:, None, None] + curv[:, None, None] * np.eye(d)
+            b = 2 * np.einsum("kmi,km->ki", X, Y) / M[:, None] - Gamma + p.rho * (deg[:, None] * Wt + adjacency @ Wt)
+            W = np.linalg.solve(A, b[..., None])[..., 0]
+        else:
+            alpha = p.alpha0 / n**p.alpha_power
+            curv = np.full(K, 1 / alpha)
+            W = mix @ Wt - alpha * gradient(Wt)
+        history.append(W)
+        if normals is None or p.phi1 == 0:
+            Wt = W
+        else:
+            sens = 2 * p.grad_bound / (M * curv)
+            if p.calibration == "zcdp":
+                var = sens**2 / (2 * p.phi1 * p.zeta ** -(n - 1))
+            else:
+                var = (sens * np.sqrt(2 * np.log(1.25 * iterations / p.delta)) / eps_n[n - 1]) ** 2
+            Wt = W + np.sqrt(var)[:, None] * normals(n)
+        if p.step != "gradient":
+            Gamma = Gamma + p.rho * (deg[:, None] * Wt - adjacency @ Wt)
+    return W, history

@@ -1,4 +1,8 @@
-"""Synthetic linear-regression data: y = X w* + noise, a different sample count per client."""
+"""Synthetic linear data: y = X w* + noise, a different sample count per client.
+
+`labels = "binary"` turns it into a classification task: y = 1[xᵀw* + noise > 0]
+(for the logistic objective of the peer-to-peer family).
+"""
 
 from __future__ import annotations
 
@@ -20,8 +24,10 @@ class LinearData:
     samples_max: int = 80
     noise: float = 0.1
     test_samples: int = 1000
+    labels: str = "real"  # "real" (regression) or "binary" (classification)
 
     def __post_init__(self) -> None:
+        require(self.labels in ("real", "binary"), "labels", '"real" or "binary"')
         require(self.dim >= 1, "dim", ">= 1")
         require(1 <= self.samples_min <= self.samples_max, "samples_min", "between 1 and samples_max")
         require(self.noise >= 0, "noise", ">= 0")
@@ -42,7 +48,8 @@ def make_linear(params: LinearData, clients: Sequence[str], streams: Streams) ->
 
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         X = rng.standard_normal((n, params.dim))
-        return X, X @ w_star + params.noise * rng.standard_normal(n)
+        y = X @ w_star + params.noise * rng.standard_normal(n)
+        return X, ((y > 0).astype(float) if params.labels == "binary" else y)
 
     parts = {}
     for c in clients:
