@@ -210,3 +210,71 @@ def nfl(parts, adjacency: np.ndarray, p, objective, iterations: int, normals=Non
         if p.step != "gradient":
             Gamma = Gamma + p.rho * (deg[:, None] * Wt - adjacency @ Wt)
     return W, history
+
+
+def npfl(task, adjacency: np.ndarray, names: list, p, iterations: int, sac_draws=None) -> tuple[np.ndarray, list, list]:
+    """NFL, NPFL and NPFL-RL (DPG / SAC, batch) over a fixed graph, vectorized over peers
+    (thesis 6.3, 6.6, 6.11 corrected, 6.12–6.14).
+
+    Written independently of netemu.kernels.npfl: the primal for action a is a batched
+    solve of the normal equations; the DPG slope differentiates them (dw/da = A⁻¹(db/da −
+    dA/da w)).  `sac_draws(k, n, epoch)` gives SAC's uniform draw.  Returns the final
+    models, the per-iteration mean of ‖w_k − w_q‖²/‖w_q‖², and the τ_k per iteration.
+    """
+    K, d = len(names), task.dim
+    cl = np.array([task.clusters[k] for k in names])
+    grp = cl if p.personalized else np.zeros(K, int)
+    Q = grp.max() + 1 if p.personalized else 1
+    same = adjacency * (grp[:, None] == grp[None, :])
+    n_same = same.sum(axis=1)
+    # other[k, r]: neighbours of k in cluster r, for r ≠ group of k
+    member = np.stack([(grp == r).astype(float) for r in range(Q)], axis=1)  # K × Q
+    counts = adjacency @ member
+    counts[np.arange(K), grp] = 0
+    heard = counts > 0
+    share = heard.sum(axis=1) / max(Q - 1, 1)
+    lam = p.lam / np.bincount(grp)[grp]
+    D = np.array([task.parts[k][1].size for k in names], dtype=float)
+    XtX = np.stack([task.parts[k][0].T @ task.parts[k][0] for k in names]) / D[:, None, None]
+    Xty = np.stack([task.parts[k][0].T @ task.parts[k][1] for k in names]) / D[:, None]
+    eye = np.eye(d)
+    W, Gamma = np.zeros((K, d)), np.zeros((K, d))
+    tau = np.full(K, p.tau if p.personalized else 0.0)
+    curve, taus = [], []
+
+    def solve(a, pull, base):
+        A = XtX + (lam + a * share + p.rho * n_same)[:, None, None] * eye
+        return np.linalg.solve(A, (base + a[:, None] * pull)[..., None])[..., 0], A
+
+    def values(w):
+        out = []
+        for k, name in enumerate(names):
+            Xv, yv = task.validation[name]
+            out.append(np.sum((yv - Xv @ w[k]) ** 2) / yv.size + lam[k] * w[k] @ w[k])
+        return np.array(out)
+
+    for n in range(1, iterations + 1):
+        means = np.where(heard[..., None], np.einsum("kl,lr,li->kri", adjacency, member, W) / np.maximum(counts, 1)[..., None], 0)
+        pull = means.sum(axis=1) / max(Q - 1, 1)
+        base = Xty + 0.5 * p.rho * (n_same[:, None] * W + same @ W) - 0.5 * Gamma
+        if n > 1 and p.policy != "fixed":
+            for epoch in range(p.epochs):
+                if p.policy == "dpg":
+                    w, A = solve(tau, pull, base)
+                    dw = np.linalg.solve(A, (pull - share[:, None] * w)[..., None])[..., 0]
+                    grads = []
+                    for k, name in enumerate(names):
+                        Xv, yv = task.validation[name]
+                        grads.append(2 * Xv.T @ (Xv @ w[k] - yv) / yv.size + 2 * lam[k] * w[k])
+                    step = -p.dpg_rate * np.einsum("ki,ki->k", np.array(grads), dw)
+                else:
+                    alpha = p.sac_width * (np.array([sac_draws(k, n, epoch) for k in names]) - 0.5)
+                    worse = values(solve(tau + alpha, pull, base)[0]) - values(solve(tau, pull, base)[0])
+                    step = -p.sac_rate * np.sign(worse) * alpha
+                tau = np.clip(tau + step, 0, 1)
+        W, _ = solve(tau, pull, base)
+        Gamma = Gamma + p.rho * (n_same[:, None] * W - same @ W)
+        Wq = task.w_star[cl]
+        curve.append(float(np.mean(np.sum((W - Wq) ** 2, axis=1) / np.sum(Wq**2, axis=1))))
+        taus.append(tau.copy())
+    return W, curve, taus

@@ -201,3 +201,30 @@ def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         NFLParams(**bad)
     assert field in str(e.value)
+
+
+def test_a_peer_running_an_iteration_ahead_does_not_mix_iterations():
+    # peer-0 computes fast and only waits for peer-1; peer-1 also waits for the slow peer-2,
+    # so peer-0's model of iteration n + 1 reaches peer-1 while it still collects iteration n.
+    from netemu.data.synthetic import LinearTask
+    from netemu.net.topology import from_graph
+
+    g = from_graph(nx.relabel_nodes(nx.path_graph(3), lambda k: f"peer-{k}"))
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(3)
+    parts = {}
+    for k, m in enumerate((5, 10, 200)):
+        X = rng.standard_normal((m, 3))
+        parts[f"peer-{k}"] = (X, X @ w + 0.1 * rng.standard_normal(m))
+    world = World(g, seed=1)
+    params = NFLParams(objective="ridge", step="exact")
+    build(world, params, LinearTask(w, parts, parts["peer-0"]), 10)
+    ahead = []
+    send = world.network.send
+    world.network.send = lambda src, dst, kind, rnd, data: (ahead.append(rnd > world.actors[dst].done + 1), send(src, dst, kind, rnd, data))[1]
+    world.run()
+    assert any(ahead)
+    names = ["peer-0", "peer-1", "peer-2"]
+    state = world.actors["peer-0"].state
+    W_ref, _ = reference([parts[k] for k in names], nx.to_numpy_array(nx.path_graph(3)), params, state.objective, 10)
+    assert np.max(np.abs(np.array([world.actors[k].w for k in names]) - W_ref)) <= 1e-10

@@ -86,7 +86,7 @@ class NFLParams(ExchangeParams):
     zeta: float = 0.98  # noise variance decay ζ: φ⁽ⁿ⁺¹⁾ = φ⁽ⁿ⁾ / ζ
     delta: float = 1e-5  # δ of the (ε, δ) budget ("epsdelta" calibration)
     grad_bound: float = 1.0  # c₁ of Assumption 1
-    work_per_sample: float = 1.0  # compute work of an iteration per training sample
+    work_per_sample: float = 0.1  # compute work of an iteration per training sample (virtual s at speed 1)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,9 +6,11 @@ sends the model it shares to every neighbour (one message per link, `round` = n)
 then collects the neighbours' models of iteration n.
 
 * Synchronous (`sync = true`, the default): wait until every neighbour's iteration-n
-  model came or `timeout` virtual seconds passed.  A model of a later iteration counts
-  as fresh.  A neighbour whose model is lost or late is handled by `missing`:
-  `"reuse"` keeps the last model received from it (the initial model 0 if none),
+  model came or `timeout` virtual seconds passed.  A model of a later iteration (a
+  neighbour can run one iteration ahead) is kept for that iteration, so that ADMM's
+  steps pair models of the same iteration.  A neighbour whose model is lost or late is
+  handled by `missing`: `"reuse"` takes the last model received from it for an earlier
+  iteration (the initial model 0 if none),
   `"exclude"` leaves it out of this iteration's sums, as if the link were absent.
 * Asynchronous (`sync = false`): no waiting — the peer takes whatever has arrived by
   the time it finishes its computation and uses each neighbour's latest model
@@ -49,33 +51,48 @@ class Peer(Actor):
         super().__init__(name)
         self.exchange_params = exchange
         self.dim = dim
-        self.heard: dict[str, tuple[int, np.ndarray]] = {}  # neighbour -> (round, model)
+        self.heard: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} not yet superseded
         self.done = 0  # iterations completed (kept across a crash: stable storage)
 
     def start(self) -> None:
         """Call first in `run()`: the initial model 0 of every neighbour."""
-        zero = np.zeros(self.dim)
         for nb in self.neighbours:
-            self.heard.setdefault(nb, (0, zero))
+            self.heard.setdefault(nb, {0: np.zeros(self.dim)})
 
     async def exchange(self, n: int, shared: np.ndarray) -> tuple[list[str], np.ndarray, int]:
         """Send `shared` as iteration n's model; returns the neighbours used this iteration,
-        their models (rows, in that order) and how many were not fresh."""
+        their models (rows, in that order) and how many were not fresh.
+
+        A synchronous peer uses each neighbour's model *of iteration n*: a model of a later
+        iteration (a neighbour can run one ahead) waits for its own iteration.  An
+        asynchronous peer uses the latest model it has.
+        """
         p = self.exchange_params
         neighbours = self.neighbours
         self.broadcast("model", {"w": shared}, neighbours, round=n)
-        fresh = {nb for nb in neighbours if self.heard[nb][0] >= n}
+        if p.sync:
+            fresh = lambda nb: n in self.heard[nb]
+        else:
+            fresh = lambda nb: max(self.heard[nb]) >= n
+        waiting = {nb for nb in neighbours if not fresh(nb)}
         until = self.now + (p.timeout if p.sync else 0.0)
-        while len(fresh) < len(neighbours) and (msg := await self.recv("model", until=until)) is not None:
+        while waiting and (msg := await self.recv("model", until=until)) is not None:
             self._keep(msg)
-            if msg.round >= n:
-                fresh.add(msg.src)
+            if fresh(msg.src):
+                waiting.discard(msg.src)
         while (msg := self.inbox.take("model")) is not None:  # also what else has arrived
             self._keep(msg)
-        used = [nb for nb in neighbours if nb in fresh or p.missing == "reuse"]
-        models = np.array([self.heard[nb][1] for nb in used]).reshape(len(used), self.dim)
-        return used, models, len(neighbours) - len(fresh)
+        used, models = [], []
+        for nb in neighbours:
+            if nb in waiting and p.missing == "exclude":
+                continue
+            rounds = self.heard[nb]
+            r = max(rounds) if not p.sync else max(k for k in rounds if k <= n)  # fresh, or the last received
+            for old in [k for k in rounds if k < r]:
+                del rounds[old]
+            used.append(nb)
+            models.append(rounds[r])
+        return used, np.array(models).reshape(len(used), self.dim), len(waiting)
 
     def _keep(self, msg) -> None:
-        if msg.round >= self.heard.get(msg.src, (-1,))[0]:
-            self.heard[msg.src] = (msg.round, np.asarray(msg.payload["w"], dtype=float))
+        self.heard.setdefault(msg.src, {})[msg.round] = np.asarray(msg.payload["w"], dtype=float)

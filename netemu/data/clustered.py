@@ -51,6 +51,7 @@ class ClusteredTask:
     parts: dict[str, tuple[np.ndarray, np.ndarray]]
     w_star: np.ndarray | None = None
     tests: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+    validation: dict[str, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
 
     @property
     def dim(self) -> int:
@@ -74,6 +75,7 @@ class ClusteredLinearData:
     samples_max: int = 9
     spread: float = 0.15  # γ ~ U(−spread, spread); 0.5 is the low-similarity case (Fig. 5.3)
     noise: float = 0.7  # standard deviation of the observation noise
+    validation: bool = False  # a validation set of D_k samples per client (§6.3)
 
     def __post_init__(self) -> None:
         require(self.dim >= 1, "dim", ">= 1")
@@ -88,13 +90,19 @@ def make_clustered_linear(params: ClusteredLinearData, clients: Sequence[str], s
     w0 = truth.standard_normal(params.dim)
     w_star = w0 + truth.uniform(-params.spread, params.spread, (params.clusters, params.dim)) * w0
     clusters = _split_clusters(clients, params.clusters, streams)
-    parts = {}
+    parts, validation = {}, {}
+
+    def sample(rng: np.random.Generator, n: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+        X = rng.standard_normal((n, params.dim))
+        return X, X @ w_star[q] + params.noise * rng.standard_normal(n)
+
     for c in clients:  # each client's data from its own stream
         rng = streams.generator(f"data/{c}")
         n = int(rng.integers(params.samples_min, params.samples_max + 1))
-        X = rng.standard_normal((n, params.dim))
-        parts[c] = (X, X @ w_star[clusters[c]] + params.noise * rng.standard_normal(n))
-    return ClusteredTask("ridge", clusters, parts, w_star=w_star)
+        parts[c] = sample(rng, n, clusters[c])
+        if params.validation:
+            validation[c] = sample(streams.generator(f"data/{c}/validation"), n, clusters[c])
+    return ClusteredTask("ridge", clusters, parts, w_star=w_star, validation=validation)
 
 
 @dataclass(frozen=True)
