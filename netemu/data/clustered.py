@@ -2,7 +2,8 @@
 
 * `clustered_linear` — thesis §5.4.1: cluster models w*_(q) = w₀ + γ ⊙ w₀ with γ
   drawn elementwise from U(−spread, spread) (the text writes γ w₀; we draw γ per entry
-  so that clusters differ in direction, not only in scale), x ~ N(0, I), y = xᵀw*_(q)
+  so that clusters differ in direction, not only in scale; `spread_per = "cluster"`
+  draws one scalar per cluster, as §6.3 writes δ_q w₀), x ~ N(0, I), y = xᵀw*_(q)
   + noise, D_k uniform in [samples_min, samples_max].  Ridge regression, metric NMSD.
 * `digits` — thesis §5.4.2: binary logistic regression per cluster, cluster q telling
   the digits `tasks[q][0]` (label 0) from `tasks[q][1]` (label 1).  The images come
@@ -74,6 +75,7 @@ class ClusteredLinearData:
     samples_min: int = 2
     samples_max: int = 9
     spread: float = 0.15  # γ ~ U(−spread, spread); 0.5 is the low-similarity case (Fig. 5.3)
+    spread_per: str = "entry"  # draw γ per "entry" of w₀, or one scalar per "cluster" (§6.3's δ_q)
     noise: float = 0.7  # standard deviation of the observation noise
     validation: bool = False  # a validation set of D_k samples per client (§6.3)
 
@@ -82,13 +84,15 @@ class ClusteredLinearData:
         require(self.clusters >= 1, "clusters", ">= 1")
         require(1 <= self.samples_min <= self.samples_max, "samples_min", "between 1 and samples_max")
         require(self.spread >= 0, "spread", ">= 0")
+        require(self.spread_per in ("entry", "cluster"), "spread_per", '"entry" or "cluster"')
         require(self.noise >= 0, "noise", ">= 0")
 
 
 def make_clustered_linear(params: ClusteredLinearData, clients: Sequence[str], streams: Streams) -> ClusteredTask:
     truth = streams.generator("data/truth")
     w0 = truth.standard_normal(params.dim)
-    w_star = w0 + truth.uniform(-params.spread, params.spread, (params.clusters, params.dim)) * w0
+    shape = (params.clusters, params.dim if params.spread_per == "entry" else 1)
+    w_star = w0 + truth.uniform(-params.spread, params.spread, shape) * w0
     clusters = _split_clusters(clients, params.clusters, streams)
     parts, validation = {}, {}
 
