@@ -17,7 +17,8 @@ neighbours' w̃_l⁽ⁿ⁻¹⁾ and its dual variable γ_k⁽ⁿ⁻¹⁾:
      weights, w_k = Σ_l a_kl w̃_l − α⁽ⁿ⁾ f_k'(w̃_k), α⁽ⁿ⁾ = alpha0 / n^alpha_power;
 2. perturbation w̃_k⁽ⁿ⁾ = w_k⁽ⁿ⁾ + ξ, ξ ~ N(0, σ²_k⁽ⁿ⁾ I) (P2 eq. 6/8; thesis 3.7), when phi1 > 0;
 3. exchange with the neighbours;
-4. dual step γ_k⁽ⁿ⁾ = γ_k⁽ⁿ⁻¹⁾ + ρ Σ_l (w̃_k⁽ⁿ⁾ − w̃_l⁽ⁿ⁾) (P2 eq. 9; ADMM steps only).
+4. dual step γ_k⁽ⁿ⁾ = γ_k⁽ⁿ⁻¹⁾ + ρ Σ_l (w̃_k⁽ⁿ⁾ − w̃_l⁽ⁿ⁾) (P2 eq. 9; ADMM steps only), over
+   the exchange's pairs of same-iteration models (a late model is paired when it comes).
 
 Noise (dynamic privacy).  Sensitivity Δ_k⁽ⁿ⁾ = 2 c₁ / (M_k · curvature) with curvature
 2ρ|N_k| + 1/η⁽ⁿ⁾ (Lemma I, eq. 3.12), 2ρ|N_k| + 2 l2/K (exact ridge step) or 1/α⁽ⁿ⁾
@@ -194,13 +195,16 @@ class NFLPeer(Peer):
         while self.done < st.iterations:
             n = self.round = self.done + 1
             await self.compute(p.work_per_sample * self.y.shape[0])
+            if not p.sync and n > 1:
+                self.used, self.nbr_models = self.latest()
             self.w, curvature = self.primal(n)
             shared = self.perturb(self.w, n, curvature)
-            self.used, self.nbr_models, late = await self.exchange(n, shared)
+            got = await self.exchange(n, shared)
+            self.used, self.nbr_models = got.used, got.models
             if p.step != "gradient":
-                self.gamma = dual_step(self.gamma, shared, self.nbr_models, p.rho)
+                self.gamma = dual_step(self.gamma, got.pair_own, got.pair_theirs, p.rho)
             self.shared, self.done = shared, n
-            self.report(late)
+            self.report(got.late)
 
     def report(self, late: int) -> None:
         w, w_c, K = self.w, self.state.w_c, len(self.state.peers)

@@ -17,7 +17,8 @@ at peer k of cluster q (Algorithm 6):
    corrected equation), from the same-cluster neighbours' models w_l⁽ⁿ⁻¹⁾ and the
    other clusters' neighbour means ŵ_r⁽ⁿ⁻¹⁾ (6.3);
 3. exchange w_k⁽ⁿ⁾ with every neighbour;
-4. dual update γ_k ← γ_k + ρ Σ_{l∈N_k∩C_q} (w_k⁽ⁿ⁾ − w_l⁽ⁿ⁾).  The printed (6.6) has
+4. dual update γ_k ← γ_k + ρ Σ_{l∈N_k∩C_q} (w_k⁽ⁿ⁾ − w_l⁽ⁿ⁾), over the exchange's pairs of
+   same-iteration models.  The printed (6.6) has
    (w_l − w_k), which with the +wᵀγ of (6.5) makes the iteration diverge (tested); the
    sign here is the one of ADMM and of (3.4).
 
@@ -42,6 +43,7 @@ from netemu.algorithms.base import AlgorithmSpec
 from netemu.algorithms.peers import ExchangeParams, Peer
 from netemu.config import require
 from netemu.kernels.admm import nmsd
+from netemu.kernels.nfl import dual_step
 from netemu.kernels.npfl import Inputs, RidgeClient, primal, value, value_slope
 from netemu.world import World
 
@@ -143,16 +145,18 @@ class NPFLPeer(Peer):
         while self.done < st.iterations:
             n = self.round = self.done + 1
             await self.compute(p.work_per_sample * st.task.parts[self.name][1].size)
+            if not p.sync and n > 1:
+                self.nbrs = dict(zip(*self.latest()))
             inp = self.inputs()
             if n > 1 and p.policy != "fixed":
                 self.learn_tau(n, inp)
             self.w = primal(self.client, inp, self.tau if p.personalized else 0.0)
-            used, models, late = await self.exchange(n, self.w)
-            self.nbrs = dict(zip(used, models))
-            same = np.array([w for nb, w in self.nbrs.items() if st.group[nb] == st.group[self.name]]).reshape(-1, self.dim)
-            self.gamma = self.gamma + p.rho * (same.shape[0] * self.w - same.sum(axis=0))
+            got = await self.exchange(n, self.w)
+            self.nbrs = dict(zip(got.used, got.models))
+            same = np.array([st.group[nb] == st.group[self.name] for nb in got.pair_names], dtype=bool)
+            self.gamma = dual_step(self.gamma, got.pair_own[same], got.pair_theirs[same], p.rho)
             self.done = n
-            self.report(late)
+            self.report(got.late)
 
     def report(self, late: int) -> None:
         st = self.state

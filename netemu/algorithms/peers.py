@@ -12,24 +12,36 @@ then collects the neighbours' models of iteration n.
   handled by `missing`: `"reuse"` takes the last model received from it for an earlier
   iteration (the initial model 0 if none),
   `"exclude"` leaves it out of this iteration's sums, as if the link were absent.
-* Asynchronous (`sync = false`): no waiting — the peer takes whatever has arrived by
-  the time it finishes its computation and uses each neighbour's latest model
-  (`missing` must be "reuse": there is no deadline to be late for).
+* Asynchronous (`sync = false`): no waiting.  The peer's dual step uses the models
+  that have arrived when it sends, and its next primal step the latest models that
+  arrived while it computed (`latest`); `missing` must be "reuse": there is no deadline
+  to be late for.
 
 Every peer starts from the common initial model 0 (the papers' initializations), which
 therefore counts as received from every neighbour at iteration 0.
+
+Dual (consensus) steps need pairs: `Exchanged.pairs` pairs each neighbour model that
+arrived with the peer's own shared model *of the same iteration*, each (neighbour,
+iteration) once, whenever it arrives (a late model is paired late; a lost one never).
+ADMM's dual steps sum over these pairs, so that the two ends of a link add opposite
+terms and Σ_k γ_k stays 0 — the invariant that makes decentralized ADMM converge to
+the right point.  Pairing a neighbour's older model with one's newer model breaks it:
+the fixed point moves (asynchronous peers stalled far from the solution that way).
+`missing` therefore only chooses the models of the next primal step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from netemu.actors import Actor
 from netemu.config import require
 
-__all__ = ["ExchangeParams", "Peer"]
+__all__ = ["ExchangeParams", "Exchanged", "PAIR_HORIZON", "Peer"]
+
+PAIR_HORIZON = 100  # a neighbour model more than this many iterations late is not paired
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,21 @@ class ExchangeParams:
         require(self.sync or self.missing == "reuse", "missing", '"reuse" when sync = false (asynchronous peers have no deadline)')
 
 
+@dataclass
+class Exchanged:
+    """One iteration's exchange: the neighbours whose models enter the next primal step
+    (`used`, `models` as rows), how many were not fresh (`late`), and the dual pairs:
+    `pair_names[i]`'s model `pair_theirs[i]` and the peer's own `pair_own[i]` of the same
+    iteration."""
+
+    used: list[str]
+    models: np.ndarray
+    late: int
+    pair_names: list[str] = field(default_factory=list)
+    pair_own: np.ndarray | None = None
+    pair_theirs: np.ndarray | None = None
+
+
 class Peer(Actor):
     """Base of a peer: `exchange` sends this iteration's model and returns the neighbours'."""
 
@@ -52,16 +79,18 @@ class Peer(Actor):
         self.exchange_params = exchange
         self.dim = dim
         self.heard: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} not yet superseded
+        self.unpaired: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} awaiting its dual pair
+        self.own: dict[int, np.ndarray] = {}  # this peer's shared models of the last PAIR_HORIZON iterations
         self.done = 0  # iterations completed (kept across a crash: stable storage)
 
     def start(self) -> None:
         """Call first in `run()`: the initial model 0 of every neighbour."""
         for nb in self.neighbours:
             self.heard.setdefault(nb, {0: np.zeros(self.dim)})
+            self.unpaired.setdefault(nb, {})
 
-    async def exchange(self, n: int, shared: np.ndarray) -> tuple[list[str], np.ndarray, int]:
-        """Send `shared` as iteration n's model; returns the neighbours used this iteration,
-        their models (rows, in that order) and how many were not fresh.
+    async def exchange(self, n: int, shared: np.ndarray) -> Exchanged:
+        """Send `shared` as iteration n's model; collect the neighbours' (module docstring).
 
         A synchronous peer uses each neighbour's model *of iteration n*: a model of a later
         iteration (a neighbour can run one ahead) waits for its own iteration.  An
@@ -69,6 +98,7 @@ class Peer(Actor):
         """
         p = self.exchange_params
         neighbours = self.neighbours
+        self.own[n] = shared
         self.broadcast("model", {"w": shared}, neighbours, round=n)
         if p.sync:
             fresh = lambda nb: n in self.heard[nb]
@@ -80,8 +110,8 @@ class Peer(Actor):
             self._keep(msg)
             if fresh(msg.src):
                 waiting.discard(msg.src)
-        while (msg := self.inbox.take("model")) is not None:  # also what else has arrived
-            self._keep(msg)
+        self._drain()
+        waiting = {nb for nb in waiting if not fresh(nb)}
         used, models = [], []
         for nb in neighbours:
             if nb in waiting and p.missing == "exclude":
@@ -92,7 +122,35 @@ class Peer(Actor):
                 del rounds[old]
             used.append(nb)
             models.append(rounds[r])
-        return used, np.array(models).reshape(len(used), self.dim), len(waiting)
+        return Exchanged(used, np.array(models).reshape(len(used), self.dim), len(waiting), *self._pairs(n))
+
+    def latest(self) -> tuple[list[str], np.ndarray]:
+        """Every neighbour and the latest model it has sent (asynchronous peers call this
+        before their primal step, to use what arrived during their computation)."""
+        self._drain()
+        neighbours = self.neighbours
+        return neighbours, np.array([self.heard[nb][max(self.heard[nb])] for nb in neighbours]).reshape(-1, self.dim)
+
+    def _pairs(self, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        names, own, theirs = [], [], []
+        for nb in self.neighbours:
+            waiting = self.unpaired.setdefault(nb, {})
+            for m in sorted(k for k in waiting if k <= n):
+                model = waiting.pop(m)
+                if m in self.own:  # else more than PAIR_HORIZON iterations late: dropped
+                    names.append(nb)
+                    own.append(self.own[m])
+                    theirs.append(model)
+        self.own.pop(n - PAIR_HORIZON, None)
+        shape = (len(names), self.dim)
+        return names, np.array(own).reshape(shape), np.array(theirs).reshape(shape)
+
+    def _drain(self) -> None:
+        while (msg := self.inbox.take("model")) is not None:
+            self._keep(msg)
 
     def _keep(self, msg) -> None:
-        self.heard.setdefault(msg.src, {})[msg.round] = np.asarray(msg.payload["w"], dtype=float)
+        model = np.asarray(msg.payload["w"], dtype=float)
+        self.heard.setdefault(msg.src, {})[msg.round] = model
+        if msg.round >= 1:
+            self.unpaired.setdefault(msg.src, {})[msg.round] = model

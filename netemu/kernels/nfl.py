@@ -119,9 +119,10 @@ def exact_ridge_primal(
     return np.linalg.solve(A, b)
 
 
-def dual_step(gamma: np.ndarray, w_own: np.ndarray, w_nbrs: np.ndarray, rho: float) -> np.ndarray:
-    """γ_k ← γ_k + ρ Σ_l (w̃_k − w̃_l) (P2 Algorithm 1, eq. 9; thesis 3.4)."""
-    return gamma + rho * (w_nbrs.shape[0] * w_own - w_nbrs.sum(axis=0))
+def dual_step(gamma: np.ndarray, own: np.ndarray, theirs: np.ndarray, rho: float) -> np.ndarray:
+    """γ_k ← γ_k + ρ Σ_l (w̃_k − w̃_l) (P2 Algorithm 1, eq. 9; thesis 3.4), over pairs of rows
+    (the peer's own model, a neighbour's model of the same iteration)."""
+    return gamma + rho * (own - theirs).sum(axis=0)
 
 
 def metropolis_weights(degree: int, nbr_degrees: np.ndarray) -> np.ndarray:

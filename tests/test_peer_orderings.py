@@ -1,0 +1,79 @@
+"""The orderings of thesis §3.4 (zCDP-NFL) and §6.3 (NPFL-RL) on the shipped peer
+scenarios (3 Monte Carlo runs each, Fig. 6.3 one).  Slow: about 12 minutes on two
+cores; run with -m slow."""
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netemu.runner import execute
+from netemu.scenario import load_scenario
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
+pytestmark = pytest.mark.slow
+
+
+def curves(out: Path) -> dict[str, dict[str, np.ndarray]]:
+    """Per metric and algorithm: the metric per iteration, averaged over Monte Carlo runs."""
+    by = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    with open(out / "metrics.csv") as f:
+        for r in csv.DictReader(f):
+            by[r["metric"]][r["algorithm"]][int(r["round"])].append(float(r["value"]))
+    return {m: {alg: np.array([np.mean(v[n]) for n in sorted(v)]) for alg, v in algs.items()} for m, algs in by.items()}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    cache = {}
+
+    def get(name, metric):
+        if name not in cache:
+            out = tmp_path_factory.mktemp(name) / "run"
+            sc = load_scenario(SCENARIOS / f"{name}.toml", ["output.log=false", "output.trace=false", "output.plots=false"])
+            execute(sc, out, quiet=True)
+            cache[name] = curves(out)
+        return cache[name][metric]
+
+    return get
+
+
+def final(curve: np.ndarray, last: int = 10) -> float:
+    return float(np.mean(curve[-last:]))
+
+
+@pytest.mark.parametrize("scenario", ["zcdpnfl_fig3_1a", "zcdpnfl_fig3_2"])
+def test_zcdp_nfl_beats_the_subgradient_method_and_epsilon_delta_calibration_on_nonsmooth_objectives(results, scenario):
+    r = {alg: final(c) for alg, c in results(scenario, "error").items()}
+    assert r["zcdp-nfl"] < r["zcdp-grad-nfl"] / 3  # "significantly outperforms" (≥ 5 dB)
+    assert r["zcdp-nfl"] < r["epsdelta-nfl"] / 3
+
+
+def test_zcdp_calibration_beats_epsilon_delta_at_every_total_privacy(results):
+    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error").items()}
+    budgets = ["0.0001", "0.0003", "0.001", "0.003", "0.01"]
+    for phi in budgets:
+        assert r[f"zcdp-nfl-phi{phi}"] < r[f"epsdelta-nfl-phi{phi}"]
+    zcdp = [r[f"zcdp-nfl-phi{phi}"] for phi in budgets]
+    assert zcdp == sorted(zcdp, reverse=True)  # more privacy (smaller budget), more error
+
+
+def test_on_ridge_zcdp_nfl_beats_p_admm(results):
+    r = {alg: final(c) for alg, c in results("zcdpnfl_fig3_3a", "error").items()}
+    assert r["zcdp-nfl"] < r["p-admm"]
+
+
+def test_npfl_small_tau_beats_tau_0_early_and_large_tau_degrades_the_steady_state(results):
+    r = results("npflrl_fig6_1", "test_mse")
+    assert r["npfl-tau0.05"][19] < r["npfl-tau0.0"][19]
+    assert final(r["npfl-tau0.4"]) > final(r["npfl-tau0.1"]) > final(r["npfl-tau0.05"]) * 1.2 or \
+        final(r["npfl-tau0.4"]) > min(final(r[f"npfl-tau{t}"]) for t in ("0.05", "0.1", "0.2")) * 1.2
+
+
+def test_npfl_rl_beats_npfl_with_fixed_tau(results):
+    r = {alg: final(c) for alg, c in results("npflrl_fig6_2", "test_mse").items()}
+    for alg in ("npfl-rl-dpg", "npfl-brl-dpg", "npfl-rl-sac", "npfl-brl-sac"):
+        assert r[alg] < r["npfl-tau0.05"]
+    assert r["npfl-rl-sac"] < r["npfl-rl-dpg"]
