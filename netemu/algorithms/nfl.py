@@ -55,9 +55,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.algorithms.base import AlgorithmSpec
-from netemu.algorithms.peers import ExchangeParams, Peer
+from netemu.algorithms.peers import ExchangeParams, Peer, peer_names
 from netemu.config import require
-from netemu.kernels.admm import accuracy
+from netemu.kernels.admm import accuracy, nmsd
 from netemu.kernels.nfl import (
     OBJECTIVES, Objective, centralized, dgd_step, dual_step, exact_ridge_primal, linearized_primal, metropolis_weights,
     sensitivity,
@@ -143,8 +143,7 @@ class NFLState:
 
     def __init__(self, world: World, p: NFLParams, task: LinearTask, iterations: int) -> None:
         self.p, self.task, self.iterations = p, task, iterations
-        self.peers = [n for n, node in world.network.nodes.items() if node.role == "peer"]
-        require(self.peers and set(self.peers) <= set(task.parts), "topology", "peers only (a random_peers, geometric or graph topology)")
+        self.peers = peer_names(world, task.parts)
         self.objective = p.objective_for([task.parts[k] for k in self.peers])
         self.w_c = centralized(self.objective, [task.parts[k] for k in self.peers])
         self.noise = NoiseSchedule(p, iterations)
@@ -207,10 +206,9 @@ class NFLPeer(Peer):
             self.report(got.late)
 
     def report(self, late: int) -> None:
-        w, w_c, K = self.w, self.state.w_c, len(self.state.peers)
-        self.metric("error", K * float(np.sum((w - w_c) ** 2) / np.sum(w_c**2)))
+        self.metric("error", len(self.state.peers) * float(nmsd(self.w, self.state.w_c)))
         if self.state.p.objective == "logistic":
-            self.metric("accuracy", accuracy(w, *self.state.task.test))
+            self.metric("accuracy", accuracy(self.w, *self.state.task.test))
         self.metric("missing", late)
 
 

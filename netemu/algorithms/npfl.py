@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.algorithms.base import AlgorithmSpec
-from netemu.algorithms.peers import ExchangeParams, Peer
+from netemu.algorithms.peers import ExchangeParams, Peer, peer_names
 from netemu.config import require
 from netemu.kernels.admm import nmsd
 from netemu.kernels.nfl import dual_step
@@ -86,8 +86,7 @@ class NPFLState:
 
     def __init__(self, world: World, p: NPFLParams, task: ClusteredTask, iterations: int) -> None:
         self.p, self.task, self.iterations = p, task, iterations
-        self.peers = [n for n, node in world.network.nodes.items() if node.role == "peer"]
-        require(self.peers and set(self.peers) <= set(task.parts), "topology", "peers only (a random_peers, geometric or graph topology)")
+        self.peers = peer_names(world, task.parts)
         require(task.loss == "ridge", "data.kind", '"clustered_linear" (NPFL is derived for ridge regression)')
         require(p.policy == "fixed" or set(self.peers) <= set(task.validation), "data.validation",
                 "true for NPFL-RL (its policies evaluate actions on validation sets)")

@@ -39,7 +39,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.config import require
 
-__all__ = ["ExchangeParams", "Exchanged", "PAIR_HORIZON", "Peer"]
+__all__ = ["ExchangeParams", "Exchanged", "PAIR_HORIZON", "Peer", "peer_names"]
 
 PAIR_HORIZON = 100  # a neighbour model more than this many iterations late is not paired
 
@@ -69,6 +69,14 @@ class Exchanged:
     pair_names: list[str] = field(default_factory=list)
     pair_own: np.ndarray | None = None
     pair_theirs: np.ndarray | None = None
+
+
+def peer_names(world, data_parts) -> list[str]:
+    """The topology's peers, which must all have data; refuses topologies with servers."""
+    peers = [n for n, node in world.network.nodes.items() if node.role == "peer"]
+    require(bool(peers) and len(peers) == len(world.network.nodes) and set(peers) <= set(data_parts), "topology",
+            "peers only (a random_peers, geometric or graph topology)")
+    return peers
 
 
 class Peer(Actor):

@@ -153,9 +153,8 @@ def centralized(objective: Objective, parts: list[tuple[np.ndarray, np.ndarray]]
 
     ridge: the normal equations.  elastic net: FISTA with soft thresholding until the step
     moves less than `tol`.  lad: the linear program min Σ_k Σ_i t_i / M_k, −t ≤ Xw − y ≤ t
-    (HiGHS via scipy).  logistic: Newton's method (the objective is strongly convex).
+    (HiGHS via scipy).  logistic: Newton's method (strongly convex when l2 > 0).
     """
-    K = len(parts)
     d = parts[0][0].shape[1]
     l1, l2 = objective.weights
     if objective.name in ("ridge", "elastic_net"):
@@ -193,10 +192,13 @@ def centralized(objective: Objective, parts: list[tuple[np.ndarray, np.ndarray]]
         return res.x[:d]
     w = np.zeros(d)
     for _ in range(100):
-        g = sum(X.T @ (_sigmoid(X @ w) - y) / len(y) for X, y in parts) + 2.0 * l2 * w
-        H = sum((X.T * (_sigmoid(X @ w) * (1 - _sigmoid(X @ w)))) @ X / len(y) for X, y in parts) + 2.0 * l2 * np.eye(d)
+        g, H = 2.0 * l2 * w, 2.0 * l2 * np.eye(d)
+        for X, y in parts:
+            p = _sigmoid(X @ w)
+            g = g + X.T @ (p - y) / len(y)
+            H = H + (X.T * (p * (1 - p))) @ X / len(y)
         dw = np.linalg.solve(H, g)
         w = w - dw
         if np.max(np.abs(dw)) < tol:
             return w
-    raise RuntimeError("logistic: Newton's method did not converge")
+    raise RuntimeError("logistic: Newton's method did not converge (with l2 = 0 and separable data there is no minimizer)")
