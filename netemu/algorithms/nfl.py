@@ -201,7 +201,7 @@ class NFLPeer(Peer):
             got = await self.exchange(n, shared)
             self.used, self.nbr_models = got.used, got.models
             if p.step != "gradient":
-                self.gamma = dual_step(self.gamma, got.pair_own, got.pair_theirs, p.rho)
+                self.gamma = dual_step(self.gamma, got.diffs, p.rho)
             self.shared, self.done = shared, n
             self.report(got.late)
 

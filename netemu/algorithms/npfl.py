@@ -153,7 +153,7 @@ class NPFLPeer(Peer):
             got = await self.exchange(n, self.w)
             self.nbrs = dict(zip(got.used, got.models))
             same = np.array([st.group[nb] == st.group[self.name] for nb in got.pair_names], dtype=bool)
-            self.gamma = dual_step(self.gamma, got.pair_own[same], got.pair_theirs[same], p.rho)
+            self.gamma = dual_step(self.gamma, got.diffs[same], p.rho)
             self.done = n
             self.report(got.late)
 

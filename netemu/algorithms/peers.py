@@ -7,41 +7,52 @@ then collects the neighbours' models of iteration n.
 
 * Synchronous (`sync = true`, the default): wait until every neighbour's iteration-n
   model came or `timeout` virtual seconds passed.  A model of a later iteration (a
-  neighbour can run one iteration ahead) is kept for that iteration, so that ADMM's
-  steps pair models of the same iteration.  A neighbour whose model is lost or late is
-  handled by `missing`: `"reuse"` takes the last model received from it for an earlier
-  iteration (the initial model 0 if none),
-  `"exclude"` leaves it out of this iteration's sums, as if the link were absent.
-* Asynchronous (`sync = false`): no waiting.  The peer's dual step uses the models
-  that have arrived when it sends, and its next primal step the latest models that
-  arrived while it computed (`latest`); `missing` must be "reuse": there is no deadline
-  to be late for.
+  neighbour can run one iteration ahead) is kept for that iteration.  A neighbour whose
+  model is lost or late is handled by `missing`: `"reuse"` takes the last model received
+  from it for an earlier iteration (the initial model 0 if none), `"exclude"` leaves it
+  out of the next primal step, as if the link were absent.
+* Asynchronous (`sync = false`): no waiting.  The next primal step uses the latest
+  models that arrived while the peer computed (`latest`); `missing` must be "reuse":
+  there is no deadline to be late for.
 
 Every peer starts from the common initial model 0 (the papers' initializations), which
 therefore counts as received from every neighbour at iteration 0.
 
-Dual (consensus) steps need pairs: `Exchanged.pairs` pairs each neighbour model that
-arrived with the peer's own shared model *of the same iteration*, each (neighbour,
-iteration) once, whenever it arrives (a late model is paired late; a lost one never).
-ADMM's dual steps sum over these pairs, so that the two ends of a link add opposite
-terms and Σ_k γ_k stays 0 — the invariant that makes decentralized ADMM converge to
-the right point.  Pairing a neighbour's older model with one's newer model breaks it:
-the fixed point moves (asynchronous peers stalled far from the solution that way).
-`missing` therefore only chooses the models of the next primal step.
+Dual steps and their pairs.  ADMM's dual step sums, over the neighbours, the peer's own
+shared model minus the neighbour's.  Decentralized ADMM converges to the right point
+only if the two ends of every link add opposite terms (then Σ_k γ_k stays 0).  Hence:
+
+1. a neighbour's model of iteration m is paired with the peer's own model *of
+   iteration m* (pairing an older neighbour model with one's newer model moves the
+   fixed point: asynchronous zCDP-NFL stalled at +12.5 dB that way);
+2. it is paired only if it arrives before the peer sends its own model of iteration
+   m + 1 — after that the pair is final, and a later arrival is not paired;
+3. every model message carries the receiver's receipts (`"got": [a, bitmap]`): which of
+   the receiver's iterations a − ACK_WINDOW + 1 … a arrived in time, a being the latest
+   final one the receiver may still wait for.  A pair whose mirror the
+   neighbour reports missing — the peer's own model was lost or late on the way — is
+   retracted (its term subtracted again).  A lost or late model therefore costs both
+   ends the same pair, and Σ_k γ_k returns to 0 (tested).  Only when every report
+   covering an iteration is lost (ACK_WINDOW messages in a row) can the ends disagree.
+
+In an ideal network every pair is applied in its own iteration and confirmed later, so
+the peers compute exactly the textbook recursions (the differential tests).
+`Exchanged.diffs` holds the iteration's terms: +(own − theirs) for new pairs and
+−(own − theirs) for retracted ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from netemu.actors import Actor
 from netemu.config import require
 
-__all__ = ["ExchangeParams", "Exchanged", "PAIR_HORIZON", "Peer", "peer_names"]
+__all__ = ["ACK_WINDOW", "ExchangeParams", "Exchanged", "Peer", "peer_names"]
 
-PAIR_HORIZON = 100  # a neighbour model more than this many iterations late is not paired
+ACK_WINDOW = 16  # iterations covered by each receipt bitmap ("got")
 
 
 @dataclass(frozen=True)
@@ -59,16 +70,14 @@ class ExchangeParams:
 @dataclass
 class Exchanged:
     """One iteration's exchange: the neighbours whose models enter the next primal step
-    (`used`, `models` as rows), how many were not fresh (`late`), and the dual pairs:
-    `pair_names[i]`'s model `pair_theirs[i]` and the peer's own `pair_own[i]` of the same
-    iteration."""
+    (`used`, `models` as rows), how many were not fresh (`late`), and the dual terms
+    `diffs` (rows; ± (own − theirs)), each from neighbour `pair_names[i]`."""
 
     used: list[str]
     models: np.ndarray
     late: int
-    pair_names: list[str] = field(default_factory=list)
-    pair_own: np.ndarray | None = None
-    pair_theirs: np.ndarray | None = None
+    pair_names: list[str]
+    diffs: np.ndarray
 
 
 def peer_names(world, data_parts) -> list[str]:
@@ -86,28 +95,39 @@ class Peer(Actor):
         super().__init__(name)
         self.exchange_params = exchange
         self.dim = dim
-        self.heard: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} not yet superseded
-        self.unpaired: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} awaiting its dual pair
-        self.own: dict[int, np.ndarray] = {}  # this peer's shared models of the last PAIR_HORIZON iterations
+        self.sent = 0  # the last iteration whose model this peer sent
         self.done = 0  # iterations completed (kept across a crash: stable storage)
+        self.heard: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: model} not yet superseded
+        self.last: np.ndarray | None = None  # this peer's shared model of round `sent`
+        self.early: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> models of rounds this peer has not sent yet
+        self.arrived: dict[str, set[int]] = {}  # neighbour -> rounds that arrived in time (for "got")
+        self.pending: dict[str, dict[int, np.ndarray]] = {}  # neighbour -> {round: applied, unconfirmed own − theirs}
+        self.reports: dict[str, list[tuple[int, int]]] = {}  # neighbour -> [(a, bitmap) of my rounds it got]
+        self._new: list[tuple[str, np.ndarray]] = []  # pairs made since the last exchange
 
     def start(self) -> None:
         """Call first in `run()`: the initial model 0 of every neighbour."""
         for nb in self.neighbours:
             self.heard.setdefault(nb, {0: np.zeros(self.dim)})
-            self.unpaired.setdefault(nb, {})
+            for table in (self.early, self.pending):
+                table.setdefault(nb, {})
+            self.arrived.setdefault(nb, set())
+            self.reports.setdefault(nb, [])
 
     async def exchange(self, n: int, shared: np.ndarray) -> Exchanged:
-        """Send `shared` as iteration n's model; collect the neighbours' (module docstring).
-
-        A synchronous peer uses each neighbour's model *of iteration n*: a model of a later
-        iteration (a neighbour can run one ahead) waits for its own iteration.  An
-        asynchronous peer uses the latest model it has.
-        """
+        """Send `shared` as iteration n's model; collect the neighbours' (module docstring)."""
         p = self.exchange_params
         neighbours = self.neighbours
-        self.own[n] = shared
-        self.broadcast("model", {"w": shared}, neighbours, round=n)
+        self._drain()  # arrivals up to now count as in time for rounds < n (rule 2)
+        self.sent, self.last = n, shared
+        for nb in neighbours:  # one message per link, each with the receiver's receipts
+            self.send(nb, "model", {"w": shared, "got": list(self._receipts(nb))}, round=n)
+        for nb in neighbours:  # neighbours that ran ahead: their model n pairs now
+            early = self.early[nb]
+            if n in early:
+                self._pair(nb, n, early.pop(n))
+            for m in [m for m in early if m < n]:  # sent before a crash of this peer: too late
+                del early[m]
         if p.sync:
             fresh = lambda nb: n in self.heard[nb]
         else:
@@ -130,7 +150,8 @@ class Peer(Actor):
                 del rounds[old]
             used.append(nb)
             models.append(rounds[r])
-        return Exchanged(used, np.array(models).reshape(len(used), self.dim), len(waiting), *self._pairs(n))
+        names, diffs = self._dual_terms(n)
+        return Exchanged(used, np.array(models).reshape(len(used), self.dim), len(waiting), names, diffs)
 
     def latest(self) -> tuple[list[str], np.ndarray]:
         """Every neighbour and the latest model it has sent (asynchronous peers call this
@@ -139,26 +160,49 @@ class Peer(Actor):
         neighbours = self.neighbours
         return neighbours, np.array([self.heard[nb][max(self.heard[nb])] for nb in neighbours]).reshape(-1, self.dim)
 
-    def _pairs(self, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-        names, own, theirs = [], [], []
-        for nb in self.neighbours:
-            waiting = self.unpaired.setdefault(nb, {})
-            for m in sorted(k for k in waiting if k <= n):
-                model = waiting.pop(m)
-                if m in self.own:  # else more than PAIR_HORIZON iterations late: dropped
-                    names.append(nb)
-                    own.append(self.own[m])
-                    theirs.append(model)
-        self.own.pop(n - PAIR_HORIZON, None)
-        shape = (len(names), self.dim)
-        return names, np.array(own).reshape(shape), np.array(theirs).reshape(shape)
+    # ---------------------------------------------------------------- pairing
+
+    def _receipts(self, nb: str) -> tuple[int, int]:
+        """(a, bitmap): bit i set if nb's model of round a − i arrived in time.  Rounds up to
+        `sent` − 1 are final (rule 2); a is the latest of them that nb may still await a
+        report for — its own latest round this peer has heard of."""
+        a = min(self.sent - 1, max(self.heard[nb]))
+        arrived = self.arrived[nb]
+        for m in [m for m in arrived if m <= a - ACK_WINDOW]:
+            arrived.discard(m)
+        return a, sum(1 << (a - m) for m in arrived if a - ACK_WINDOW < m <= a)
+
+    def _pair(self, nb: str, m: int, theirs: np.ndarray) -> None:
+        diff = self.last - theirs
+        self.arrived[nb].add(m)
+        self.pending[nb][m] = diff
+        self._new.append((nb, diff))
+
+    def _dual_terms(self, n: int) -> tuple[list[str], np.ndarray]:
+        """New pairs, and retractions of pairs a neighbour reports it could not make."""
+        terms, self._new = self._new, []
+        for nb, reports in self.reports.items():
+            pending = self.pending.get(nb, {})
+            for a, bits in reports:
+                for m in [m for m in pending if m <= a]:
+                    diff = pending.pop(m)
+                    if m > a - ACK_WINDOW and not bits >> (a - m) & 1:  # my model m never reached nb in time
+                        terms.append((nb, -diff))
+                    # m <= a − ACK_WINDOW: every report covering m was lost; the pair stays
+            reports.clear()
+        return [nb for nb, _ in terms], np.array([d for _, d in terms]).reshape(len(terms), self.dim)
 
     def _drain(self) -> None:
         while (msg := self.inbox.take("model")) is not None:
             self._keep(msg)
 
     def _keep(self, msg) -> None:
+        nb, m = msg.src, msg.round
         model = np.asarray(msg.payload["w"], dtype=float)
-        self.heard.setdefault(msg.src, {})[msg.round] = model
-        if msg.round >= 1:
-            self.unpaired.setdefault(msg.src, {})[msg.round] = model
+        self.heard.setdefault(nb, {})[m] = model
+        a, bits = msg.payload["got"]
+        self.reports.setdefault(nb, []).append((int(a), int(bits)))
+        if m > self.sent:  # ahead of this peer: paired when it sends its own model m
+            self.early.setdefault(nb, {})[m] = model
+        elif m == self.sent and m >= 1:  # in time (rule 2)
+            self._pair(nb, m, model)

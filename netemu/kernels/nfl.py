@@ -119,10 +119,10 @@ def exact_ridge_primal(
     return np.linalg.solve(A, b)
 
 
-def dual_step(gamma: np.ndarray, own: np.ndarray, theirs: np.ndarray, rho: float) -> np.ndarray:
-    """γ_k ← γ_k + ρ Σ_l (w̃_k − w̃_l) (P2 Algorithm 1, eq. 9; thesis 3.4), over pairs of rows
-    (the peer's own model, a neighbour's model of the same iteration)."""
-    return gamma + rho * (own - theirs).sum(axis=0)
+def dual_step(gamma: np.ndarray, diffs: np.ndarray, rho: float) -> np.ndarray:
+    """γ_k ← γ_k + ρ Σ_l (w̃_k − w̃_l) (P2 Algorithm 1, eq. 9; thesis 3.4), with the rows of
+    `diffs` the terms w̃_k − w̃_l (models of the same iteration; see algorithms.peers)."""
+    return gamma + rho * diffs.sum(axis=0)
 
 
 def metropolis_weights(degree: int, nbr_degrees: np.ndarray) -> np.ndarray:
