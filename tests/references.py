@@ -278,3 +278,61 @@ def npfl(task, adjacency: np.ndarray, names: list, p, iterations: int, sac_draws
         curve.append(float(np.mean(np.sum((W - Wq) ** 2, axis=1) / np.sum(Wq**2, axis=1))))
         taus.append(tau.copy())
     return W, curve, taus
+
+
+def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, rounds: int) -> np.ndarray:
+    """FedPnP / G-Fedfilt / FedProx / local training with a softmax model, every client in
+    every round, dense updates, vectorized over clients (FedPnP eqs. 9, 12, 13, 16;
+    G-Fedfilt eq. 12).
+
+    Written independently of netemu.kernels.classifiers and .graphfilter: the K clients'
+    mini-batch steps run as one batched computation on (K, batch, d) arrays, with each
+    client's permutations drawn from the same named streams as the emulated client.
+    Requires equal sample counts.  Returns the final K × B model stack Ψ.
+    """
+    K = len(clients)
+    X = np.stack([task.parts[k][0] for k in clients])
+    Y = np.stack([task.parts[k][1] for k in clients])
+    n, d = X.shape[1], X.shape[2]
+    C = task.classes
+    zeta = np.array([task.parts[k][1].size for k in clients], dtype=float)
+    zeta = zeta / zeta.sum()
+    lam, V = np.linalg.eigh(np.diag(A.sum(axis=1)) - A)
+    lam = np.clip(lam, 0, None)
+    Psi = np.tile(theta0, (K, 1))
+    for t in range(1, rounds + 1):
+        lr = p.lr * p.lr_decay ** (t - 1)
+        Wt = Psi[:, : d * C].reshape(K, d, C).copy()
+        bt = Psi[:, d * C :].copy()
+        Wa, ba = Wt.copy(), bt.copy()
+        rngs = [streams.generator(f"sgd/{k}/{t}") for k in clients]
+        for _ in range(p.epochs):
+            perms = np.stack([r.permutation(n) for r in rngs])
+            for s in range(0, n, p.batch):
+                rows = perms[:, s : s + p.batch]
+                Xb = np.take_along_axis(X, rows[..., None], axis=1)
+                Yb = np.take_along_axis(Y, rows, axis=1)
+                logits = np.einsum("kbd,kdc->kbc", Xb, Wt) + bt[:, None, :]
+                prob = np.exp(logits - logits.max(axis=2, keepdims=True))
+                prob /= prob.sum(axis=2, keepdims=True)
+                prob[np.arange(K)[:, None], np.arange(rows.shape[1])[None, :], Yb] -= 1
+                prob /= rows.shape[1]
+                gW = np.einsum("kbd,kbc->kdc", Xb, prob) + p.mu * (Wt - Wa)
+                gb = prob.sum(axis=1) + p.mu * (bt - ba)
+                Wt, bt = Wt - lr * gW, bt - lr * gb
+        Omega = np.concatenate([Wt.reshape(K, -1), bt], axis=1)
+        stack = Omega if p.share == "models" else Omega - Psi
+        if p.filter == "identity":
+            out = stack
+        elif p.filter == "mean":
+            out = np.tile(zeta @ stack, (K, 1))
+        elif p.filter == "hard":
+            keep = min(p.tau, t, K)
+            out = V[:, :keep] @ (V[:, :keep].T @ stack)
+        else:
+            level = p.nu0 * (1 - p.nu_decay) ** t
+            nu1, nu2 = max(p.beta1, level), max(p.beta2, level)
+            H = V @ np.diag(1 / (1 + nu1 * lam + nu2 * lam**2)) @ V.T
+            out = (H @ (zeta[:, None] * stack)) / (H @ zeta)[:, None]
+        Psi = out if p.share == "models" else Psi + out
+    return Psi

@@ -329,7 +329,7 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
             except DeviceError as exc:
                 issues.add("devices.file", table["devices"]["file"], str(exc))
         source = table["data"].get("source", "sklearn")
-        if table["data"]["kind"] == "digits" and source != "sklearn" and not sc.resolve(source).exists():
+        if table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not sc.resolve(source).exists():
             issues.add("data.source", source, '"sklearn", or an existing .npz file or folder of MNIST IDX files (relative to the scenario)')
         if table["script"] and not sc.resolve(table["script"]).is_file():
             issues.add("script", table["script"], "an existing Python file (relative to the scenario)")

@@ -1,0 +1,115 @@
+"""Pure-NumPy classifiers whose parameters travel as one flat vector.
+
+* `Softmax(d, C)` — multinomial logistic regression: logits = X W + b.
+* `MLP(d, H, C)` — one hidden layer: logits = relu(X W1 + b1) W2 + b2.
+
+Both use the mean softmax cross-entropy over a batch.  `loss_grad` returns the loss
+and its gradient with respect to the flat parameter vector (checked against finite
+differences in tests/test_classifiers.py); `sgd` runs epochs of mini-batch SGD on
+
+    loss(θ) + (mu/2) ‖θ − anchor‖²
+
+(the proximal term of FedProx and of FedPnP's local step, FedPnP eq. 9; mu = 0 is plain
+SGD).  Labels are integers 0 … C−1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MLP", "Softmax", "accuracy", "sgd"]
+
+
+def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean cross-entropy and its gradient with respect to the logits."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    n = y.shape[0]
+    loss = float(-np.mean(np.log(p[np.arange(n), y] + 1e-300)))
+    p[np.arange(n), y] -= 1.0
+    return loss, p / n
+
+
+@dataclass(frozen=True)
+class Softmax:
+    d: int
+    C: int
+
+    @property
+    def size(self) -> int:
+        return self.d * self.C + self.C
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        return np.zeros(self.size)
+
+    def _split(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return theta[: self.d * self.C].reshape(self.d, self.C), theta[self.d * self.C :]
+
+    def logits(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        W, b = self._split(theta)
+        return X @ W + b
+
+    def loss_grad(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, g = _cross_entropy(self.logits(theta, X), y)
+        return loss, np.concatenate([(X.T @ g).ravel(), g.sum(axis=0)])
+
+
+@dataclass(frozen=True)
+class MLP:
+    d: int
+    H: int
+    C: int
+
+    @property
+    def size(self) -> int:
+        return self.d * self.H + self.H + self.H * self.C + self.C
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        """He-initialized weights, zero biases."""
+        W1 = rng.standard_normal((self.d, self.H)) * np.sqrt(2.0 / self.d)
+        W2 = rng.standard_normal((self.H, self.C)) * np.sqrt(2.0 / self.H)
+        return np.concatenate([W1.ravel(), np.zeros(self.H), W2.ravel(), np.zeros(self.C)])
+
+    def _split(self, theta: np.ndarray):
+        d, H, C = self.d, self.H, self.C
+        i = d * H
+        W1, b1 = theta[:i].reshape(d, H), theta[i : i + H]
+        W2, b2 = theta[i + H : i + H + H * C].reshape(H, C), theta[i + H + H * C :]
+        return W1, b1, W2, b2
+
+    def logits(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        W1, b1, W2, b2 = self._split(theta)
+        return np.maximum(X @ W1 + b1, 0.0) @ W2 + b2
+
+    def loss_grad(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        W1, b1, W2, b2 = self._split(theta)
+        pre = X @ W1 + b1
+        hidden = np.maximum(pre, 0.0)
+        loss, g = _cross_entropy(hidden @ W2 + b2, y)
+        g_hidden = (g @ W2.T) * (pre > 0)
+        return loss, np.concatenate([(X.T @ g_hidden).ravel(), g_hidden.sum(axis=0), (hidden.T @ g).ravel(), g.sum(axis=0)])
+
+
+def sgd(
+    model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, lr: float,
+    rng: np.random.Generator, mu: float = 0.0, anchor: np.ndarray | None = None,
+) -> np.ndarray:
+    """`epochs` passes of mini-batch SGD (a fresh permutation per epoch from `rng`) on the
+    loss plus (mu/2)‖θ − anchor‖²; returns a new vector."""
+    theta = theta.copy()
+    anchor = theta.copy() if anchor is None else anchor
+    n = y.shape[0]
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        for start in range(0, n, batch):
+            rows = order[start : start + batch]
+            _, g = model.loss_grad(theta, X[rows], y[rows])
+            theta -= lr * (g + mu * (theta - anchor))
+    return theta
+
+
+def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(np.argmax(model.logits(theta, X), axis=1) == y))

@@ -1,0 +1,90 @@
+"""Graph filters on stacked client models (FedPnP, G-Fedfilt).
+
+All functions are pure.  The K clients are the nodes of a weighted graph with adjacency
+A and Laplacian L = D − A = V Λ Vᵀ (eigenvalues ascending; λ₁ = 0 with a constant
+eigenvector on a connected graph).  A filter H = V h(Λ) Vᵀ acts on the K × B matrix of
+stacked models (or updates), one row per client:
+
+* soft: h(λ) = 1 / (1 + β₁λ + β₂λ²) (FedPnP eq. 12; G-Fedfilt eq. 13 is β₂ = 0, β₁ = μ_s);
+* hard: h(λ_i) = 1 for the τ smallest graph frequencies, else 0 (FedPnP eq. 16).
+
+`weighted_filter` applies H diag(ζ) (FedPnP eq. 13, G-Fedfilt eq. 12) normalized per
+row: Ψ_k = Σ_j H_kj ζ_j Ω_j / Σ_j H_kj ζ_j.  The printed H diag(ζ) Ω with ζ summing to 1
+shrinks every model by about K (its limit β → ∞ is (1/K) Σ_j ζ_j Ω_j, because
+H → 11ᵀ/K); with the row normalization β → ∞ gives the ζ-weighted FedAvg model exactly
+and β = 0 gives each client its own model (local training) — the limits both papers
+state.  The hard filter is a projection and is applied unweighted, Ψ = H Ω: τ = 1 is the
+plain mean (FedAvg with equal weights), τ = K the identity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "hard_filter",
+    "laplacian",
+    "position_graph",
+    "soft_filter",
+    "statistics",
+    "statistics_graph",
+    "weighted_filter",
+]
+
+
+def laplacian(A: np.ndarray) -> np.ndarray:
+    return np.diag(A.sum(axis=1)) - A
+
+
+def soft_filter(L: np.ndarray, beta1: float, beta2: float = 0.0) -> np.ndarray:
+    """H = V diag(1/(1 + β₁λ + β₂λ²)) Vᵀ (FedPnP eq. 12)."""
+    lam, V = np.linalg.eigh(L)
+    lam = np.maximum(lam, 0.0)  # round-off below zero
+    return (V * (1.0 / (1.0 + beta1 * lam + beta2 * lam**2))) @ V.T
+
+
+def hard_filter(L: np.ndarray, tau: int) -> np.ndarray:
+    """H = V_τ V_τᵀ, the projection on the τ smallest graph frequencies (FedPnP eq. 16)."""
+    _, V = np.linalg.eigh(L)
+    V = V[:, :tau]
+    return V @ V.T
+
+
+def weighted_filter(H: np.ndarray, weights: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """Row-normalized H diag(weights) stack (module docstring)."""
+    HW = H * weights[None, :]
+    return (HW @ stack) / HW.sum(axis=1, keepdims=True)
+
+
+def statistics(X: np.ndarray) -> np.ndarray:
+    """The four per-feature statistics of a client's inputs (FedPnP eq. 27): mean,
+    variance, skewness, kurtosis (a constant feature gets skewness 0 and kurtosis 0)."""
+    mean = X.mean(axis=0)
+    centred = X - mean
+    var = np.mean(centred**2, axis=0)
+    safe = np.where(var > 0, var, 1.0)
+    skew = np.where(var > 0, np.mean(centred**3, axis=0) / safe**1.5, 0.0)
+    kurt = np.where(var > 0, np.mean(centred**4, axis=0) / safe**2, 0.0)
+    return np.stack([mean, var, skew, kurt])
+
+
+def statistics_graph(stats: list[np.ndarray]) -> np.ndarray:
+    """Client similarity from their statistics.  FedPnP eq. (28) defines
+    d_ij = (1/4) Σ_k ‖s_k^i − s_k^j‖, which is a distance (0 for identical data) although
+    the text calls it the weight; netemu turns it into a similarity,
+    A_ij = exp(−d_ij / median_{i≠j} d), A_ii = 0."""
+    S = np.stack(stats)  # K × 4 × features
+    d = np.mean(np.linalg.norm(S[:, None] - S[None, :], axis=-1), axis=-1)
+    off = d[~np.eye(len(stats), dtype=bool)]
+    scale = float(np.median(off)) if off.size and np.median(off) > 0 else 1.0
+    A = np.exp(-d / scale)
+    np.fill_diagonal(A, 0.0)
+    return A
+
+
+def position_graph(positions: np.ndarray, d_max: float) -> np.ndarray:
+    """A_ij = 1[‖p_i − p_j‖ < d_max], i ≠ j (G-Fedfilt eq. 1)."""
+    dist = np.linalg.norm(positions[:, None, :] - positions[None, :, :], axis=-1)
+    A = (dist < d_max).astype(float)
+    np.fill_diagonal(A, 0.0)
+    return A

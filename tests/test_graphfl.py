@@ -1,0 +1,174 @@
+"""Graph-filter personalization (FedPnP, G-Fedfilt, FedProx, local): classifiers, filters,
+partitions, the emulator against the vectorized reference, and late or sparse updates."""
+
+import math
+
+import numpy as np
+import pytest
+
+from references import graphfl as reference
+from netemu import World
+from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
+from netemu.config import ConfigError
+from netemu.data.federated import FederatedDigits, make_federated_digits
+from netemu.kernels.classifiers import MLP, Softmax, sgd
+from netemu.kernels.graphfilter import hard_filter, laplacian, position_graph, soft_filter, statistics, statistics_graph, weighted_filter
+from netemu.net import links as L
+from netemu.net.topology import star
+from netemu.rng import Streams
+from netemu.wire.partial import PartialModel
+
+K, R = 8, 6
+
+
+def setup(variant="fedpnp-soft", seed=2, data=None, links=None, behaviours=None, rounds=R, **overrides):
+    g = star(K)
+    world = World(g, seed=seed, links=links(g) if links else None, behaviours=behaviours)
+    data = data or FederatedDigits(partition="dirichlet", kappa=0.3, samples=60, test_samples=30)
+    clients = [n for n, r in g.nodes(data="role") if r == "client"]
+    task = make_federated_digits(data, clients, world.streams)
+    params = GraphFLParams(**{**VARIANTS[variant], **overrides})
+    build(world, params, task, rounds)
+    return world, params, task
+
+
+def final_models(world):
+    return world.actors["server"].Psi
+
+
+def test_classifier_gradients_match_finite_differences():
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((7, 5)), rng.integers(0, 3, 7)
+    for model in (Softmax(5, 3), MLP(5, 4, 3)):
+        theta = model.init(rng) + 0.1 * rng.standard_normal(model.size)
+        _, g = model.loss_grad(theta, X, y)
+        h = 1e-6
+        numeric = [(model.loss_grad(theta + h * e, X, y)[0] - model.loss_grad(theta - h * e, X, y)[0]) / (2 * h)
+                   for e in np.eye(model.size)]
+        np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-7)
+
+
+def test_the_proximal_term_pulls_sgd_toward_its_anchor():
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((40, 5)), rng.integers(0, 3, 40)
+    model, anchor = Softmax(5, 3), np.zeros(18)
+    free = sgd(model, anchor, X, y, epochs=5, batch=8, lr=0.1, rng=np.random.default_rng(2))
+    held = sgd(model, anchor, X, y, epochs=5, batch=8, lr=0.1, rng=np.random.default_rng(2), mu=5.0)
+    assert 0 < np.linalg.norm(held - anchor) < 0.5 * np.linalg.norm(free - anchor)
+
+
+def test_filters_reach_fedavg_and_local_training_at_their_limits():
+    rng = np.random.default_rng(3)
+    A = statistics_graph([statistics(rng.standard_normal((20, 4)) * (1 + k)) for k in range(6)])
+    Lp, stack = laplacian(A), rng.standard_normal((6, 9))
+    zeta = rng.uniform(1, 3, 6)
+    zeta /= zeta.sum()
+    np.testing.assert_allclose(weighted_filter(soft_filter(Lp, 1e9, 1e9), zeta, stack), np.tile(zeta @ stack, (6, 1)), atol=1e-7)
+    np.testing.assert_allclose(weighted_filter(soft_filter(Lp, 0.0, 0.0), zeta, stack), stack, atol=1e-12)
+    np.testing.assert_allclose(hard_filter(Lp, 6) @ stack, stack, atol=1e-12)
+    np.testing.assert_allclose(hard_filter(Lp, 1) @ stack, np.tile(stack.mean(axis=0), (6, 1)), atol=1e-12)
+
+
+def test_client_graphs():
+    rng = np.random.default_rng(4)
+    A = statistics_graph([statistics(rng.standard_normal((30, 3)) + shift) for shift in (0, 0, 5)])
+    assert np.allclose(A, A.T) and np.all(np.diag(A) == 0) and A[0, 1] > A[0, 2]  # alike data, stronger link
+    P = position_graph(np.array([[0, 0], [3, 0], [30, 0]]), d_max=5.0)
+    assert P.tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+
+
+@pytest.mark.parametrize("c", [2, 4, 10])
+def test_label_partitions_give_each_client_c_labels(c):
+    task = make_federated_digits(FederatedDigits(partition="labels", labels_per_client=c, samples=80), [f"c{k}" for k in range(5)], Streams(1))
+    for X, y in task.parts.values():
+        assert len(set(y.tolist())) == c and X.shape == (80, 64) and 0 <= X.min() and X.max() <= 1
+    for k, (_, y) in task.local_tests.items():
+        assert set(y.tolist()) <= set(np.flatnonzero(task.proportions[k]).tolist())
+
+
+def test_rooms_setup_1_shares_labels_within_a_room_and_setup_2_does_not():
+    clients = [f"c{k}" for k in range(12)]
+    for setup_, shared in ((1, 3), (2, None)):
+        task = make_federated_digits(FederatedDigits(partition="rooms", rooms=3, labels_per_client=4, setup=setup_, samples=40),
+                                     clients, Streams(2))
+        rooms = {}
+        for k in clients:
+            rooms.setdefault(int(task.positions[k][0] // 20), []).append(set(np.flatnonzero(task.proportions[k])))
+        common = [len(set.intersection(*sets)) for sets in rooms.values()]
+        if shared:
+            assert all(n >= shared for n in common)
+        else:
+            assert min(common) < 3
+
+
+@pytest.mark.parametrize("variant, overrides", [
+    ("fedpnp-soft", {}), ("fedpnp-soft", {"nu0": 0.0, "beta1": 0.5, "beta2": 0.1}), ("fedpnp-hard", {"tau": 3}),
+    ("g-fedfilt", {"graph": "statistics", "beta1": 1.0}), ("fedprox", {}), ("fedprox", {"mu": 0.0}), ("local", {}),
+])
+def test_in_an_ideal_network_the_emulator_matches_the_reference(variant, overrides):
+    world, params, task = setup(variant, **overrides)
+    world.run()
+    st = world.actors["server"].state
+    Psi_ref = reference(task, st.clients, params, st.A, st.theta0, world.streams, R)
+    assert np.max(np.abs(final_models(world) - Psi_ref)) <= 1e-10
+
+
+def test_the_reference_comparison_can_fail():
+    world, params, task = setup()
+    world.run()
+    st = world.actors["server"].state
+    wrong = GraphFLParams(**{**VARIANTS["fedpnp-soft"], "mu": 0.21})
+    assert np.max(np.abs(final_models(world) - reference(task, st.clients, wrong, st.A, st.theta0, world.streams, R))) > 1e-6
+
+
+def test_fedpnp_limits_in_the_emulator():
+    runs = {}
+    for label, variant, overrides in [("pnp0", "fedpnp-soft", {"beta1": 0.0, "beta2": 0.0, "nu0": 0.0, "mu": 0.0}),
+                                      ("local", "local", {}),
+                                      ("pnp-inf", "fedpnp-soft", {"beta1": 1e9, "beta2": 1e9, "mu": 0.0}),
+                                      ("hard1", "fedpnp-hard", {"tau": 1, "mu": 0.0}),
+                                      ("fedavg", "fedprox", {"mu": 0.0})]:
+        world, _, _ = setup(variant, **overrides)
+        world.run()
+        runs[label] = final_models(world)
+    np.testing.assert_allclose(runs["pnp0"], runs["local"], atol=1e-12)  # β = 0: local training
+    np.testing.assert_allclose(runs["pnp-inf"], runs["fedavg"], atol=1e-6)  # β → ∞: FedAvg
+    # τ = 1 keeps the plain mean; with equal dataset sizes that is FedAvg
+    np.testing.assert_allclose(runs["hard1"], runs["fedavg"], atol=1e-12)
+
+
+def test_late_updates_are_dropped_or_carried_over():
+    slow = lambda g: {e: L.Link(L.Constant(5.0) if "client-0" in e else L.Constant(0.1)) for e in g.edges}
+    out = {}
+    for late in ("drop", "carry"):
+        world, _, _ = setup("fedprox", links=slow, deadline=4.0, late=late, mu=0.0)
+        world.run()
+        assert sum(v for _, _, _, m, v in world.metrics if m == "late") == R  # client-0 misses every deadline
+        out[late] = final_models(world)
+    assert not np.allclose(out["drop"], out["carry"])
+
+
+def test_sparse_updates_travel_as_partial_models_and_keep_a_residual():
+    world, params, task = setup("fedprox", sparsity=0.1, mu=0.0)
+    sent = []
+    send = world.network.send
+    from netemu.wire.codec import decode
+
+    def spy(src, dst, kind, rnd, data):
+        if kind == "update":
+            sent.append(decode(data)["u"])
+        return send(src, dst, kind, rnd, data)
+
+    world.network.send = spy
+    world.run()
+    size = world.actors["server"].state.model.size
+    assert sent and all(isinstance(u, PartialModel) and len(u.indices) == math.ceil(0.1 * size) for u in sent)
+    assert np.any(world.actors["client-0"].residual != 0)
+
+
+@pytest.mark.parametrize("bad, field", [({"filter": "median"}, "filter"), ({"sparsity": 0.0}, "sparsity"),
+                                        ({"late": "queue"}, "late"), ({"model": "cnn"}, "model")])
+def test_bad_parameters_are_refused(bad, field):
+    with pytest.raises(ConfigError) as e:
+        GraphFLParams(**bad)
+    assert field in str(e.value)
