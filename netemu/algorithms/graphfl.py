@@ -31,11 +31,24 @@ skewness and kurtosis, sent once at the start (FedPnP appendix A.5, eqs. 27–28
 into a similarity, see `statistics_graph`); `graph = "positions"` — A_ij = 1[d_ij <
 d_max] from the devices' positions (G-Fedfilt eq. 1; data `partition = "rooms"`).
 
+System heterogeneity (G-Fedfilt eqs. 15–20, Table III; `netemu.system`): with
+`system = "table3"` every client gets a device drawn from Table III (ranges shrunk to
+`system_spread` of their width); its compute speed becomes f/ρ samples per second and
+its uplink bandwidth the OFDMA rate r, so computation and transmission times are
+measured in virtual time.  With `optimize = true` the server solves problem P'' (33)
+once (the devices do not change between rounds): the deadline is T_opt, the latency of
+the slowest device at α_min, q_min, z_min (28), and each device gets its own local
+epochs α, data fraction q (it trains on a random ⌈qD⌉ of its samples each round) and
+sparsity z.  The update sizes in P'' are the emulator's encoded message sizes; the
+server's deadline is T_opt plus 2% for the step changes of msgpack size headers.
+
 Metrics per round, from the server: `accuracy_local` (each client's Ψ[k] on its local
 test set, mean over clients), `accuracy_global` (on the global test set), `latency_s`
 (from the round's start to the last update that made the deadline, or the deadline if
 one missed it), `desync_s` (the spread between the first and the last update to arrive,
-G-Fedfilt's desynchronization), `late` (updates that missed the deadline).
+G-Fedfilt's desynchronization), `late` (updates that missed the deadline), and with a
+system model `heterogeneity` (H, eq. 34); from each client `compute_s`, its computation
+time in the round.
 """
 
 from __future__ import annotations
@@ -51,8 +64,16 @@ from netemu.algorithms.base import AlgorithmSpec
 from netemu.config import require
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
 from netemu.kernels.graphfilter import (
-    hard_filter, laplacian, position_graph, soft_filter, statistics, statistics_graph, weighted_filter,
+    hard_filter,
+    laplacian,
+    position_graph,
+    soft_filter,
+    statistics,
+    statistics_graph,
+    weighted_filter,
 )
+from netemu.system import draw_devices, heterogeneity, optimize, rate
+from netemu.wire.codec import encode_envelope, encode_from
 from netemu.wire.partial import PartialModel
 from netemu.world import World
 
@@ -85,7 +106,18 @@ class GraphFLParams:
     sparsity: float = 1.0  # share of update entries sent (1 = dense)
     deadline: float = 60.0  # virtual seconds the server waits for updates
     late: str = "drop"  # "drop" | "carry"
-    work_per_sample: float = 0.002  # compute work per sample and epoch
+    work_per_sample: float = 0.002  # compute work per sample and epoch (without a system model)
+    system: str = "none"  # "none" | "table3": devices drawn from G-Fedfilt's Table III
+    system_spread: float = 1.0  # share of Table III's ranges (smaller: less heterogeneous)
+    optimize: bool = False  # solve P'' for per-device epochs, data fraction and sparsity
+    opt_mu1: float = 0.4  # weights μ₁, μ₂, μ₃ of P'' (33)
+    opt_mu2: float = 0.4
+    opt_mu3: float = 0.2
+    alpha_min: int = 1
+    alpha_max: int = 5
+    q_min: float = 0.3
+    z_min: float = 0.1
+    energy_max: float = math.inf  # J per device and round (C2)
 
     def __post_init__(self) -> None:
         require(self.model in ("softmax", "mlp"), "model", '"softmax" or "mlp"')
@@ -107,6 +139,14 @@ class GraphFLParams:
         require(self.deadline > 0, "deadline", "> 0 virtual seconds")
         require(self.late in ("drop", "carry"), "late", '"drop" or "carry"')
         require(self.work_per_sample >= 0, "work_per_sample", ">= 0")
+        require(self.system in ("none", "table3"), "system", '"none" or "table3"')
+        require(0 <= self.system_spread <= 1, "system_spread", "in [0, 1]")
+        require(not self.optimize or self.system == "table3", "optimize", 'true only with system = "table3"')
+        require(min(self.opt_mu1, self.opt_mu2, self.opt_mu3) >= 0, "opt_mu1", ">= 0 (and opt_mu2, opt_mu3)")
+        require(1 <= self.alpha_min <= self.alpha_max, "alpha_min", "between 1 and alpha_max")
+        require(0 < self.q_min <= 1, "q_min", "in (0, 1]")
+        require(0 < self.z_min <= 1, "z_min", "in (0, 1]")
+        require(self.energy_max > 0, "energy_max", "> 0 J")
 
     def nu(self, t: int) -> tuple[float, float]:
         """ν₁⁽ᵗ⁾, ν₂⁽ᵗ⁾ (FedPnP Algorithm 1)."""
@@ -132,6 +172,44 @@ class GraphFLState:
         else:
             A = statistics_graph([statistics(task.parts[k][0]) for k in self.clients])
         self.A, self.L = A, laplacian(A)
+        n = len(self.clients)
+        self.plan = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
+        self.devices, self.deadline, self.H = None, p.deadline, None
+        if p.system == "table3":
+            self.devices = dict(zip(self.clients, draw_devices(n, world.streams.generator("system"), p.system_spread)))
+            self.H = heterogeneity(list(self.devices.values()))
+            if p.optimize:
+                self.plan_rounds(world)
+
+    def update_bits(self, world: World) -> tuple[float, float]:
+        """(χ₀, χ₁): the encoded size in bits of an update sending share z of the entries is
+        about χ₀ + z χ₁ (fitted on the envelopes of two partial updates)."""
+        k, server = self.clients[0], world.network.neighbours(self.clients[0])[0]
+        B = self.model.size
+
+        def bits(m: int) -> float:
+            u = PartialModel.take(np.ones(B), np.arange(m))
+            return 8.0 * len(encode_envelope(0, k, server, "update", 1, 0.0, encode_from(k, "update", {"u": u})))
+
+        small, large = max(1, B // 10), B
+        per_entry = (bits(large) - bits(small)) / (large - small)
+        return bits(large) - per_entry * B, per_entry * B
+
+    def plan_rounds(self, world: World) -> None:
+        """Problem P'' (33) under T_opt (28); per-client (α, q, z) and the deadline."""
+        p = self.p
+        devices = [self.devices[k] for k in self.clients]
+        plan = optimize(devices, [self.task.parts[k][1].size for k in self.clients], self.update_bits(world),
+                        weights=(p.opt_mu1, p.opt_mu2, p.opt_mu3), alpha_range=(p.alpha_min, p.alpha_max),
+                        q_min=p.q_min, z_min=p.z_min, energy_max=p.energy_max)
+        self.plan = {k: (plan.alpha[i], plan.q[i], plan.z[i]) for i, k in enumerate(self.clients)}
+        self.deadline = plan.deadline * 1.02
+
+    def apply_devices(self, world: World, server: str) -> None:
+        """Each device's compute speed (f/ρ samples/s) and uplink bandwidth (r bits/s)."""
+        for k, d in (self.devices or {}).items():
+            world.network.nodes[k].speed = d.speed
+            world.network.link(k, server).bandwidth = rate(d)
 
     def aggregate(self, t: int, stack: np.ndarray) -> np.ndarray:
         """F applied to the K × B stack (module docstring, step 4)."""
@@ -161,7 +239,7 @@ class GraphFLServer(Actor):
             for k in st.clients:
                 self.send(k, "model", {"w": self.Psi[index[k]]})
             updates, arrivals = {}, []
-            until = start + p.deadline
+            until = start + st.deadline
             while len(updates) < len(st.clients) and (msg := await self.recv("update", until=until)) is not None:
                 u = msg.payload["u"]
                 u = u.to_dense() if isinstance(u, PartialModel) else np.asarray(u, dtype=float)
@@ -189,9 +267,11 @@ class GraphFLServer(Actor):
         glob = [accuracy(st.model, self.Psi[i], *st.task.global_test) for i in range(len(st.clients))]
         self.metric("accuracy_local", float(np.mean(local)))
         self.metric("accuracy_global", float(np.mean(glob)))
-        self.metric("latency_s", (start + st.p.deadline if late else max(arrivals, default=start)) - start)
+        self.metric("latency_s", (start + st.deadline if late else max(arrivals, default=start)) - start)
         self.metric("desync_s", max(arrivals, default=start) - min(arrivals, default=start))
         self.metric("late", late)
+        if st.H is not None:
+            self.metric("heterogeneity", st.H)
 
 
 class GraphFLClient(Actor):
@@ -211,20 +291,25 @@ class GraphFLClient(Actor):
             if not self.participates(t):
                 continue
             w = np.asarray(msg.payload["w"], dtype=float)
-            await self.compute(p.work_per_sample * p.epochs * self.y.size)
+            epochs, fraction, sparsity = st.plan[self.name]
+            X, y = self.X, self.y
+            if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
+                rows = self.world.streams.generator(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
+                X, y = X[rows], y[rows]
+            work = epochs * y.size * (1.0 if st.devices else p.work_per_sample)  # samples at f/ρ samples/s
+            self.metric("compute_s", await self.compute(work))
             rng = self.world.streams.generator(f"sgd/{self.name}/{t}")
-            trained = sgd(st.model, w, self.X, self.y, epochs=p.epochs, batch=p.batch, lr=p.lr * p.lr_decay ** (t - 1),
+            trained = sgd(st.model, w, X, y, epochs=epochs, batch=p.batch, lr=p.lr * p.lr_decay ** (t - 1),
                           rng=rng, mu=p.mu, anchor=w)
-            self.send(msg.src, "update", {"u": self.sparsify(trained - w)})
+            self.send(msg.src, "update", {"u": self.sparsify(trained - w, sparsity)})
 
-    def sparsify(self, update: np.ndarray) -> np.ndarray | PartialModel:
+    def sparsify(self, update: np.ndarray, sparsity: float) -> np.ndarray | PartialModel:
         """Algorithm 2 of G-Fedfilt: send the ⌈sparsity · B⌉ largest entries of update +
         residual, keep the rest as the next residual."""
-        p = self.state.p
-        if p.sparsity >= 1:
+        if sparsity >= 1:
             return update
         total = update + self.residual
-        keep = max(1, math.ceil(p.sparsity * total.size))
+        keep = max(1, math.ceil(sparsity * total.size))
         idx = np.sort(np.argpartition(np.abs(total), total.size - keep)[total.size - keep :])
         sent = PartialModel.take(total, idx)
         self.residual = total.copy()
@@ -236,6 +321,7 @@ def build(world: World, params: GraphFLParams, task: FederatedTask, rounds: int)
     state = GraphFLState(world, params, task)
     for name, node in world.network.nodes.items():
         if node.role == "server":
+            state.apply_devices(world, name)
             world.add(GraphFLServer(name, state, rounds))
     for name in state.clients:
         world.add(GraphFLClient(name, state))
