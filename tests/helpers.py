@@ -45,3 +45,23 @@ def logged_world(graph, **kw):
 
 def records(buf):
     return [orjson.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def run_curves(scenario, out):
+    """Run a shipped scenario without log, trace or plots into `out`; per metric and
+    algorithm, the metric per round averaged over Monte Carlo runs (for the slow
+    ordering tests)."""
+    import csv
+    from collections import defaultdict
+
+    import numpy as np
+
+    from netemu.runner import execute
+    from netemu.scenario import load_scenario
+
+    execute(load_scenario(scenario, ["output.log=false", "output.trace=false", "output.plots=false"]), out, quiet=True)
+    by = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    with open(out / "metrics.csv") as f:
+        for r in csv.DictReader(f):
+            by[r["metric"]][r["algorithm"]][int(r["round"])].append(float(r["value"]))
+    return {m: {alg: np.array([np.mean(v[n]) for n in sorted(v)]) for alg, v in algs.items()} for m, algs in by.items()}

@@ -2,27 +2,15 @@
 scenarios (3 Monte Carlo runs each, Fig. 6.3 one).  Slow: about 12 minutes on two
 cores; run with -m slow."""
 
-import csv
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from netemu.runner import execute
-from netemu.scenario import load_scenario
+from helpers import run_curves
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 pytestmark = pytest.mark.slow
-
-
-def curves(out: Path) -> dict[str, dict[str, np.ndarray]]:
-    """Per metric and algorithm: the metric per iteration, averaged over Monte Carlo runs."""
-    by = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    with open(out / "metrics.csv") as f:
-        for r in csv.DictReader(f):
-            by[r["metric"]][r["algorithm"]][int(r["round"])].append(float(r["value"]))
-    return {m: {alg: np.array([np.mean(v[n]) for n in sorted(v)]) for alg, v in algs.items()} for m, algs in by.items()}
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +19,7 @@ def results(tmp_path_factory):
 
     def get(name, metric):
         if name not in cache:
-            out = tmp_path_factory.mktemp(name) / "run"
-            sc = load_scenario(SCENARIOS / f"{name}.toml", ["output.log=false", "output.trace=false", "output.plots=false"])
-            execute(sc, out, quiet=True)
-            cache[name] = curves(out)
+            cache[name] = run_curves(SCENARIOS / f"{name}.toml", tmp_path_factory.mktemp(name) / "run")
         return cache[name][metric]
 
     return get
