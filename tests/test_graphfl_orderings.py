@@ -1,5 +1,5 @@
 """The orderings of FedPnP (Table 1) and G-Fedfilt (Tables IV–V, VII, Fig. 8) on the
-shipped scenarios (2 Monte Carlo runs each).  Slow: about 7 minutes on two cores; run
+shipped scenarios (2 Monte Carlo runs each).  Slow: about 5 minutes on two cores; run
 with -m slow."""
 
 from pathlib import Path

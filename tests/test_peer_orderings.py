@@ -1,5 +1,5 @@
 """The orderings of thesis §3.4 (zCDP-NFL) and §6.3 (NPFL-RL) on the shipped peer
-scenarios (3 Monte Carlo runs each, Fig. 6.3 one).  Slow: about 12 minutes on two
+scenarios (3 Monte Carlo runs each, Fig. 6.3 one).  Slow: about 10 minutes on two
 cores; run with -m slow."""
 
 from pathlib import Path
