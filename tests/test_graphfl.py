@@ -172,3 +172,26 @@ def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         GraphFLParams(**bad)
     assert field in str(e.value)
+
+
+def test_emnist_named_idx_files_feed_digits_fl(tmp_path):
+    from test_pgfl import fake_mnist, write_idx
+
+    rng = np.random.default_rng(0)
+    (xtr, ytr), (xte, yte) = fake_mnist(rng, 300), fake_mnist(rng, 100)
+    for name, array in (("train-images-idx3-ubyte", xtr), ("train-labels-idx1-ubyte", ytr),
+                        ("test-images-idx3-ubyte", xte), ("test-labels-idx1-ubyte", yte)):
+        write_idx(tmp_path / f"emnist-digits-{name}.gz", array)
+    task = make_federated_digits(FederatedDigits(source=str(tmp_path), samples=20, test_samples=10), ["a", "b"], Streams(0))
+    assert task.dim == 36 and task.global_test[0].shape == (100, 36)
+
+
+def test_g_fedfilt_reaches_fedavg_and_local_training_at_its_limits():
+    runs = {}
+    for label, variant, overrides in [("inf", "g-fedfilt", {"beta1": 1e9}), ("zero", "g-fedfilt", {"beta1": 0.0}),
+                                      ("fedavg", "fedprox", {"mu": 0.0}), ("local", "local", {})]:
+        world, _, _ = setup(variant, **{"graph": "statistics", **overrides} if variant == "g-fedfilt" else overrides)
+        world.run()
+        runs[label] = final_models(world)
+    np.testing.assert_allclose(runs["inf"], runs["fedavg"], atol=1e-6)
+    np.testing.assert_allclose(runs["zero"], runs["local"], atol=1e-12)

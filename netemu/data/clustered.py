@@ -153,11 +153,20 @@ def _read_idx(path: Path) -> np.ndarray:
 
 
 def _find(folder: Path, stem: str) -> Path:
-    for name in (stem, stem + ".gz", stem.replace("-idx", ".idx"), stem.replace("-idx", ".idx") + ".gz"):
-        if (folder / name).is_file():
-            return folder / name
-    raise FileNotFoundError(f"{folder}: no {stem}[.gz] (MNIST IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, "
-                            "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte)")
+    """The IDX file `stem` in `folder`, gzipped or not, with "-idx" or ".idx", and with any
+    prefix; "t10k-" may also be "test-" (EMNIST: emnist-digits-test-images-idx3-ubyte.gz)."""
+    stems = {stem, stem.replace("t10k-", "test-")}
+    names = tuple(sorted(stems | {n.replace("-idx", ".idx") for n in stems}))
+    for name in names:
+        for candidate in (folder / name, folder / (name + ".gz")):
+            if candidate.is_file():
+                return candidate
+    found = sorted({p for name in names for p in folder.glob(f"*{name}*") if p.is_file()})
+    if len(found) == 1:
+        return found[0]
+    what = f"several files match *{stem}*: {', '.join(p.name for p in found)}" if found else f"no {stem}[.gz]"
+    raise FileNotFoundError(f"{folder}: {what} (MNIST IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                            "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, optionally with a prefix such as emnist-digits-)")
 
 
 def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> tuple[tuple, tuple]:
