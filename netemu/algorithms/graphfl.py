@@ -68,6 +68,7 @@ from netemu.kernels.graphfilter import (
     laplacian,
     position_graph,
     soft_filter,
+    spectrum,
     statistics,
     statistics_graph,
     weighted_filter,
@@ -171,7 +172,7 @@ class GraphFLState:
             A = position_graph(np.array([task.positions[k] for k in self.clients]), p.d_max)
         else:
             A = statistics_graph([statistics(task.parts[k][0]) for k in self.clients])
-        self.A, self.L = A, laplacian(A)
+        self.A, self.spectrum = A, spectrum(laplacian(A))
         n = len(self.clients)
         self.plan = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
         self.devices, self.deadline, self.H = None, p.deadline, None
@@ -219,8 +220,8 @@ class GraphFLState:
         if p.filter == "mean":
             return np.broadcast_to(self.zeta @ stack, stack.shape).copy()
         if p.filter == "hard":
-            return hard_filter(self.L, min(p.tau, t, len(self.clients))) @ stack
-        return weighted_filter(soft_filter(self.L, *p.nu(t)), self.zeta, stack)
+            return hard_filter(self.spectrum, min(p.tau, t, len(self.clients))) @ stack
+        return weighted_filter(soft_filter(self.spectrum, *p.nu(t)), self.zeta, stack)
 
 
 class GraphFLServer(Actor):

@@ -26,6 +26,7 @@ __all__ = [
     "laplacian",
     "position_graph",
     "soft_filter",
+    "spectrum",
     "statistics",
     "statistics_graph",
     "weighted_filter",
@@ -36,17 +37,21 @@ def laplacian(A: np.ndarray) -> np.ndarray:
     return np.diag(A.sum(axis=1)) - A
 
 
-def soft_filter(L: np.ndarray, beta1: float, beta2: float = 0.0) -> np.ndarray:
-    """H = V diag(1/(1 + β₁λ + β₂λ²)) Vᵀ (FedPnP eq. 12)."""
+def spectrum(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(λ ascending, V) of the Laplacian, computed once per graph (G-Fedfilt Algorithm 1, line 5)."""
     lam, V = np.linalg.eigh(L)
-    lam = np.maximum(lam, 0.0)  # round-off below zero
+    return np.maximum(lam, 0.0), V  # round-off below zero
+
+
+def soft_filter(spec: tuple[np.ndarray, np.ndarray], beta1: float, beta2: float = 0.0) -> np.ndarray:
+    """H = V diag(1/(1 + β₁λ + β₂λ²)) Vᵀ (FedPnP eq. 12)."""
+    lam, V = spec
     return (V * (1.0 / (1.0 + beta1 * lam + beta2 * lam**2))) @ V.T
 
 
-def hard_filter(L: np.ndarray, tau: int) -> np.ndarray:
+def hard_filter(spec: tuple[np.ndarray, np.ndarray], tau: int) -> np.ndarray:
     """H = V_τ V_τᵀ, the projection on the τ smallest graph frequencies (FedPnP eq. 16)."""
-    _, V = np.linalg.eigh(L)
-    V = V[:, :tau]
+    V = spec[1][:, :tau]
     return V @ V.T
 
 
