@@ -327,11 +327,7 @@ def cmd_sweep(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from netemu.devices import DeviceError
-    from netemu.logtools import LogError
-    from netemu.report import ReportError
-    from netemu.sweep import SweepError
-    from netemu.trace import TraceError
+    from netemu.errors import NetemuError
 
     args = _parser().parse_args(argv)
     try:
@@ -339,9 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ScenarioError, TraceError, LogError, ReportError, SweepError, DeviceError) as exc:
+    except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
         print(f"netemu: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
 
 
 if __name__ == "__main__":

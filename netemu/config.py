@@ -3,10 +3,12 @@ names the offending field, so the scenario validator can report the dotted key."
 
 from __future__ import annotations
 
+from netemu.errors import InputError
+
 __all__ = ["ConfigError", "require"]
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     def __init__(self, field: str, accepts: str) -> None:
         super().__init__(f"{field}: {accepts}")
         self.field, self.accepts = field, accepts

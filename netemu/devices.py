@@ -32,13 +32,11 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from netemu.errors import DeviceError
+
 __all__ = ["DeviceError", "from_fedscale", "from_csv", "offline_windows", "read_devices", "write_devices"]
 
 FORMAT, VERSION = "netemu-devices", 1
-
-
-class DeviceError(ValueError):
-    """A device trace cannot be read: names the file and what is wrong."""
 
 
 def _load_mapping(path: Path) -> dict:

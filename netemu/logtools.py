@@ -15,11 +15,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from netemu.errors import LogError
+
 __all__ = ["LogError", "diff", "filter_records", "log_path", "read", "summarize"]
-
-
-class LogError(ValueError):
-    """A log cannot be read: names the file and the line."""
 
 
 def log_path(path: str | Path) -> Path:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from netemu.errors import ReportError
+
 __all__ = [
     "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "plot_sweep",
     "read_metrics",
@@ -95,10 +97,6 @@ def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.nda
             values = np.array([[runs[run][k] for k in common] for run in sorted(runs)])
             out[alg] = (np.array(common), mean_over(metric, values, axis=0), values.min(0), values.max(0))
     return out
-
-
-class ReportError(ValueError):
-    """A run folder cannot be read or plotted."""
 
 
 def read_metrics(run_dir: Path) -> list[tuple]:

@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from netemu.errors import SweepError
 from netemu.scenario import load_scenario
 from netemu.scenario.overrides import parse_value
 from netemu.scenario.schema import Issue, ScenarioError
@@ -28,10 +29,6 @@ from netemu.scenario.schema import Issue, ScenarioError
 __all__ = ["SweepError", "grid_points", "parse_grid", "run_point", "sweep"]
 
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
-
-
-class SweepError(ValueError):
-    pass
 
 
 def parse_grid(specs: list[str]) -> dict[str, list]:

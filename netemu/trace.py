@@ -29,15 +29,12 @@ from typing import Any, BinaryIO
 import msgpack
 import networkx as nx
 
+from netemu.errors import TraceError
 from netemu.net.network import Fates
 
 __all__ = ["FORMAT", "VERSION", "Trace", "TraceError", "TraceWriter", "topology_fingerprint"]
 
 FORMAT, VERSION = "netemu-trace", 1
-
-
-class TraceError(ValueError):
-    """A trace cannot be used: corrupted, truncated, or recorded on another network."""
 
 
 def topology_fingerprint(graph: nx.DiGraph) -> str:

@@ -23,6 +23,7 @@ import networkx as nx
 
 from netemu.actors import Actor
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
+from netemu.errors import RunStopped
 from netemu.log import MessageLog
 from netemu.net.links import Link
 from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
@@ -32,7 +33,7 @@ from netemu.rng import Streams
 __all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
 
 
-class ActorFailed(RuntimeError):
+class ActorFailed(RunStopped):
     """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback)."""
 
     def __init__(self, actor: str, time: float, details: str) -> None:
@@ -40,7 +41,7 @@ class ActorFailed(RuntimeError):
         self.actor, self.time, self.details = actor, time, details
 
 
-class DeadlockError(Deadlock):
+class DeadlockError(Deadlock, RunStopped):
     """Every actor waits and nothing is scheduled.  `waits` maps actor -> what it waits for."""
 
     def __init__(self, time: float, waits: dict[str, str]) -> None:

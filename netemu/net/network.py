@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import networkx as nx
 import simpy
 
+from netemu.errors import InputError
 from netemu.net.links import Link
 from netemu.rng import Streams
 from netemu.wire.codec import decode_envelope, encode_envelope
@@ -33,7 +34,7 @@ Emit = Callable[..., None]
 Fates = Callable[[tuple, Callable[[], T]], T]
 
 
-class NetworkError(ValueError):
+class NetworkError(InputError):
     """A message cannot be routed (unknown node, no link between the two ends)."""
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netemu.errors import InputError
+
 __all__ = ["REQUIRED", "ArrayOf", "Custom", "Field", "Issue", "Mapping", "ScenarioError", "Section", "validate"]
 
 
@@ -35,7 +37,7 @@ class Issue:
         return f"{self.file}: {self.key} = {shown}: {self.accepts}"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """One or more problems in a scenario; `issues` lists them all."""
 
     def __init__(self, issues: list[Issue]) -> None:

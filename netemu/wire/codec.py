@@ -18,6 +18,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from netemu.errors import InputError
 from netemu.wire.partial import PartialModel
 
 __all__ = ["ENVELOPE_FIELDS", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from"]
@@ -29,7 +30,7 @@ _REFUSED_KINDS = {"O": "object", "V": "structured/void"}
 ENVELOPE_FIELDS = ("id", "src", "dst", "kind", "round", "sent_at", "payload")
 
 
-class WireError(TypeError):
+class WireError(InputError, TypeError):
     """A payload cannot be put on the wire; the message names the offending field."""
 
 
