@@ -18,6 +18,7 @@ h3 { font-size: 15px; margin: 0 0 4px; word-break: break-all; }
 .bad { background: #fee2e2; color: #991b1b; padding: 1px 8px; border-radius: 9px; font-weight: 600; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 14px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; overflow: hidden; }
+.card table { display: block; overflow-x: auto; max-width: 100%; }
 .desc { font-style: italic; white-space: pre-wrap; word-break: break-word; }
 pre { background: #f1f3f6; padding: 8px; overflow: auto; max-height: 420px; font-size: 12px; white-space: pre-wrap; word-break: break-word; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 12.5px; }
@@ -137,7 +138,7 @@ SCRIPT = r"""
   }
 
   // An x-zoomable frame: axes, grid, clip path, drag-to-zoom and double-click reset.
-  // spec: {width, height, margin, xdom, ydom, logx, logy, xlabel, ylabel, ylanes, draw(g, sx, sy, xdom), hover(x, evt) -> lines}
+  // spec: {width, height, margin, xdom, ydom or ydomFor(xdom), logx, logy, xlabel, ylabel, ylanes, draw(g, sx, sy, xdom), hover(x, evt) -> lines}
   var clipId = 0;
   function frame(box, spec) {
     var W = spec.width || 600, H = spec.height || 300, m = spec.margin || { l: 58, r: 14, t: 10, b: 38 };
@@ -150,9 +151,14 @@ SCRIPT = r"""
       svgEl("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b }, svgEl("clipPath", { id: id }, defs));
       if (spec.defs) spec.defs(defs);
       var sx = scale(dom[0], dom[1], m.l, W - m.r, spec.logx);
-      var sy = spec.ylanes ? null : scale(spec.ydom[0], spec.ydom[1], H - m.b, m.t, spec.logy);
+      var ydom = spec.ydomFor ? spec.ydomFor(dom) : spec.ydom;
+      var sy = spec.ylanes ? null : scale(ydom[0], ydom[1], H - m.b, m.t, spec.logy);
       var grid = svgEl("g", { "class": "grid" }, svg), axis = svgEl("g", { "class": "axis" }, svg);
       var xt = spec.logx ? logTicks(dom[0], dom[1]) : ticks(dom[0], dom[1], 7);
+      if (spec.integerx) {
+        var whole = xt.filter(function (v) { return Math.abs(v - Math.round(v)) < 1e-9; });
+        if (whole.length >= 2) xt = whole;
+      }
       xt.forEach(function (v) {
         var x = sx(v);
         if (x < m.l - 0.5 || x > W - m.r + 0.5) return;
@@ -160,7 +166,7 @@ SCRIPT = r"""
         svgText(axis, x, H - m.b + 14, fmt(v), { "text-anchor": "middle" });
       });
       if (sy) {
-        var yt = spec.logy ? logTicks(spec.ydom[0], spec.ydom[1]) : ticks(spec.ydom[0], spec.ydom[1], 5);
+        var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5);
         yt.forEach(function (v) {
           var y = sy(v);
           svgEl("line", { x1: m.l, x2: W - m.r, y1: y, y2: y }, grid);
@@ -231,11 +237,20 @@ SCRIPT = r"""
     if (!xs.length) { htmlEl("p", "muted", box, "no data"); return; }
     var pos = ys.filter(function (v) { return v !== null && isFinite(v); });
     var logy = opts.logy !== undefined ? opts.logy : (pos.length > 0 && Math.min.apply(null, pos) > 0 && Math.max.apply(null, pos) / Math.min.apply(null, pos) > 100);
-    var yd = extent(ys, logy);
-    if (!logy) { var pad = (yd[1] - yd[0]) * 0.05; yd = [yd[0] - pad, yd[1] + pad]; }
+    function ydomFor(dom) {  // the y range of what is visible between dom[0] and dom[1]
+      var vis = [];
+      series.forEach(function (s) {
+        for (var i = 0; i < s.x.length; i++) {
+          if (s.x[i] >= dom[0] && s.x[i] <= dom[1]) vis.push(s.y[i], s.lo ? s.lo[i] : null, s.hi ? s.hi[i] : null);
+        }
+      });
+      var yd = extent(vis.length ? vis : ys, logy);
+      if (!logy) { var pad = (yd[1] - yd[0]) * 0.05; yd = [yd[0] - pad, yd[1] + pad]; }
+      return yd;
+    }
     var xd = extent(xs, opts.logx);
     frame(box, {
-      xdom: xd, ydom: yd, logx: opts.logx, logy: logy, xlabel: opts.xlabel, ylabel: opts.ylabel,
+      xdom: xd, ydomFor: ydomFor, logx: opts.logx, logy: logy, xlabel: opts.xlabel, ylabel: opts.ylabel, integerx: opts.integerx,
       draw: function (g, sx, sy) {
         series.forEach(function (s) {
           function ok(i) { return s.y[i] !== null && isFinite(s.x[i]) && (!opts.logx || s.x[i] > 0) && (!logy || s.y[i] > 0); }
@@ -347,7 +362,7 @@ SCRIPT = r"""
       });
       var db = /_db$/.test(mname);
       lineChart(root, mname + (db ? " (dB)" : ""), "", series, {
-        xlabel: xaxis === "time" ? "virtual time (s)" : "round", xname: xaxis === "time" ? "t" : "round", ylabel: mname,
+        xlabel: xaxis === "time" ? "virtual time (s)" : "round", integerx: xaxis !== "time", xname: xaxis === "time" ? "t" : "round", ylabel: mname,
         extra: function (s, i) { return xaxis === "time" ? " (round " + s.c.round[i] + ")" : " (t " + fmt(s.c.time[i]) + " s)"; }
       });
     });
@@ -424,14 +439,14 @@ SCRIPT = r"""
       series.push({ label: s.label + ": mean", color: colorOf(i), x: p.round, y: p.mean });
       series.push({ label: s.label + ": max", color: colorOf(i), x: p.round, y: p.max, dashed: true });
     });
-    if (series.length) lineChart(root, "zCDP spent so far (ρ)", "", series, { xlabel: "round", ylabel: "ρ", xname: "round", logy: false });
+    if (series.length) lineChart(root, "zCDP spent so far (ρ)", "", series, { xlabel: "round", ylabel: "ρ", xname: "round", logy: false, integerx: true });
     else htmlEl("p", "muted", root, "no privacy.csv");
   }
 
   function drawTimeline(root, f, fi) {
     var tl = f.timeline;
     var title = "Timeline: " + f.name;
-    if (!tl) { htmlEl("p", "muted", chartBox(root, title), "no message log"); return; }
+    if (!tl || tl.empty) { htmlEl("p", "muted", chartBox(root, title), tl ? tl.empty : "no message log"); return; }
     var sub = tl.algorithm + ", run " + tl.run + ": " + fmt(tl.since) + " s to " + fmt(tl.until) + " s, " + tl.msgs.length + " messages, " +
               tl.computes.length + " compute spans; the window ends at " + tl.ends_at + (tl.truncated ? " — truncated" : "");
     var box = chartBox(root, title, sub);

@@ -25,6 +25,7 @@ import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -366,7 +367,7 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         if alg not in algorithms:
             algorithms.append(alg)
     ends = {alg: list(v) for alg, v in (summary.get("virtual_time") or {}).items() if isinstance(v, list)}
-    folder = {
+    folder: dict[str, Any] = {
         "path": str(run_dir), "name": d.name or str(run_dir),
         "scenario_name": str((scenario.get("run") or {}).get("name") or summary.get("scenario") or ""),
         "description": str((scenario.get("run") or {}).get("description") or ""),
@@ -443,6 +444,9 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
             stats.append([a, float(np.mean(part)), float(np.mean(comp)), float(np.mean(idle))])
         folder["actors"][alg] = {"actors": len(stats), "shown": min(len(stats), MAX_ACTORS), "rows": stats[:MAX_ACTORS]}
     folder["timeline"] = tl.as_dict()
+    if folder["timeline"] is None:
+        wanted = ", ".join(f"{k} {v!r}" for k, v in (("algorithm", window.algorithm), ("run", window.run)) if v is not None)
+        folder["timeline"] = {"empty": f"no records of {wanted} in this log" if wanted else "the log has no records"}
     return folder
 
 
@@ -479,7 +483,7 @@ def _e(x) -> str:
 def _fmt(v, digits: int = 4) -> str:
     if v is None:
         return "–"
-    if isinstance(v, bool) or isinstance(v, int):
+    if isinstance(v, (bool, int)):
         return str(v)
     if isinstance(v, float):
         return f"{v:.{digits}g}"
@@ -531,9 +535,9 @@ def _series(folders: list[dict]) -> list[dict]:
 
 
 def _traffic_table(folders: list[dict], series: list[dict]) -> str:
-    rows = ["<table class='num'><tr><th>series</th><th>kind / link class</th><th>sent</th><th>delivered</th><th>dropped</th>"
-            "<th>drops by reason</th><th>in flight</th><th>bytes</th><th>bytes / run</th><th>delay mean</th><th>p50≈</th>"
-            "<th>p90≈</th><th>p99≈</th><th>max</th></tr>"]
+    rows = [("<table class='num'><tr><th>series</th><th>kind / link class</th><th>sent</th><th>delivered</th><th>dropped</th>"
+             "<th>drops by reason</th><th>in flight</th><th>bytes</th><th>bytes / run</th><th>delay mean</th><th>p50≈</th>"
+             "<th>p90≈</th><th>p99≈</th><th>max</th></tr>")]
     for s in series:
         t = folders[s["folder"]]["traffic"].get(s["algorithm"])
         if not t:

@@ -1,0 +1,469 @@
+"""netemu report: the HTML page about run folders — its figures, its escaping, and the page
+itself in a real headless Chromium (skipped only outside CI when Chromium is absent)."""
+
+import base64
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from netemu.cli import main
+from netemu.errors import LogError
+from netemu.htmlreport import Window, _Delays, collect, embed_json, natural_key, render
+from netemu.report import read_metrics
+from netemu.runner import execute
+from netemu.scenario import load_scenario
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+# Every untrusted field carries a payload that, if it ever ran, would mark the page.
+DESCRIPTION = '<script>document.body.setAttribute("data-pwned","description")</script>'
+NAME = '</script><img src=x onerror=document.body.setAttribute("data-pwned","name")>'
+LABEL = "</script><script>document.body.setAttribute('data-pwned','label')</script>\u2028<!--"
+HOSTILE = f"""
+[run]
+name = '{NAME}'
+description = '{DESCRIPTION}'
+seed = 4
+rounds = 3
+runs = 1
+[topology]
+kind = "star"
+clients = 4
+[links.uplink]
+latency = {{ model = "constant", delay = 0.3 }}
+[data]
+kind = "linear"
+dim = 3
+[[algorithm]]
+name = "fedavg"
+label = "{LABEL.replace(chr(0x2028), chr(92) + 'u2028')}"
+round_time = 2.0
+"""
+
+
+def _run(scenario: Path, out: Path, overrides: list[str]) -> Path:
+    execute(load_scenario(scenario, overrides), out, quiet=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two quickstart folders (the second with a lossier uplink) and a hostile one."""
+    base = tmp_path_factory.mktemp("report")
+    a = _run(SCENARIOS / "quickstart.toml", base / "calm", ["run.rounds=5", "run.runs=2"])
+    b = _run(SCENARIOS / "quickstart.toml", base / "lossy", ["run.rounds=5", "run.runs=2", "links.uplink.loss.p_gb=0.3"])
+    (base / "hostile.toml").write_text(HOSTILE)
+    h = _run(base / "hostile.toml", base / "hostile", [])
+    return a, b, h
+
+
+@pytest.fixture(scope="module")
+def private_run(tmp_path_factory):
+    return _run(SCENARIOS / "zcdpnfl_stragglers.toml", tmp_path_factory.mktemp("private") / "z", ["run.rounds=3", "run.runs=2"])
+
+
+@pytest.fixture(scope="module")
+def page(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("page") / "report.html"
+    assert main(["report", *map(str, runs), "--out", str(out)]) == 0
+    return out
+
+
+def _log(run_dir: Path) -> list[dict]:
+    return [orjson.loads(line) for line in (run_dir / "messages.jsonl").read_bytes().splitlines()]
+
+
+# ------------------------------------------------------------------ the figures
+
+
+def test_learning_curves_against_rounds_and_virtual_time_match_metrics_csv(runs):
+    folder = collect(runs[0])
+    rows = read_metrics(runs[0])
+    c = folder["curves"]["fedavg"]["mse"]
+    assert c["round"] == [0, 1, 2, 3, 4]
+    for k, rnd in enumerate(c["round"]):
+        values = [r[5] for r in rows if r[4] == "mse" and r[2] == rnd]
+        times = [r[3] for r in rows if r[4] == "mse" and r[2] == rnd]
+        assert c["mean"][k] == pytest.approx(np.mean(values), rel=1e-12)
+        assert (c["lo"][k], c["hi"][k]) == (min(values), max(values))
+        assert c["time"][k] == pytest.approx(np.mean(times), rel=1e-12)
+
+
+def test_traffic_per_link_class_agrees_with_the_runners_counts(runs):
+    """Counted from the log here, by the network in the runner: two independent tallies."""
+    for run_dir in runs[:2]:
+        traffic = collect(run_dir)["traffic"]["fedavg"]["by_link"]
+        counts = json.loads((run_dir / "summary.json").read_text())["messages"]["fedavg"]
+        assert sum(t["sent"] for t in traffic.values()) == counts["sent"]
+        assert sum(t["delivered"] for t in traffic.values()) == counts["delivered"]
+        assert sum(t["dropped"] for t in traffic.values()) == counts["dropped"]
+        reasons: dict = {}
+        for t in traffic.values():
+            for k, v in t["dropped_by_reason"].items():
+                reasons[k] = reasons.get(k, 0) + v
+        assert reasons == counts["dropped_by_reason"]
+        assert {link: t["bytes"] for link, t in traffic.items()} == counts["bytes"]
+
+
+def test_delay_figures_come_from_the_logged_delays(runs):
+    delays = [r["delay"] for r in _log(runs[1]) if r["event"] == "deliver" and r["link"] == "uplink"]
+    d = collect(runs[1])["traffic"]["fedavg"]["by_link"]["uplink"]["delay"]
+    assert d["count"] == len(delays)
+    assert d["mean"] == pytest.approx(np.mean(delays), rel=1e-12)
+    assert (d["min"], d["max"]) == (min(delays), max(delays))
+    assert d["cdf"][-1][1] == pytest.approx(1.0)
+
+
+def test_streamed_delay_quantiles_are_within_three_percent():
+    """One log-spaced bin is a factor 10**(1/40) = 1.059 wide; its geometric centre is within 2.9 %."""
+    x = np.random.default_rng(7).lognormal(-1.0, 1.5, 20_000)
+    acc = _Delays()
+    for v in x:
+        acc.add(float(v))
+    for q in (0.5, 0.9, 0.99):
+        assert acc.quantile(q) == pytest.approx(np.quantile(x, q), rel=0.03)
+
+
+def test_per_client_figures_are_per_run_means_and_fit_in_the_run(runs):
+    """Compute + idle = the run's length (never compute summed over runs); the server takes part in every round."""
+    folder = collect(runs[0])
+    summary = json.loads((runs[0] / "summary.json").read_text())
+    span = float(np.mean(summary["virtual_time"]["fedavg"]))
+    rows = {name: (p, c, i) for name, p, c, i in folder["actors"]["fedavg"]["rows"]}
+    assert list(rows)[:3] == ["server", "client-0", "client-1"] and list(rows)[-1] == "client-19"
+    assert rows["server"][0] == 1.0
+    for name, (p, c, i) in rows.items():
+        assert 0.0 <= p <= 1.0
+        assert 0.0 <= c <= span + 1e-9
+        assert c + i == pytest.approx(span), name
+
+
+def test_participation_counts_the_rounds_a_client_sent_in(runs):
+    log = _log(runs[0])
+    expected = []
+    for run in (0, 1):
+        sends = [r for r in log if r["event"] == "send" and r["run"] == run]
+        expected.append(len({r["round"] for r in sends if r["src"] == "client-3"}) / len({r["round"] for r in sends}))
+    rows = {name: p for name, p, _c, _i in collect(runs[0])["actors"]["fedavg"]["rows"]}
+    assert rows["client-3"] == pytest.approx(np.mean(expected))
+
+
+def test_privacy_spent_per_round_matches_the_summary(private_run):
+    folder = collect(private_run)
+    summary = json.loads((private_run / "summary.json").read_text())["privacy"]
+    for alg, curve in folder["privacy_curves"].items():
+        totals = [c["rho_total"] for c in summary[alg].values()]
+        assert curve["mean"][-1] == pytest.approx(np.mean(totals), rel=1e-12)
+        assert curve["max"][-1] == pytest.approx(max(totals), rel=1e-12)
+        assert curve["mean"] == sorted(curve["mean"])  # spending only grows
+
+
+def test_the_default_timeline_window_is_the_first_three_rounds(runs):
+    tl = collect(runs[0])["timeline"]
+    log = _log(runs[0])
+    end = next(i for i, r in enumerate(log) if r["event"] == "send" and r["run"] == 0 and r["round"] == 3)
+    assert (tl["algorithm"], tl["run"], tl["until"]) == ("fedavg", 0, log[end]["t"])
+    assert {m[7] for m in tl["msgs"]} == {0, 1, 2}
+    # a time window: a straggler's round-2 update sent after round 3 began is outside it
+    assert len(tl["msgs"]) == sum(1 for r in log[:end] if r["event"] == "send" and r["run"] == 0)
+
+
+def test_a_chosen_timeline_window_holds_only_its_events_up_to_the_limit(runs):
+    tl = collect(runs[0], Window(since=6.0, until=12.0, run=1))["timeline"]
+    assert tl["run"] == 1 and tl["msgs"] and not tl["truncated"]
+    assert all(6.0 <= m[0] <= 12.0 for m in tl["msgs"]) and all(6.0 <= c[0] <= 12.0 for c in tl["computes"])
+    small = collect(runs[0], Window(since=6.0, until=12.0, run=1, max_events=10))["timeline"]
+    assert len(small["msgs"]) + len(small["computes"]) == 10 and small["truncated"]
+    named = lambda t: [(m[0], t["lanes"][m[1]], t["lanes"][m[3]], m[7]) for m in t["msgs"]]
+    assert named(small) == named(tl)[: len(small["msgs"])]
+
+
+def test_a_timeline_of_an_algorithm_the_folder_lacks_says_so(runs):
+    assert "no records of algorithm 'nope'" in collect(runs[0], Window(algorithm="nope"))["timeline"]["empty"]
+
+
+def test_actors_sort_naturally():
+    assert sorted(["client-10", "client-2", "client-1"], key=natural_key) == ["client-1", "client-2", "client-10"]
+
+
+# ------------------------------------------------------------------ the page, as text
+
+
+def test_comparison_puts_every_folder_side_by_side(page, runs):
+    text = page.read_text()
+    data = _data(text)
+    assert [s["label"] for s in data["series"]] == ["calm: fedavg", "lossy: fedavg", f"hostile: {LABEL}"]
+    for run_dir in runs:
+        assert f"<h3>{run_dir.name}</h3>" in text
+
+
+def test_the_page_is_self_contained(page):
+    text = page.read_text()
+    assert set(re.findall(r"https?://[^\s\"'<>)]+", text)) == {"http://www.w3.org/2000/svg"}  # a namespace, never fetched
+    assert not re.search(r"<(link|img|iframe|object|embed)\b", text) and not re.search(r"<[^>]*\b(src|href)=", text)
+    script = re.search(r"<script>(.*?)</script>", text, re.DOTALL).group(1)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'" in text
+
+
+def test_untrusted_strings_reach_the_page_only_escaped(page):
+    text = page.read_text()
+    for payload in (DESCRIPTION, NAME, "<script>document", "<img src", "<!--"):
+        assert payload not in text
+    assert html_escape(DESCRIPTION) in text and html_escape(NAME) in text
+    assert text.count("<script") == 2  # the data block and the page's own script
+
+
+def test_embedded_json_cannot_close_its_script_block():
+    data = {"label": LABEL, "amp": "a&b", "seps": "\u2028\u2029", "nan": math.nan, "inf": [math.inf]}
+    text = embed_json(data)
+    assert not re.search("[<>&\u2028\u2029]", text)
+    assert json.loads(text) == {"label": LABEL, "amp": "a&b", "seps": "\u2028\u2029", "nan": None, "inf": [None]}
+
+
+def test_a_folder_that_is_not_a_run_folder_is_refused(tmp_path, capsys):
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r.html")]) == 2
+    assert f"netemu: {tmp_path}: not a run folder" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_malformed_log_record_names_the_file_and_line(runs, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(runs[0], bad)
+    lines = (bad / "messages.jsonl").read_text().splitlines()
+    lines[4] = '{"t": 1.0, "event": "send"}'
+    (bad / "messages.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogError, match=r"messages.jsonl:5: a record without a usable 'algorithm'|messages.jsonl:5: a record without a usable 'kind'"):
+        collect(bad)
+
+
+def test_the_page_stays_small_for_a_long_run(runs, tmp_path):
+    """Only summaries and one bounded window are embedded: 8x the rounds, far less than 8x the page."""
+    long = _run(SCENARIOS / "quickstart.toml", tmp_path / "long", ["run.rounds=40", "run.runs=2"])
+    short_size = len(render([collect(runs[0])]))
+    long_size = len(render([collect(long)]))
+    log_ratio = (long / "messages.jsonl").stat().st_size / (runs[0] / "messages.jsonl").stat().st_size
+    assert log_ratio > 7 and long_size < 1.5 * short_size
+
+
+def html_escape(s: str) -> str:
+    import html
+
+    return html.escape(s, quote=True)
+
+
+def _data(text: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="netemu-data">(.*?)</script>', text, re.DOTALL).group(1))
+
+
+# ------------------------------------------------------------------ the page in a real browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+HEADLESS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--hide-scrollbars")  # nothing fetched, nothing kept
+
+
+@pytest.fixture
+def chromium():
+    if CHROMIUM is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed, but CI must run the browser tests (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium); CI runs these tests")
+    return CHROMIUM
+
+
+def _browse(chromium: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    args = [chromium, *HEADLESS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.as_uri()]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+
+
+class _Dom(HTMLParser):
+    """Elements (tag, attributes) and the text under each class of interest, from a dumped DOM."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements: list[tuple[str, dict]] = []
+        self.stack: list[str] = []
+        self.text: dict[str, str] = {}
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a))
+        self.stack.append(a.get("class") or "")
+
+    def handle_endtag(self, tag):
+        if self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if self.stack and self.stack[-1]:
+            self.text[self.stack[-1]] = self.text.get(self.stack[-1], "") + data
+
+    def count(self, tag, cls=None):
+        return sum(1 for t, a in self.elements if t == tag and (cls is None or cls in (a.get("class") or "").split()))
+
+
+@pytest.fixture(scope="module")
+def rendered(page, tmp_path_factory):
+    if CHROMIUM is None:
+        return None
+    done = _browse(CHROMIUM, page, tmp_path_factory.mktemp("profile"), "--dump-dom")
+    dom = _Dom()
+    dom.feed(done.stdout)
+    return done, dom
+
+
+def test_the_page_loads_in_chromium_without_console_messages(chromium, rendered):
+    done, dom = rendered
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [line for line in done.stderr.splitlines() if ":CONSOLE" in line] == []  # errors, CSP violations, logs
+    body = next(a for t, a in dom.elements if t == "body")
+    assert body.get("data-rendered") == "ok"
+
+
+def test_the_plots_render_as_svg(chromium, rendered, page):
+    _done, dom = rendered
+    data = _data(page.read_text())
+    curves = sum(len(f["curves"].get(s["algorithm"], {})) for s in data["series"] for f in [data["folders"][s["folder"]]])
+    assert dom.count("path", "curve") >= curves  # a mean line per series and metric, plus the delay distributions
+    assert dom.count("path", "band") >= 4  # min–max bands of the two-run folders
+    assert dom.count("rect", "bar") > 40  # bytes, outcomes, participation, compute/idle
+    assert dom.count("line", "msg") == sum(len(f["timeline"]["msgs"]) for f in data["folders"])
+    assert dom.count("rect", "compute") == sum(len(f["timeline"]["computes"]) for f in data["folders"])
+
+
+def test_a_script_in_a_scenario_shows_as_text_and_runs_nothing(chromium, rendered):
+    _done, dom = rendered
+    assert not any("data-pwned" in a for _t, a in dom.elements)
+    assert not any(t == "img" for t, _a in dom.elements)
+    assert DESCRIPTION in dom.text["desc"]
+    assert NAME in dom.text["scn-name"]
+
+
+def test_screenshot_of_the_report(chromium, page, tmp_path):
+    from PIL import Image
+
+    shot = tmp_path / "report.png"
+    done = _browse(chromium, page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,1600")
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    assert img.shape == (1600, 1280, 3)
+    colors = {tuple(c) for c in img.reshape(-1, 3)[::7]}
+    assert len(colors) > 200  # text, charts and bands, not a blank or an error page
+    # the learning curves of the first two series, in the first and second palette colours
+    assert (img == (31, 119, 180)).all(axis=2).sum() > 200 and (img == (255, 127, 14)).all(axis=2).sum() > 200
+    if os.environ.get("NETEMU_KEEP_SCREENSHOT"):
+        shutil.copy(shot, os.environ["NETEMU_KEEP_SCREENSHOT"])
+
+
+class _DevTools:
+    """Chromium driven over the DevTools protocol on --remote-debugging-pipe (fd 3: commands in,
+    fd 4: replies out, NUL-separated JSON): no port, no extra dependency."""
+
+    def __init__(self, chromium: str, page: Path, profile: Path):
+        cmd_r, cmd_w = os.pipe()
+        out_r, out_w = os.pipe()
+        # the child's ends, moved above 9 so that bash's 3<& and 4>& cannot clobber them
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (cmd_r, out_w)]
+        for fd in (cmd_r, out_w):
+            os.close(fd)
+        redirect = f'exec "$0" "$@" 3<&{high[0]} 4>&{high[1]} {high[0]}<&- {high[1]}>&-'
+        args = ["bash", "-c", redirect, chromium, *HEADLESS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
+                "--window-size=1280,1000", page.as_uri()]
+        self.proc = subprocess.Popen(args, pass_fds=high, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for fd in high:
+            os.close(fd)
+        self.w, self.r, self.buf, self.n, self.session = cmd_w, out_r, b"", 0, None
+        target = next(t for t in self.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        self.session = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+
+    def send(self, method: str, params: dict | None = None, timeout: float = 30.0) -> dict:
+        self.n += 1
+        msg = {"id": self.n, "method": method, "params": params or {}}
+        if self.session and not method.startswith("Target."):
+            msg["sessionId"] = self.session
+        os.write(self.w, json.dumps(msg).encode() + b"\0")
+        end = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.n:
+                    assert "error" not in reply, (method, reply["error"])
+                    return reply["result"]
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"chromium did not answer {method}")
+            if select.select([self.r], [], [], left)[0]:
+                chunk = os.read(self.r, 1 << 16)
+                if not chunk:
+                    raise EOFError("chromium closed the DevTools pipe")
+                self.buf += chunk
+
+    def eval(self, expression: str):
+        return self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})["result"].get("value")
+
+    def mouse(self, kind: str, x: float, y: float, clicks: int = 0) -> None:
+        params = {"type": kind, "x": x, "y": y}
+        if clicks:
+            params.update(button="left", clickCount=clicks)
+        self.send("Input.dispatchMouseEvent", params)
+
+    def close(self) -> None:
+        try:
+            self.send("Browser.close", timeout=5)
+        except (OSError, TimeoutError, EOFError, AssertionError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.w)
+        os.close(self.r)
+
+
+def test_hover_shows_values_and_dragging_zooms(chromium, page, tmp_path):
+    tools = _DevTools(chromium, page, tmp_path / "profile")
+    try:
+        deadline = time.monotonic() + 20
+        while tools.eval("document.body && document.body.getAttribute('data-rendered')") != "ok":
+            assert time.monotonic() < deadline, "the page did not render"
+            time.sleep(0.05)
+        chart = "document.querySelector('[data-chart=curves] svg')"
+        x, y, w, h = tools.eval(f"(function () {{ var r = {chart}.querySelector('rect[fill=transparent]'); r.scrollIntoView();"
+                                " var b = r.getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; })()")
+        x_ticks = f"Array.from({chart}.querySelectorAll('.axis text')).filter(function (t) {{ return !t.getAttribute('transform') &&" \
+                  " t.getAttribute('text-anchor') === 'middle'; }).map(function (t) { return +t.textContent; }).filter(isFinite)"
+        full = tools.eval(x_ticks)
+        assert full[0] == 0 and full[-1] == 4  # rounds 0..4
+
+        tools.mouse("mouseMoved", x + w / 2, y + h / 2)  # hover: every series' value at the nearest round
+        tip = tools.eval("document.getElementById('tooltip').style.display + '|' + document.getElementById('tooltip').textContent")
+        assert tip.startswith("block|") and "calm: fedavg: " in tip and "lossy: fedavg: " in tip and "at round 2" in tip
+
+        tools.mouse("mousePressed", x + 0.05 * w, y + h / 2, clicks=1)  # drag over rounds ~0.2 .. ~2
+        tools.mouse("mouseMoved", x + 0.5 * w, y + h / 2)
+        tools.mouse("mouseReleased", x + 0.5 * w, y + h / 2, clicks=1)
+        zoomed = tools.eval(x_ticks)
+        assert zoomed != full and zoomed[0] > 0 and zoomed[-1] <= 2
+
+        for clicks in (1, 2):  # double-click: back to every round
+            tools.mouse("mousePressed", x + w / 2, y + h / 2, clicks=clicks)
+            tools.mouse("mouseReleased", x + w / 2, y + h / 2, clicks=clicks)
+        assert tools.eval(x_ticks) == full
+    finally:
+        tools.close()
