@@ -18,6 +18,7 @@ h3 { font-size: 15px; margin: 0 0 4px; word-break: break-all; }
 .bad { background: #fee2e2; color: #991b1b; padding: 1px 8px; border-radius: 9px; font-weight: 600; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 14px; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; overflow: hidden; }
+.warn { color: #92400e; font-size: 12.5px; padding-left: 18px; }
 .card table { display: block; overflow-x: auto; max-width: 100%; }
 .desc { font-style: italic; white-space: pre-wrap; word-break: break-word; }
 pre { background: #f1f3f6; padding: 8px; overflow: auto; max-height: 420px; font-size: 12px; white-space: pre-wrap; word-break: break-word; }
@@ -292,7 +293,7 @@ SCRIPT = r"""
 
   // Bars: categories along x; per category one bar per group, stacked by `stacks`.
   // values[c][g] = [v per stack]
-  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel) {
+  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel, legendByGroup) {
     var box = chartBox(parent, title, sub);
     var W = 600, longest = 0;
     categories.forEach(function (c) { longest = Math.max(longest, Math.min(28, c.length)); });
@@ -320,7 +321,7 @@ SCRIPT = r"""
           var v = values[ci][gi][si] || 0;
           if (v <= 0) return;
           var r = svgEl("rect", { x: x0 + gi * bw, y: sy(acc + v), width: Math.max(0.5, bw - 1), height: Math.max(0.5, sy(acc) - sy(acc + v)),
-                                  fill: st.color || gr.color, "class": "bar" }, svg);
+                                  fill: st.color || gr.color, "fill-opacity": st.opacity, "class": "bar" }, svg);
           titled(r, c + "\n" + gr.label + (stacks.length > 1 ? " · " + st.label : "") + ": " + fmt(v));
           acc += v;
         });
@@ -333,7 +334,7 @@ SCRIPT = r"""
       }
     });
     charts++;
-    var items = stacks.length > 1 ? stacks : groups;
+    var items = stacks.length > 1 && !legendByGroup ? stacks : groups;
     legend(box, items.map(function (it) { return { label: it.label, color: it.color }; }));
   }
 
@@ -397,17 +398,19 @@ SCRIPT = r"""
       });
     });
     barChart(root, "Messages by outcome", "per link class, all runs; drops by reason", cats, [{ label: "messages", color: "#888" }], stacks, vals, "messages");
-    var series = [];
+    var series = [], zeroOnly = [];
     rows.forEach(function (r) {
       links.forEach(function (l, li) {
         var x = r.t.by_link[l];
         if (!x || !x.delay.cdf) return;
         var cdf = x.delay.cdf.filter(function (p) { return p[0] > 0; });
+        if (!cdf.length) { zeroOnly.push((rows.length > 1 ? r.s.label + " · " : "") + l); return; }
         series.push({ label: (rows.length > 1 ? r.s.label + " · " : "") + l + " (p50≈" + fmt(x.delay.p50) + " s, max " + fmt(x.delay.max) + " s)",
                       color: colorOf(r.i), dashed: li % 2 === 1, x: cdf.map(function (p) { return p[0]; }), y: cdf.map(function (p) { return p[1]; }) });
       });
     });
-    if (series.length) lineChart(root, "Delay distribution", "fraction of delivered messages with delay ≤ x (arrival − send)", series,
+    var note = zeroOnly.length ? "; every delay 0 (not drawn on the log axis): " + zeroOnly.join(", ") : "";
+    if (series.length) lineChart(root, "Delay distribution", "fraction of delivered messages with delay ≤ x (arrival − send)" + note, series,
       { logx: true, logy: false, xlabel: "delay (s)", ylabel: "fraction ≤ delay", xname: "delay", nomarkers: true });
   }
 
@@ -416,16 +419,27 @@ SCRIPT = r"""
     var rows = [];
     S.forEach(function (s, i) { var a = folderOf(s).actors[s.algorithm]; if (a && a.rows.length) rows.push({ s: s, i: i, a: a }); });
     if (!rows.length) { htmlEl("p", "muted", root, "no message log"); return; }
-    var names = [];
-    rows.forEach(function (r) { r.a.rows.forEach(function (x) { if (names.indexOf(x[0]) < 0) names.push(x[0]); }); });
-    var lookup = rows.map(function (r) { var o = {}; r.a.rows.forEach(function (x) { o[x[0]] = x; }); return o; });
-    barChart(root, "Participation per actor", "rounds in which the actor sent / rounds seen (mean over runs)", names,
-      rows.map(function (r) { return { label: r.s.label, color: colorOf(r.i) }; }), [{ label: "participation" }],
-      names.map(function (n) { return lookup.map(function (o) { return [o[n] ? o[n][1] : 0]; }); }), "participation rate");
-    rows.forEach(function (r, ri) {
-      var nm = r.a.rows.map(function (x) { return x[0]; });
-      barChart(root, "Compute and idle time: " + r.s.label, "virtual seconds per run (mean over runs)", nm, [{ label: r.s.label, color: colorOf(r.i) }],
-        [{ label: "compute", color: "#16a34a" }, { label: "idle", color: "#d1d5db" }], r.a.rows.map(function (x) { return [[x[2], x[3]]]; }), "seconds");
+    // series with the same actors share a chart (e.g. one scenario's algorithms, or the same scenario compared)
+    var sets = [], byKey = {};
+    rows.forEach(function (r) {
+      var key = r.a.rows.map(function (x) { return x[0]; }).join("\u0001");
+      if (!byKey[key]) { byKey[key] = []; sets.push(byKey[key]); }
+      byKey[key].push(r);
+    });
+    sets.forEach(function (set) {
+      var names = set[0].a.rows.map(function (x) { return x[0]; });
+      var where = "";
+      if (sets.length > 1) {
+        var folders = [];
+        set.forEach(function (r) { var n = folderOf(r.s).name; if (folders.indexOf(n) < 0) folders.push(n); });
+        where = ": " + folders.join(", ");
+      }
+      var groups = set.map(function (r) { return { label: r.s.label, color: colorOf(r.i) }; });
+      barChart(root, "Participation per actor" + where, "rounds in which the actor sent / rounds seen (mean over runs)", names, groups,
+        [{ label: "participation" }], names.map(function (n, k) { return set.map(function (r) { return [r.a.rows[k][1]]; }); }), "participation rate");
+      barChart(root, "Compute and idle time per actor" + where, "virtual seconds per run (mean over runs): solid compute, pale idle", names, groups,
+        [{ label: "compute" }, { label: "idle", opacity: 0.22 }], names.map(function (n, k) { return set.map(function (r) { return [r.a.rows[k][2], r.a.rows[k][3]]; }); }),
+        "seconds", true);
     });
   }
 

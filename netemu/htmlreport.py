@@ -505,11 +505,12 @@ def _outcome(summary: dict) -> str:
             parts.append(f"<tr><th>{_e(key)}</th><td>{_e(_fmt(summary[key]))}</td></tr>")
     for key in ("rounds_planned", "rounds_done"):
         if key in summary:
-            parts.append(f"<tr><th>{_e(key)}</th><td>{_e(json.dumps(summary[key]))}</td></tr>")
+            parts.append(f"<tr><th>{_e(key)}</th><td>{_e(json.dumps(summary[key], default=str))}</td></tr>")
     parts.append("</table>")
-    per_alg = summary.get("outcome") or summary.get("outcomes")
-    if isinstance(per_alg, dict):
-        parts.append(f"<pre class='small'>{_e(json.dumps(per_alg, indent=1))}</pre>")
+    parts.append(_outcome_table(summary.get("outcome")))
+    warnings = summary.get("warnings")
+    if isinstance(warnings, list) and warnings:
+        parts.append("<ul class='warn'>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>")
     final = summary.get("final") or {}
     if final:
         metrics = sorted({m for v in final.values() if isinstance(v, dict) for m in v})
@@ -523,6 +524,25 @@ def _outcome(summary: dict) -> str:
         parts.append("<p class='small'>virtual end time per run: " + "; ".join(
             f"{_e(alg)}: {_e(', '.join(_fmt(x) for x in (t if isinstance(t, list) else [t])))} s" for alg, t in vt.items()) + "</p>")
     return "".join(parts)
+
+
+def _outcome_table(outcome) -> str:
+    """summary.json's `outcome` (per algorithm, one entry per run: rounds planned and done,
+    complete, stopped_by), when the folder has it; anything else as it is, escaped."""
+    if not outcome:
+        return ""
+    if not (isinstance(outcome, dict) and all(isinstance(v, list) and all(isinstance(o, dict) for o in v) for v in outcome.values())):
+        return f"<pre class='small'>{_e(json.dumps(outcome, indent=1, default=str))}</pre>"
+    rows = ["<table class='outcome'><tr><th>algorithm</th><th>run</th><th>rounds done / planned</th><th>complete</th><th>stopped by</th></tr>"]
+    for alg, runs in outcome.items():
+        for o in runs:
+            done = o.get("complete")
+            mark = "<span class='ok'>yes</span>" if done is True else "<span class='bad'>no</span>" if done is False else "–"
+            rows.append(f"<tr><td>{_e(alg)}</td><td>{_e(o.get('run', ''))}</td>"
+                        f"<td>{_e(o.get('rounds_done', '–'))} / {_e(o.get('rounds_planned', '–'))}</td><td>{mark}</td>"
+                        f"<td>{_e(o.get('stopped_by') or '')}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
 
 
 def _series(folders: list[dict]) -> list[dict]:

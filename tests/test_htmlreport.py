@@ -467,3 +467,19 @@ def test_hover_shows_values_and_dragging_zooms(chromium, page, tmp_path):
         assert tools.eval(x_ticks) == full
     finally:
         tools.close()
+
+
+def test_the_outcome_per_algorithm_and_run_is_shown_when_the_summary_has_it(runs, tmp_path):
+    folder = tmp_path / "stopped"
+    shutil.copytree(runs[0], folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.update(complete=False, stopped_by="fedavg run 1: run.until = 12 virtual seconds reached after 2 of 5 rounds",
+                   outcome={"fedavg": [{"run": 0, "rounds_planned": 5, "rounds_done": 5, "complete": True, "stopped_by": None},
+                                       {"run": 1, "rounds_planned": 5, "rounds_done": 2, "complete": False,
+                                        "stopped_by": "run.until = 12 virtual seconds reached after 2 of 5 rounds"}]},
+                   warnings=["fedavg: <b>no</b> client participated"])
+    (folder / "summary.json").write_text(json.dumps(summary))
+    text = render([collect(folder)])
+    assert '<span class="bad">incomplete</span>' in text and "stopped by: <code>fedavg run 1: run.until = 12" in text
+    assert "<td>fedavg</td><td>1</td><td>2 / 5</td><td><span class='bad'>no</span></td>" in text
+    assert "<li>fedavg: &lt;b&gt;no&lt;/b&gt; client participated</li>" in text
