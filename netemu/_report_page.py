@@ -358,7 +358,7 @@ SCRIPT = r"""
       S.forEach(function (s, i) {
         var c = (folderOf(s).curves[s.algorithm] || {})[mname];
         if (!c) return;
-        series.push({ label: s.label + (c.thinned ? " (thinned)" : ""), color: colorOf(i), x: xaxis === "time" ? c.time : c.round,
+        series.push({ label: s.label + (c.step > 1 ? " (every " + c.step + " rounds: the page holds at most 1500 points a curve)" : ""), color: colorOf(i), x: xaxis === "time" ? c.time : c.round,
                       y: c.mean, lo: c.lo, hi: c.hi, c: c });
       });
       var db = /_db$/.test(mname);

@@ -306,7 +306,7 @@ def _curves(rows: list[tuple]) -> dict[str, dict[str, dict]]:
             "lo": [float(v.min()) for v in vals],
             "hi": [float(v.max()) for v in vals],
             "runs": [len(v) for v in vals],
-            "thinned": len(keep) < len(rounds),
+            "step": keep[1] - keep[0] if len(keep) > 1 else 1,  # > 1: thinned to every step-th round
         }
     return out
 
@@ -522,7 +522,7 @@ def _outcome(summary: dict) -> str:
     vt = summary.get("virtual_time") or {}
     if vt:
         parts.append("<p class='small'>virtual end time per run: " + "; ".join(
-            f"{_e(alg)}: {_e(', '.join(_fmt(x) for x in (t if isinstance(t, list) else [t])))} s" for alg, t in vt.items()) + "</p>")
+            f"{_e(alg)}: {_e(', '.join(_fmt(x, 6) for x in (t if isinstance(t, list) else [t])))} s" for alg, t in vt.items()) + "</p>")
     return "".join(parts)
 
 

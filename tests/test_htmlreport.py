@@ -21,7 +21,16 @@ import pytest
 
 from netemu.cli import main
 from netemu.errors import LogError
-from netemu.htmlreport import Window, _Delays, collect, embed_json, natural_key, render
+from netemu.htmlreport import (
+    MAX_CURVE_POINTS,
+    Window,
+    _Delays,
+    _thin,
+    collect,
+    embed_json,
+    natural_key,
+    render,
+)
 from netemu.report import read_metrics
 from netemu.runner import execute
 from netemu.scenario import load_scenario
@@ -193,6 +202,24 @@ def test_a_chosen_timeline_window_holds_only_its_events_up_to_the_limit(runs):
 
 def test_a_timeline_of_an_algorithm_the_folder_lacks_says_so(runs):
     assert "no records of algorithm 'nope'" in collect(runs[0], Window(algorithm="nope"))["timeline"]["empty"]
+
+
+def test_the_cli_passes_the_timeline_window(runs, tmp_path):
+    out = tmp_path / "w.html"
+    assert main(["report", str(runs[0]), "--out", str(out), "--since", "6", "--until", "12", "--run", "1", "--max-events", "10"]) == 0
+    tl = _data(out.read_text())["folders"][0]["timeline"]
+    assert (tl["run"], tl["since"], len(tl["msgs"]) + len(tl["computes"]), tl["truncated"]) == (1, 6.0, 10, True)
+
+
+def test_a_window_that_ends_before_it_starts_is_refused(runs, tmp_path, capsys):
+    assert main(["report", str(runs[0]), "--out", str(tmp_path / "w.html"), "--since", "6", "--until", "2"]) == 2
+    assert "netemu: --until 2.0 is before --since 6.0" in capsys.readouterr().err
+
+
+def test_long_curves_are_thinned_to_a_bounded_number_of_points_keeping_the_last():
+    keep = _thin(4001)
+    assert len(keep) <= MAX_CURVE_POINTS + 1 and keep[0] == 0 and keep[-1] == 4000
+    assert _thin(MAX_CURVE_POINTS) == list(range(MAX_CURVE_POINTS))
 
 
 def test_actors_sort_naturally():
