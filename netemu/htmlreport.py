@@ -381,6 +381,7 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         log = log_path(d)
     except LogError:
         folder["log"] = "no messages.jsonl in this run folder (output.log = false?)"
+        folder["timeline"] = {"empty": "no message log"}
         folder["algorithms"] = algorithms
         return folder
     traffic: dict[str, dict[tuple[str, str], _Traffic]] = defaultdict(lambda: defaultdict(_Traffic))

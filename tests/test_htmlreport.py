@@ -510,3 +510,11 @@ def test_the_outcome_per_algorithm_and_run_is_shown_when_the_summary_has_it(runs
     assert '<span class="bad">incomplete</span>' in text and "stopped by: <code>fedavg run 1: run.until = 12" in text
     assert "<td>fedavg</td><td>1</td><td>2 / 5</td><td><span class='bad'>no</span></td>" in text
     assert "<li>fedavg: &lt;b&gt;no&lt;/b&gt; client participated</li>" in text
+
+
+def test_a_folder_without_a_message_log_still_reports_its_curves_and_outcome(tmp_path):
+    run_dir = _run(SCENARIOS / "quickstart.toml", tmp_path / "quiet", ["run.rounds=3", "run.runs=1", "output.log=false"])
+    folder = collect(run_dir)
+    assert folder["curves"]["fedavg"]["mse"]["round"] == [0, 1, 2]
+    assert folder["traffic"] == {} and folder["timeline"]["empty"] and "no messages.jsonl" in folder["log"]
+    assert "no messages.jsonl in this run folder" in render([folder])
