@@ -464,7 +464,7 @@ SCRIPT = r"""
     var sub = tl.algorithm + ", run " + tl.run + ": " + fmt(tl.since) + " s to " + fmt(tl.until) + " s, " + tl.msgs.length + " messages, " +
               tl.computes.length + " compute spans; the window ends at " + tl.ends_at + (tl.truncated ? " — truncated" : "");
     var box = chartBox(root, title, sub);
-    var lanes = tl.lanes, LH = 16, m = { l: 100, r: 14, t: 10, b: 38 };
+    var lanes = tl.lanes, LH = Math.max(3, Math.min(16, 2400 / Math.max(1, lanes.length))), m = { l: 100, r: 14, t: 10, b: 38 };
     var H = m.t + m.b + Math.max(3, lanes.length) * LH, W = 1200;
     var lo = tl.since, hi = tl.until > tl.since ? tl.until : tl.since + 1;
     function ly(i) { return m.t + (i + 0.5) * LH; }
@@ -515,7 +515,9 @@ SCRIPT = r"""
         });
       },
       after: function (svg) {
+        var every = Math.ceil(11 / LH);  // every lane labelled while they are tall enough, else every k-th
         lanes.forEach(function (n, i) {
+          if (i % every) return;
           var t = svgText(svg, m.l - 6, ly(i) + 3.5, n.length > 16 ? n.slice(0, 15) + "…" : n, { "text-anchor": "end" });
           titled(t, n);
         });

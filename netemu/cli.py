@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--until", type=float, help="timeline window end (default: after the first 3 rounds)")
     rep.add_argument("--algorithm", help="which algorithm the timeline shows (default: the first)")
     rep.add_argument("--run", type=int, help="which Monte Carlo run the timeline shows (default: the first)")
-    rep.add_argument("--max-events", type=int, default=2000, help="most messages + compute spans in the timeline (default 2000)")
+    rep.add_argument("--max-events", type=int, default=1000, help="most messages + compute spans in the timeline (default 1000)")
     rep.set_defaults(func=cmd_report)
 
     validate = sub.add_parser("validate", help="check scenario files without running them")
