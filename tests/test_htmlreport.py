@@ -463,37 +463,56 @@ class _DevTools:
         os.close(self.r)
 
 
-def test_hover_shows_values_and_dragging_zooms(chromium, page, tmp_path):
+@pytest.fixture
+def devtools(chromium, page, tmp_path):
     tools = _DevTools(chromium, page, tmp_path / "profile")
     try:
         deadline = time.monotonic() + 20
         while tools.eval("document.body && document.body.getAttribute('data-rendered')") != "ok":
             assert time.monotonic() < deadline, "the page did not render"
             time.sleep(0.05)
-        chart = "document.querySelector('[data-chart=curves] svg')"
-        x, y, w, h = tools.eval(f"(function () {{ var r = {chart}.querySelector('rect[fill=transparent]'); r.scrollIntoView();"
-                                " var b = r.getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; })()")
-        x_ticks = f"Array.from({chart}.querySelectorAll('.axis text')).filter(function (t) {{ return !t.getAttribute('transform') &&" \
-                  " t.getAttribute('text-anchor') === 'middle'; }).map(function (t) { return +t.textContent; }).filter(isFinite)"
-        full = tools.eval(x_ticks)
-        assert full[0] == 0 and full[-1] == 4  # rounds 0..4
-
-        tools.mouse("mouseMoved", x + w / 2, y + h / 2)  # hover: every series' value at the nearest round
-        tip = tools.eval("document.getElementById('tooltip').style.display + '|' + document.getElementById('tooltip').textContent")
-        assert tip.startswith("block|") and "calm: fedavg: " in tip and "lossy: fedavg: " in tip and "at round 2" in tip
-
-        tools.mouse("mousePressed", x + 0.05 * w, y + h / 2, clicks=1)  # drag over rounds ~0.2 .. ~2
-        tools.mouse("mouseMoved", x + 0.5 * w, y + h / 2)
-        tools.mouse("mouseReleased", x + 0.5 * w, y + h / 2, clicks=1)
-        zoomed = tools.eval(x_ticks)
-        assert zoomed != full and zoomed[0] > 0 and zoomed[-1] <= 2
-
-        for clicks in (1, 2):  # double-click: back to every round
-            tools.mouse("mousePressed", x + w / 2, y + h / 2, clicks=clicks)
-            tools.mouse("mouseReleased", x + w / 2, y + h / 2, clicks=clicks)
-        assert tools.eval(x_ticks) == full
+        yield tools
     finally:
         tools.close()
+
+
+CURVE_CHART = "document.querySelector('[data-chart=curves] svg')"
+X_TICKS = (f"Array.from({CURVE_CHART}.querySelectorAll('.axis text')).filter(function (t) {{ return !t.getAttribute('transform') &&"
+           " t.getAttribute('text-anchor') === 'middle'; }).map(function (t) { return t.textContent; })")
+
+
+def test_the_learning_curves_switch_to_virtual_time(devtools, page):
+    assert devtools.eval(X_TICKS)[-1] == "round"
+    devtools.eval("document.querySelector('input[name=xaxis][value=time]').click()")
+    ticks = devtools.eval(X_TICKS)
+    assert ticks[-1] == "virtual time (s)"
+    data = _data(page.read_text())
+    times = [t for f in data["folders"] for c in f["curves"].values() for t in c["mse"]["time"]]
+    assert min(times) <= float(ticks[0]) < float(ticks[-2]) <= max(times) == 25.0  # quickstart: 5 rounds of 5 s
+
+
+def test_hover_shows_values_and_dragging_zooms(devtools):
+    tools, chart = devtools, CURVE_CHART
+    x, y, w, h = tools.eval(f"(function () {{ var r = {chart}.querySelector('rect[fill=transparent]'); r.scrollIntoView();"
+                            " var b = r.getBoundingClientRect(); return [b.x, b.y, b.width, b.height]; })()")
+    x_ticks = X_TICKS + ".map(Number).filter(isFinite)"
+    full = tools.eval(x_ticks)
+    assert full[0] == 0 and full[-1] == 4  # rounds 0..4
+
+    tools.mouse("mouseMoved", x + w / 2, y + h / 2)  # hover: every series' value at the nearest round
+    tip = tools.eval("document.getElementById('tooltip').style.display + '|' + document.getElementById('tooltip').textContent")
+    assert tip.startswith("block|") and "calm: fedavg: " in tip and "lossy: fedavg: " in tip and "at round 2" in tip
+
+    tools.mouse("mousePressed", x + 0.05 * w, y + h / 2, clicks=1)  # drag over rounds ~0.2 .. ~2
+    tools.mouse("mouseMoved", x + 0.5 * w, y + h / 2)
+    tools.mouse("mouseReleased", x + 0.5 * w, y + h / 2, clicks=1)
+    zoomed = tools.eval(x_ticks)
+    assert zoomed != full and zoomed[0] > 0 and zoomed[-1] <= 2
+
+    for clicks in (1, 2):  # double-click: back to every round
+        tools.mouse("mousePressed", x + w / 2, y + h / 2, clicks=clicks)
+        tools.mouse("mouseReleased", x + w / 2, y + h / 2, clicks=clicks)
+    assert tools.eval(x_ticks) == full
 
 
 def test_the_outcome_per_algorithm_and_run_is_shown_when_the_summary_has_it(runs, tmp_path):
