@@ -483,8 +483,9 @@ SCRIPT = r"""
         });
         tl.marks.forEach(function (k) {
           if (k[1] === "outage") {
-            var r = svgEl("rect", { x: sx(k[0]), y: ly(k[2]) - LH / 2, width: Math.max(1, sx(k[3][1]) - sx(k[0])), height: LH, fill: "#9ca3af", "fill-opacity": 0.3 }, g);
-            titled(r, "outage " + lanes[k[2]] + "->" + k[3][0] + " from " + fmt(k[0]) + " s until " + fmt(k[3][1]) + " s");
+            var upto = k[3][1] === null ? hi : k[3][1];  // null: an outage without end
+            var r = svgEl("rect", { x: sx(k[0]), y: ly(k[2]) - LH / 2, width: Math.max(1, sx(Math.min(upto, hi)) - sx(k[0])), height: LH, fill: "#9ca3af", "fill-opacity": 0.3 }, g);
+            titled(r, "outage " + lanes[k[2]] + "->" + k[3][0] + " from " + fmt(k[0]) + " s until " + (k[3][1] === null ? "the end" : fmt(k[3][1]) + " s"));
           } else {
             var c = svgEl("circle", { cx: sx(k[0]), cy: ly(k[2]), r: 4, fill: k[1] === "crash" ? "#111827" : "#16a34a" }, g);
             titled(c, k[1] + " " + lanes[k[2]] + " at " + fmt(k[0]) + " s");
@@ -525,6 +526,11 @@ SCRIPT = r"""
     });
     var items = Object.keys(used).map(function (k) { return { label: k === "delivered" ? "delivered" : k === "in flight" || k.indexOf("pending") === 0 ? k : "dropped: " + k, color: used[k] }; });
     items.push({ label: "compute", color: "#16a34a" });
+    var kinds = {};
+    tl.marks.forEach(function (k) { kinds[k[1]] = true; });
+    if (kinds.crash) items.push({ label: "crash", color: "#111827" });
+    if (kinds.recover) items.push({ label: "recover", color: "#16a34a" });
+    if (kinds.outage) items.push({ label: "link outage (sender's lane)", color: "#d1d5db" });
     legend(box, items);
   }
 

@@ -164,7 +164,7 @@ class _Timeline:
         self.first_round: int | None = None
         self.closed = False
         self.truncated = False
-        self.reason = "the --since/--until window" if window.until is not None else ""
+        self.reason = f"--until {window.until:g}" if window.until is not None else ""
         self.pending: dict[int, list] = {}
         self.msgs: list[list] = []
         self.computes: list[list] = []
@@ -174,6 +174,13 @@ class _Timeline:
 
     def _close(self, t: float, reason: str, truncated: bool = False) -> None:
         self.closed, self.until, self.reason, self.truncated = True, t, reason, truncated
+
+    def _full(self, t: float) -> bool:
+        """Close the window (truncated) when it holds max_events messages, compute spans and marks."""
+        if len(self.msgs) + len(self.computes) + len(self.marks) < self.w.max_events:
+            return False
+        self._close(t, f"{self.w.max_events} events (the most a timeline holds)", truncated=True)
+        return True
 
     def feed(self, r: dict, ctx: tuple) -> None:
         if self.ctx is None:
@@ -196,7 +203,7 @@ class _Timeline:
         if self.since is None:
             self.since = t
         if self.until is not None and t > self.until:
-            self._close(self.until, self.reason or "the --until bound")
+            self._close(self.until, self.reason)
             return
         if ev == "send":
             rnd = r["round"]
@@ -205,23 +212,25 @@ class _Timeline:
             if self.w.until is None and rnd >= self.first_round + self.w.rounds:
                 self._close(t, f"the start of round {rnd} (the first {self.w.rounds} rounds; --since/--until choose another window)")
                 return
-            if len(self.msgs) + len(self.computes) >= self.w.max_events:
-                self._close(t, f"{self.w.max_events} events (the most a timeline holds)", truncated=True)
+            if self._full(t):
                 return
             m = [t, r["src"], None, r["dst"], r["kind"], None, r["bytes"], rnd]
             self.msgs.append(m)
             self.pending[r["id"]] = m
             self.lanes[r["src"]] = self.lanes[r["dst"]] = None
         elif ev == "compute":
-            if len(self.msgs) + len(self.computes) >= self.w.max_events:
-                self._close(t, f"{self.w.max_events} events (the most a timeline holds)", truncated=True)
+            if self._full(t):
                 return
             self.computes.append([t, r["duration"], r["actor"], r["round"]])
             self.lanes[r["actor"]] = None
         elif ev in ("crash", "recover"):
+            if self._full(t):
+                return
             self.marks.append([t, ev, r["actor"], None])
             self.lanes[r["actor"]] = None
         elif ev == "outage":
+            if self._full(t):
+                return
             self.marks.append([t, "outage", r["src"], [r["dst"], r["until"]]])
             self.lanes[r["src"]] = None
 

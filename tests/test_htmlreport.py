@@ -537,3 +537,14 @@ def test_a_folder_without_a_message_log_still_reports_its_curves_and_outcome(tmp
     assert folder["curves"]["fedavg"]["mse"]["round"] == [0, 1, 2]
     assert folder["traffic"] == {} and folder["timeline"]["empty"] and "no messages.jsonl" in folder["log"]
     assert "no messages.jsonl in this run folder" in render([folder])
+
+
+def test_the_timeline_marks_crashes_recoveries_and_outages(tmp_path):
+    """quickstart_scripted: client-2 is down from t = 50 to 100; client-7's uplink from 120 to 150."""
+    run_dir = _run(SCENARIOS / "quickstart_scripted.toml", tmp_path / "s", ["run.rounds=26", "run.runs=1"])
+    tl = collect(run_dir, Window(since=45.0, until=130.0))["timeline"]
+    marks = [(t, what, tl["lanes"][lane], extra) for t, what, lane, extra in tl["marks"]]
+    assert marks == [(50.0, "crash", "client-2", None), (100.0, "recover", "client-2", None),
+                     (120.0, "outage", "client-7", ["server", 150.0])]
+    crashed = [m for m in tl["msgs"] if m[5] == "crash"]
+    assert crashed and all(tl["lanes"][m[3]] == "client-2" and 50.0 <= m[2] <= 100.0 for m in crashed)
