@@ -149,6 +149,10 @@ class World:
             await actor.run()
         except asyncio.CancelledError:
             raise
+        except RunStopped as exc:  # already names what stopped, where and when (e.g. a Flower app that raised)
+            if not self._failure.done():
+                self._failure.set_exception(exc)
+            return
         except Exception as exc:  # noqa: BLE001 - any actor error stops the run
             if not self._failure.done():
                 details = "".join(traceback.format_exception(exc))

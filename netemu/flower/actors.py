@@ -1,0 +1,308 @@
+"""A Flower ServerApp and its ClientApps as netemu actors.
+
+`FlowerServer` runs on the server node: it runs the ServerApp (unchanged) in a worker
+thread that alternates with the event loop and gives it a `NetemuGrid`.  Each
+`FlowerNode` is one Flower node (a SuperNode with its ClientApp) on one netemu client
+node: when an instruction is delivered and the node participates in that round (its
+keyed draw), it calls `client_app(message, context)`, spends the virtual compute time
+of the work model on its node (speed, slowdown, straggler group, device trace) and
+sends the reply back over its uplink.  Bytes on the links are Flower's serialization.
+
+`add_flower(world, server_app, client_app, ...)` puts both on a World.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from flwr.app import Context, Message, MetricRecord, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.supercore.logger import FLOWER_LOGGER
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+from netemu.actors import Actor
+from netemu.errors import InputError, RunStopped
+from netemu.flower.apps import load_client_app, load_server_app
+from netemu.flower.grid import NetemuGrid
+from netemu.flower.handoff import AppThread
+from netemu.flower.wire import from_wire, new_message_id, to_wire
+from netemu.flower.work import WorkModel
+from netemu.rng import Streams
+from netemu.wire.codec import encode_from
+from netemu.world import World
+
+__all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "add_flower", "flower_nodes", "flower_run_id"]
+
+FIRST_NODE_ID = 1000  # the i-th client node (topology order) is Flower node 1000 + i
+REPLY = "-reply"  # netemu message kind of a reply: the Flower message type + "-reply"
+
+
+class FlowerAppFailed(RunStopped):
+    """A Flower ServerApp or ClientApp raised: the run stopped.  The first line names the
+    node, the virtual time and the Flower message type; the app's traceback follows."""
+
+    def __init__(self, line: str, details: str) -> None:
+        super().__init__(f"{line}\n{details}")
+        self.line, self.details = line, details
+
+
+def flower_run_id(seed: int) -> int:
+    """The Flower run id of a netemu run (derived from its seed, never from a clock)."""
+    return int(Streams(seed).generator("flower/run-id").integers(1, 2**63))
+
+
+def flower_nodes(clients: list[str]) -> dict[int, tuple[str, dict[str, Any]]]:
+    """Flower node id -> (netemu node, node_config) for `clients` in topology order.
+    node_config follows Flower's simulation: "partition-id" and "num-partitions"."""
+    n = len(clients)
+    return {FIRST_NODE_ID + i: (name, {"partition-id": i, "num-partitions": n}) for i, name in enumerate(clients)}
+
+
+def _transmit(actor: Actor, dst: str, msg: Message, round: int, kind: str) -> int:
+    """Send Flower's bytes of `msg` from `actor` to `dst`; a `flower` log record ties the
+    netemu message id to the Flower message and its serialized size."""
+    data = to_wire(msg)
+    world = actor.world
+    net_id = world.network.send(actor.name, dst, kind, round, encode_from(actor.name, kind, data, dst))
+    meta = msg.metadata
+    world.log(
+        t=actor.now, event="flower", id=net_id, src=actor.name, dst=dst, message_type=meta.message_type,
+        message_id=meta.message_id, reply_to=meta.reply_to_message_id, src_node_id=meta.src_node_id,
+        dst_node_id=meta.dst_node_id, flower_bytes=len(data), error=msg.has_error(),
+    )
+    return net_id
+
+
+@contextmanager
+def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
+    """Flower's process-wide state, set for one emulation and restored after it.
+
+    Flower's strategies sample nodes with the global `random` module (and the DP
+    strategies draw from NumPy's global generator); they are seeded from named netemu
+    streams so that a rerun samples the same nodes.  Only one side (ServerApp or event
+    loop) runs at a time, so the sequence of draws is deterministic.  TaskIdentity is
+    what Flower stamps into the messages a ServerApp creates."""
+    saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+    random.seed(int(streams.generator("flower/random").integers(2**63)))
+    np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
+    try:
+        yield
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved[2:]
+
+
+class _StrategyMetrics(logging.Handler):
+    """Records the MetricRecords Flower's strategies report (aggregated client metrics
+    after each exchange, server-side evaluations) as netemu metrics, with virtual time.
+
+    A strategy reports them only through Flower's logger, with the MetricRecord as the
+    log argument; records from other threads are ignored."""
+
+    def __init__(self, server: FlowerServer) -> None:
+        super().__init__(logging.DEBUG)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        server = self.server
+        if server.app is None or threading.get_ident() != server.app.ident:
+            return
+        args = record.args
+        if isinstance(args, MetricRecord):  # logging unwraps a single mapping argument
+            metrics = args
+        else:
+            metrics = next((a for a in args or () if isinstance(a, MetricRecord)), None)
+        if metrics is None:
+            return
+        text = str(record.msg)
+        if "Initial global evaluation" in text:
+            prefix, rnd = "server", 0
+        elif "Aggregated" in text:
+            prefix, rnd = server.last_category, server.last_round
+        else:
+            prefix, rnd = "server", server.last_round
+        for key, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                server.metric(f"{prefix}_{key}", value, round=rnd)
+
+
+@contextmanager
+def _capture_metrics(server: FlowerServer) -> Iterator[None]:
+    handler = _StrategyMetrics(server)
+    level = FLOWER_LOGGER.level
+    FLOWER_LOGGER.addHandler(handler)
+    if FLOWER_LOGGER.getEffectiveLevel() > logging.INFO:
+        FLOWER_LOGGER.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        FLOWER_LOGGER.removeHandler(handler)
+        FLOWER_LOGGER.setLevel(level)
+
+
+class FlowerServer(Actor):
+    """Runs a Flower ServerApp on the server node, through a `NetemuGrid`."""
+
+    def __init__(self, name: str, server_app: Any, nodes: Mapping[int, str], run_config: Mapping[str, Any], run_id: int) -> None:
+        super().__init__(name)
+        self.server_app = server_app
+        self.nodes = dict(nodes)  # Flower node id -> netemu node
+        self.run_config = dict(run_config)
+        self.run_id = run_id
+        self.app: AppThread | None = None
+        self.grid: NetemuGrid | None = None
+        self.ids: np.random.Generator | None = None
+        self.last_category, self.last_round = "train", 0
+
+    async def run(self) -> None:
+        world = self.world
+        self.ids = world.streams.generator(f"flower/message-ids/{self.name}")
+        run = Run.create_empty(self.run_id)
+        run.override_config = dict(self.run_config)
+        grid = self.grid = NetemuGrid(self, run)
+        context = Context(run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(self.run_config))
+        app = self.app = AppThread(lambda: self.server_app(grid, context), name=f"netemu-flower-{self.name}")
+        with flower_process_state(world.streams, self.run_id), _capture_metrics(self):
+            try:
+                state = app.start()
+                while state[0] == "call":
+                    await self._wait(*state[1])
+                    state = app.resume(None)
+            finally:
+                app.stop()
+        if state[0] == "raised":
+            exc = state[1]
+            line = (f"Flower ServerApp on node {self.name!r} raised {type(exc).__name__}: {_first_line(exc)} "
+                    f"at virtual time {self.now:g} (last message type {self.last_category!r}, round {self.last_round})")
+            raise FlowerAppFailed(line, "".join(traceback.format_exception(exc)))
+
+    # ---------------------------------------------------------- for the Grid (app thread)
+
+    def transmit(self, node: str, msg: Message, round: int) -> None:
+        _transmit(self, node, msg, round, msg.metadata.message_type)
+
+    def wait(self, ids: list[str], *, until: float | None, any_reply: bool) -> None:
+        """Block the ServerApp until replies for `ids` are in (all, or any one), the
+        virtual time `until` passes, or their TTLs run out."""
+        assert self.app is not None
+        self.app.call((ids, until, any_reply))
+
+    def ingest(self) -> None:
+        """Take every reply delivered so far into the Grid."""
+        while (msg := self.inbox.take(None)) is not None:
+            self.grid.accept(from_wire(msg.payload))
+
+    def exchange_done(self, replies: list[Message]) -> None:
+        """Per send_and_receive: how many replies carried content, how many were errors."""
+        category, rnd = self.last_category, self.last_round
+        self.metric(f"{category}_replies", sum(1 for r in replies if not r.has_error()), round=rnd)
+        self.metric(f"{category}_failures", sum(1 for r in replies if r.has_error()), round=rnd)
+
+    # ---------------------------------------------------------- event loop side
+
+    async def _wait(self, ids: list[str], until: float | None, any_reply: bool) -> None:
+        grid = self.grid
+        while True:
+            self.ingest()
+            grid.expire(self.now)
+            out = grid.outstanding(ids)
+            if not out or (any_reply and len(out) < len(ids)):
+                return
+            if until is not None and self.now >= until:
+                return
+            expiry = grid.next_expiry(ids)
+            deadline = expiry if until is None else min(until, expiry)
+            msg = await self.recv(until=deadline)
+            if msg is not None:
+                grid.accept(from_wire(msg.payload))
+
+
+class FlowerNode(Actor):
+    """One Flower node: its ClientApp, Context and work model on a netemu client node."""
+
+    daemon = True
+
+    def __init__(self, name: str, client_app: Any, node_id: int, node_config: Mapping[str, Any],
+                 run_config: Mapping[str, Any], run_id: int, work: WorkModel) -> None:
+        super().__init__(name)
+        self.client_app, self.node_id, self.work = client_app, node_id, work
+        # the node's Context lives as long as the run (Flower keeps `state` across messages)
+        self.context = Context(run_id=run_id, node_id=node_id, node_config=dict(node_config), state=RecordDict(), run_config=dict(run_config))
+        self._ids: np.random.Generator | None = None
+
+    async def run(self) -> None:
+        if self._ids is None:  # once per run, not per incarnation: ids never repeat after a recovery
+            self._ids = self.world.streams.generator(f"flower/message-ids/{self.name}")
+        while True:
+            msg = await self.recv()
+            self.round = msg.round
+            if not self.participates():
+                continue  # dropped out of this round: no reply, the strategy's timeout handles it
+            ins = from_wire(msg.payload)
+            reply = self._call(ins)
+            await self.compute(self.work.work(ins, reply, self.context.run_config))
+            meta = reply.metadata
+            meta.created_at = self.now
+            meta.ttl = ins.metadata.created_at + ins.metadata.ttl - self.now
+            meta.__dict__["_message_id"] = new_message_id(self._ids)
+            _transmit(self, msg.src, reply, msg.round, meta.message_type + REPLY)
+
+    def _call(self, ins: Message) -> Message:
+        kind = ins.metadata.message_type
+        where = f"Flower ClientApp on node {self.name!r} (Flower node {self.node_id})"
+        when = f"at virtual time {self.now:g} while handling a {kind!r} message (round {self.round})"
+        try:
+            reply = self.client_app(ins, self.context)
+        except Exception as exc:  # noqa: BLE001 - the app's error stops the run, reported with its context
+            raise FlowerAppFailed(f"{where} raised {type(exc).__name__}: {_first_line(exc)} {when}",
+                                  "".join(traceback.format_exception(exc))) from None
+        if not isinstance(reply, Message) or reply.metadata.reply_to_message_id != ins.metadata.message_id:
+            raise FlowerAppFailed(f"{where} returned {type(reply).__name__}, not a reply to the message, {when}",
+                                  "a ClientApp must return Message(content, reply_to=message)")
+        return reply
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def add_flower(
+    world: World,
+    server_app: Any,
+    client_app: Any,
+    *,
+    run_config: Mapping[str, Any] | None = None,
+    work: WorkModel | None = None,
+    app_dir: str | None = None,
+) -> dict[int, str]:
+    """Put a Flower ServerApp on the world's one server node and a Flower node with the
+    ClientApp on every client node.  Apps are objects or "package.module:attribute".
+    Returns Flower node id -> netemu node."""
+    server_app = load_server_app(server_app, setting="server_app", app_dir=app_dir)
+    client_app = load_client_app(client_app, setting="client_app", app_dir=app_dir)
+    roles = world.network.nodes
+    servers = [n for n, node in roles.items() if node.role == "server"]
+    if len(servers) != 1:
+        raise InputError(f"a Flower app needs a topology with exactly one node of role server (this one has {len(servers)})")
+    clients = [n for n, node in roles.items() if node.role == "client"]
+    if not clients:
+        raise InputError("a Flower app needs client nodes (role client) in the topology")
+    run_config = dict(run_config or {})
+    work = work or WorkModel()
+    run_id = flower_run_id(world.streams.seed)
+    nodes = flower_nodes(clients)
+    world.add(FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id))
+    for node_id, (name, node_config) in nodes.items():
+        world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work))
+    return {i: name for i, (name, _) in nodes.items()}

@@ -1,0 +1,74 @@
+"""Load a Flower ServerApp or ClientApp named "package.module:attribute".
+
+Every way this can go wrong is a one-line `FlowerAppError` naming the setting, the
+reference and what is accepted: a module that cannot be imported, a missing
+attribute, an object that is not a `flwr.serverapp.ServerApp` / `flwr.clientapp.ClientApp`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from flwr.clientapp import ClientApp
+from flwr.serverapp import ServerApp
+
+from netemu.errors import InputError
+
+__all__ = ["FlowerAppError", "load_app", "load_client_app", "load_server_app"]
+
+_KINDS = {"ServerApp": ServerApp, "ClientApp": ClientApp}
+_ACCEPTS = {
+    "ServerApp": "'package.module:attribute' naming a flwr.serverapp.ServerApp",
+    "ClientApp": "'package.module:attribute' naming a flwr.clientapp.ClientApp",
+}
+
+
+class FlowerAppError(InputError):
+    """A Flower app that cannot be found or is not the kind of app expected."""
+
+
+def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | Path | None = None) -> Any:
+    """The app `ref` names (or `ref` itself if it already is an app) of `kind`
+    ("ServerApp" or "ClientApp"); `app_dir` is put first on sys.path, as `flwr run` does."""
+    cls = _KINDS[kind]
+    setting = setting or kind
+    accepts = _ACCEPTS[kind]
+    if isinstance(ref, cls):
+        return ref
+    if not isinstance(ref, str):
+        raise FlowerAppError(f"{setting}: {type(ref).__name__} object {ref!r} is not a {cls.__module__}.{kind}; accepted: {accepts}")
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise FlowerAppError(f"{setting}: {ref!r} is not of the form 'package.module:attribute'; accepted: {accepts}")
+    if app_dir:
+        path = str(Path(app_dir).resolve())
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            where = f" (searched sys.path, app_dir {str(app_dir)!r})" if app_dir else ""
+            raise FlowerAppError(f"{setting}: {ref!r}: no module named {exc.name!r}{where}; accepted: {accepts}") from None
+        raise FlowerAppError(f"{setting}: {ref!r}: importing {module_name!r} failed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module raised while being imported
+        raise FlowerAppError(f"{setting}: {ref!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise FlowerAppError(f"{setting}: {ref!r}: module {module_name!r} has no attribute {attr!r}; accepted: {accepts}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, cls):
+        raise FlowerAppError(f"{setting}: {ref!r} is a {type(obj).__name__}, not a {cls.__module__}.{kind}; accepted: {accepts}")
+    return obj
+
+
+def load_server_app(ref: Any, **kw: Any) -> ServerApp:
+    return load_app(ref, "ServerApp", **kw)
+
+
+def load_client_app(ref: Any, **kw: Any) -> ClientApp:
+    return load_app(ref, "ClientApp", **kw)

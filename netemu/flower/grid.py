@@ -1,0 +1,205 @@
+"""`NetemuGrid`: Flower's `Grid` whose messages cross netemu's simulated links.
+
+The ServerApp runs in a worker thread that alternates with the event loop
+(`handoff.AppThread`).  Grid calls that need no waiting (`get_node_ids`,
+`push_messages`, a `pull_messages` with something to return) run directly in that
+thread while the loop is parked; a call that must wait for replies hands the wait to
+the server actor, which waits in virtual time and hands control back.
+
+Semantics (docs/flower.md):
+
+* `push_messages` stamps each Message (a seeded UUID as message id, `created_at` =
+  virtual time), serializes it with Flower's protobuf serde and sends those bytes from
+  the server node to the client node of `dst_node_id`.  A destination node that is down
+  gets a Flower NODE_UNAVAILABLE error reply at once, as the SuperLink gives one.
+* `send_and_receive(messages, timeout=T)` waits at most T virtual seconds (no limit if
+  None) and returns the replies that arrived, in the order the messages were pushed.
+  Replies lost on a link or still on their way are missing; those whose node is down
+  when the wait ends come back as NODE_UNAVAILABLE error replies; a message whose TTL
+  (Flower's, 12 h by default) runs out without a reply gets a REPLY_MESSAGE_UNAVAILABLE
+  error reply, as the SuperLink's.
+* `pull_messages(ids)` returns the replies that have arrived; if none of `ids` has one
+  yet it first waits in virtual time for the next reply or expiry (a polling
+  ServerApp therefore advances the emulation instead of spinning).
+* `get_node_ids()` lists every Flower node of the topology (the SuperLink's registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from flwr.app import Error, Message, RecordDict
+from flwr.common.constant import ErrorCode
+from flwr.proto.node_pb2 import NodeInfo  # pylint: disable=E0611
+from flwr.serverapp import Grid
+from flwr.supercore.run import Run
+
+from netemu.errors import InputError
+from netemu.flower.wire import new_message_id
+
+if TYPE_CHECKING:
+    from netemu.flower.actors import FlowerServer
+
+__all__ = ["NetemuGrid"]
+
+_NODE_POLLS_LIMIT = 5  # consecutive get_node_ids() calls without a send: the app waits for nodes that never come
+
+
+class NetemuGrid(Grid):
+    """The Grid a ServerApp gets under netemu; built by `FlowerServer`."""
+
+    def __init__(self, server: FlowerServer, run: Run) -> None:
+        self._server = server
+        self._run = run
+        self._node_polls = 0
+        self._seq = 0  # push order of instruction messages
+        self._pending: dict[str, tuple[int, Message, str]] = {}  # message id -> (seq, instruction, node name)
+        self._replies: dict[str, Message] = {}  # instruction message id -> its reply
+        self.exchanges = 0  # push batches so far (the netemu round of messages that carry no round)
+
+    # ------------------------------------------------------------ Grid API
+
+    def set_run(self, run: Run) -> None:
+        if not isinstance(run, Run):
+            raise TypeError(f"`run` must be an instance of Run, got {type(run).__name__}")
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return Run(**vars(self._run))
+
+    def create_message(self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str, ttl: float | None = None) -> Message:
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> Iterable[int]:
+        self._node_polls += 1
+        if self._node_polls > _NODE_POLLS_LIMIT:
+            raise InputError(
+                f"the Flower ServerApp asked for the node ids {self._node_polls} times without sending a message: it waits "
+                f"for more nodes than the {len(self._server.nodes)} Flower nodes of the topology (check min_available_nodes, "
+                "min_train_nodes and min_evaluate_nodes of its strategy)"
+            )
+        return list(self._server.nodes)
+
+    def get_nodes(self) -> Iterable[NodeInfo]:
+        return [NodeInfo(node_id=node_id) for node_id in self.get_node_ids()]
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        self._node_polls = 0
+        self.exchanges += 1
+        server = self._server
+        ids = []
+        for msg in messages:
+            if not isinstance(msg, Message):
+                raise TypeError(f"push_messages: expected flwr.app.Message objects, got {type(msg).__name__}")
+            meta = msg.metadata
+            node = server.nodes.get(meta.dst_node_id)
+            if node is None:
+                raise ValueError(f"push_messages: no Flower node {meta.dst_node_id} (the nodes are {sorted(server.nodes)})")
+            if meta.reply_to_message_id != "" or not meta.ttl > 0:
+                raise ValueError(f"push_messages: invalid instruction message {msg!r}")
+            msg.metadata.__dict__["_message_id"] = new_message_id(server.ids)
+            meta.created_at = server.now
+            self._pending[meta.message_id] = (self._seq, msg, node)
+            self._seq += 1
+            ids.append(meta.message_id)
+            server.last_category, server.last_round = meta.message_type.split(".", 1)[0], self.round_of(msg)
+            if not server.world.network.nodes[node].up:
+                self._replies[meta.message_id] = self._error_reply(msg, ErrorCode.NODE_UNAVAILABLE, f"node {node!r} is down")
+                continue
+            server.transmit(node, msg, self.round_of(msg))
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        ids = self._in_push_order(message_ids)
+        self._ingest()
+        if ids and not any(i in self._replies for i in ids) and any(i in self._pending for i in ids):
+            self._server.wait(ids, until=None, any_reply=True)
+        return self._take(ids)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        ids = list(self.push_messages(messages))
+        until = None if timeout is None else self._server.now + timeout
+        self._ingest()
+        if any(i not in self._replies for i in ids):
+            self._server.wait(ids, until=until, any_reply=False)
+        self._unavailable_nodes(ids)
+        replies = self._take(ids)
+        if ids:
+            self._server.exchange_done(replies)
+        return replies
+
+    # ------------------------------------------------------------ used by the server actor
+
+    def round_of(self, msg: Message) -> int:
+        """The netemu round of an instruction: its group id if numeric, else the
+        "server-round" Flower's strategies put in the ConfigRecord, else the push batch."""
+        group = msg.metadata.group_id
+        if group.isdigit():
+            return int(group)
+        if msg.has_content():
+            for record in msg.content.config_records.values():
+                value = record.get("server-round")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+        return self.exchanges
+
+    def accept(self, reply: Message) -> None:
+        """A reply delivered to the server node: keep it if its instruction still waits."""
+        key = reply.metadata.reply_to_message_id
+        if key in self._pending and key not in self._replies:
+            self._replies[key] = reply
+
+    def outstanding(self, ids: list[str]) -> list[str]:
+        return [i for i in ids if i in self._pending and i not in self._replies]
+
+    def next_expiry(self, ids: list[str]) -> float | None:
+        times = [self._expiry(self._pending[i][1]) for i in self.outstanding(ids)]
+        return min(times) if times else None
+
+    def expire(self, now: float) -> None:
+        """Error replies for instructions whose TTL ran out without a reply."""
+        for key, (_, msg, node) in self._pending.items():
+            if key not in self._replies and self._expiry(msg) <= now:
+                self._replies[key] = self._error_reply(
+                    msg, ErrorCode.REPLY_MESSAGE_UNAVAILABLE, f"no reply from node {node!r} within the message's TTL of {msg.metadata.ttl:g} s"
+                )
+
+    # ------------------------------------------------------------ internals
+
+    @staticmethod
+    def _expiry(msg: Message) -> float:
+        return msg.metadata.created_at + msg.metadata.ttl
+
+    def _ingest(self) -> None:
+        self._server.ingest()
+        self.expire(self._server.now)
+
+    def _in_push_order(self, message_ids: Iterable[str]) -> list[str]:
+        known = [i for i in message_ids if i in self._pending]
+        return sorted(known, key=lambda i: self._pending[i][0])
+
+    def _unavailable_nodes(self, ids: list[str]) -> None:
+        network = self._server.world.network
+        for key in self.outstanding(ids):
+            msg, node = self._pending[key][1:]
+            if not network.nodes[node].up:
+                self._replies[key] = self._error_reply(msg, ErrorCode.NODE_UNAVAILABLE, f"node {node!r} is down")
+
+    def _take(self, ids: list[str]) -> list[Message]:
+        out = []
+        for key in ids:
+            reply = self._replies.pop(key, None)
+            if reply is not None:
+                del self._pending[key]
+                out.append(reply)
+        return out
+
+    def _error_reply(self, msg: Message, code: int, reason: str) -> Message:
+        now = self._server.now
+        reply = Message(Error(code=code, reason=f"netemu at virtual time {now:g}: {reason}"), reply_to=msg)
+        reply.metadata.created_at = now
+        reply.metadata.ttl = max(self._expiry(msg) - now, 0.0)
+        reply.metadata.__dict__["_message_id"] = new_message_id(self._server.ids)
+        return reply

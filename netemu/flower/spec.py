@@ -1,0 +1,70 @@
+"""The Flower family as an algorithm spec: what a scenario's plug-in registry registers.
+
+    [[algorithm]]
+    name = "flower"
+    server_app = "flower_digits.server_app:app"
+    client_app = "flower_digits.client_app:app"
+    app_dir = "../examples/flower-digits"        # relative to the scenario
+    run_config = { "local-epochs" = 2, "round-timeout" = 30.0 }
+
+`run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
+The data table does not matter: a Flower app loads its own data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from netemu.algorithms.base import AlgorithmSpec
+from netemu.config import require
+from netemu.flower.actors import add_flower
+from netemu.flower.work import WorkModel
+from netemu.world import World
+
+__all__ = ["SPEC", "FlowerParams", "build"]
+
+
+def _is_ref(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    module, sep, attr = value.partition(":")
+    return bool(sep and module and attr)
+
+
+@dataclass(frozen=True)
+class FlowerParams:
+    server_app: str = ""
+    client_app: str = ""
+    app_dir: str = ""
+    run_config: dict = field(default_factory=dict)
+    examples_key: str = "num-examples"
+    epochs_key: str = "local-epochs"
+    train_per_example: float = 1.0
+    evaluate_per_example: float = 0.1
+    per_message: float = 0.0
+
+    def __post_init__(self) -> None:
+        require(_is_ref(self.server_app), "server_app", "'package.module:attribute' naming a flwr.serverapp.ServerApp")
+        require(_is_ref(self.client_app), "client_app", "'package.module:attribute' naming a flwr.clientapp.ClientApp")
+        require(isinstance(self.run_config, dict), "run_config", "a table of Flower run-config values")
+        for key, value in self.run_config.items():
+            require(isinstance(value, (bool, int, float, str)), f"run_config.{key}", "a bool, integer, float or string")
+        self.work()  # checks the work-model fields
+
+    def work(self) -> WorkModel:
+        return WorkModel(self.examples_key, self.epochs_key, self.train_per_example, self.evaluate_per_example, self.per_message)
+
+    def with_paths(self, resolve: Callable[[str], str]) -> FlowerParams:
+        """app_dir relative to the scenario file."""
+        return replace(self, app_dir=resolve(self.app_dir)) if self.app_dir else self
+
+
+def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
+    run_config = {"num-server-rounds": rounds, **params.run_config}
+    add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
+               app_dir=params.app_dir or None)
+
+
+SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__)
