@@ -162,6 +162,7 @@ class FlowerServer(Actor):
         self.app: AppThread | None = None
         self.grid: NetemuGrid | None = None
         self.ids: np.random.Generator | None = None
+        self.context: Context | None = None  # the ServerApp's Context; Flower apps leave results in its `state`
         self.last_category, self.last_round = "train", 0
 
     async def run(self) -> None:
@@ -170,7 +171,7 @@ class FlowerServer(Actor):
         run = Run.create_empty(self.run_id)
         run.override_config = dict(self.run_config)
         grid = self.grid = NetemuGrid(self, run)
-        context = Context(run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(self.run_config))
+        context = self.context = Context(run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(self.run_config))
         app = self.app = AppThread(lambda: self.server_app(grid, context), name=f"netemu-flower-{self.name}")
         with flower_process_state(world.streams, self.run_id), _capture_metrics(self):
             try:

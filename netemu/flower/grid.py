@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NetemuGrid"]
 
-_NODE_POLLS_LIMIT = 5  # consecutive get_node_ids() calls without a send: the app waits for nodes that never come
+_NODE_POLLS_LIMIT = 3  # consecutive get_node_ids() calls without a send: the app waits for nodes that never come
 
 
 class NetemuGrid(Grid):

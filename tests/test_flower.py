@@ -1,0 +1,273 @@
+"""Flower apps on netemu's network (netemu.flower): the example app flower-digits
+(softmax regression on scikit-learn's digits, Flower's FedAvg) runs unmodified."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr", reason="Flower is not installed: pip install -e '.[flower]'")
+
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+from flwr.common.constant import ErrorCode  # noqa: E402
+from flwr.common.serde import message_to_proto  # noqa: E402
+from flwr.serverapp import Grid, ServerApp  # noqa: E402
+
+from netemu import Bernoulli, Constant, Link, MessageLog, NodeBehaviour, World, star  # noqa: E402
+from netemu.errors import NetemuError  # noqa: E402
+from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, run_inprocess  # noqa: E402
+from netemu.flower.actors import flower_process_state  # noqa: E402
+from netemu.rng import Streams  # noqa: E402
+
+APP_DIR = str(Path(__file__).resolve().parents[1] / "examples" / "flower-digits")
+SERVER, CLIENT = "flower_digits.server_app:app", "flower_digits.client_app:app"
+K = 6
+CONFIG = {"num-server-rounds": 4, "local-epochs": 2, "lr": 0.5, "round-timeout": 30.0}
+SPEED = 100.0  # work units per virtual second: a node of 240 examples trains 2 epochs in 4.8 s
+
+
+def digits_world(seed: int = 1, *, links=None, behaviours=None, log=None, server_app=SERVER, client_app=CLIENT,
+                 run_config=CONFIG, clients: int = K) -> World:
+    behaviours = behaviours or {}
+    behaviours = {f"client-{k}": behaviours.get(f"client-{k}", NodeBehaviour(speed=SPEED)) for k in range(clients)}
+    world = World(star(clients), seed=seed, links=links, behaviours=behaviours, log=log)
+    add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR)
+    return world
+
+
+def final_model(world: World) -> list[np.ndarray]:
+    return world.actors["server"].context.state["final-model"].to_numpy_ndarrays()
+
+
+def curve(world: World, metric: str) -> list[float]:
+    return [v for _, _, _, name, v in world.metrics if name == metric]
+
+
+def lossy_links(p_loss: float) -> dict:
+    """Every uplink loses each message with probability p_loss; downlinks delay 0.5 s."""
+    links = {}
+    for k in range(K):
+        links[("server", f"client-{k}")] = Link(Constant(0.5), link_class="downlink")
+        links[(f"client-{k}", "server")] = Link(Constant(0.5), loss=Bernoulli(p_loss), link_class="uplink")
+    return links
+
+
+# ---------------------------------------------------------------- the differential test
+
+
+def test_ideal_network_gives_the_model_of_the_plain_in_process_loop():
+    world = digits_world()
+    world.run()
+    reference = run_inprocess(SERVER, CLIENT, [f"client-{k}" for k in range(K)], run_config=CONFIG, seed=1, app_dir=APP_DIR)
+    expected = reference.state["final-model"].to_numpy_ndarrays()
+    # replies are aggregated in push order on both sides, so the sums are the same sums: bit for bit
+    for got, want in zip(final_model(world), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert curve(world, "train_replies") == [K] * CONFIG["num-server-rounds"]
+
+
+def test_the_example_app_learns_the_digits():
+    world = digits_world()
+    world.run()
+    accuracy = curve(world, "server_accuracy")
+    assert accuracy[0] < 0.2 and accuracy[-1] > 0.8  # from chance (10 classes) to a useful classifier
+
+
+# ---------------------------------------------------------------- the network matters
+
+
+def test_stragglers_and_lossy_uplinks_change_the_learning_curve():
+    ideal = digits_world()
+    ideal.run()
+    slow = {f"client-{k}": NodeBehaviour(speed=SPEED / 20) for k in (0, 1)}  # 96 s of work: misses every 30 s round
+    impaired = digits_world(links=lossy_links(0.3), behaviours=slow)
+    impaired.run()
+    replies = curve(impaired, "train_replies")
+    assert max(replies) <= K - 2  # the stragglers never make it
+    assert min(replies) < K - 2  # and the lossy uplinks cost more replies in some round
+    assert curve(impaired, "server_loss") != curve(ideal, "server_loss")
+    assert impaired.env.now == pytest.approx(CONFIG["num-server-rounds"] * CONFIG["round-timeout"])
+
+
+def test_each_round_waits_for_the_slowest_reply_in_virtual_time():
+    world = digits_world(links=lossy_links(0.0))
+    world.run()
+    # 0.5 s down + 240 or 239 examples x 2 epochs / 100 + 0.5 s up; the largest shard has 240 examples
+    assert world.env.now == pytest.approx(CONFIG["num-server-rounds"] * (0.5 + 240 * 2 / SPEED + 0.5))
+
+
+def test_a_node_that_does_not_participate_sends_no_reply():
+    behaviours = {"client-3": NodeBehaviour(speed=SPEED, participation=0.0)}
+    world = digits_world(behaviours=behaviours)
+    world.run()
+    assert curve(world, "train_replies") == [K - 1] * CONFIG["num-server-rounds"]
+    assert curve(world, "train_failures") == [0] * CONFIG["num-server-rounds"]
+
+
+def test_a_crashed_node_comes_back_as_flowers_node_unavailable_error_reply():
+    behaviours = {"client-2": NodeBehaviour(speed=SPEED, crashes=((0.0, None),))}
+    world = digits_world(behaviours=behaviours)
+    world.run()
+    assert curve(world, "train_failures") == [1] * CONFIG["num-server-rounds"]
+    assert curve(world, "train_replies") == [K - 1] * CONFIG["num-server-rounds"]
+
+
+def test_a_lost_reply_becomes_a_reply_unavailable_error_when_its_ttl_runs_out():
+    seen = {}
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        content = RecordDict({"arrays": ArrayRecord([np.zeros((64, 10)), np.zeros(10)]), "config": ConfigRecord({"lr": 0.5})})
+        messages = [Message(content, node, "train", ttl=50.0) for node in grid.get_node_ids()]
+        replies = list(grid.send_and_receive(messages, timeout=None))  # no timeout: only the TTL ends the wait
+        seen["codes"] = [r.error.code for r in replies if r.has_error()]
+        seen["contents"] = sum(r.has_content() for r in replies)
+
+    links = {**lossy_links(0.0), ("client-4", "server"): Link(loss=Bernoulli(1.0), link_class="uplink")}
+    world = digits_world(server_app=app, links=links)
+    world.run()
+    assert seen == {"codes": [ErrorCode.REPLY_MESSAGE_UNAVAILABLE], "contents": K - 1}
+    assert world.env.now == pytest.approx(50.0)  # created at 0 with a TTL of 50 virtual seconds
+
+
+# ---------------------------------------------------------------- bytes
+
+
+def test_logged_bytes_are_flowers_serialized_message_sizes():
+    sizes = {}
+    recording = ClientApp()
+    digits = __import__("flower_digits.client_app", fromlist=["app"]).app
+
+    @recording.train()
+    def train(msg: Message, context: Context) -> Message:
+        sizes[msg.metadata.message_id] = len(message_to_proto(msg).SerializeToString())
+        return digits(msg, context)
+
+    buf = io.BytesIO()
+    world = digits_world(client_app=recording, log=MessageLog(buf))
+    world.run()
+    records = [json.loads(line) for line in buf.getvalue().splitlines()]
+    sends = {r["id"]: r for r in records if r["event"] == "send"}
+    flower = [r for r in records if r["event"] == "flower"]
+    assert len(flower) == len(sends) == 2 * K * CONFIG["num-server-rounds"]
+    instructions = [r for r in flower if r["reply_to"] == ""]
+    assert {r["message_id"]: r["flower_bytes"] for r in instructions} == sizes
+    for r in flower:  # the link carries Flower's bytes as one msgpack bin inside netemu's envelope
+        header = len(msgpack.packb(b"\0" * r["flower_bytes"])) - r["flower_bytes"]
+        assert sends[r["id"]]["payload_bytes"] == r["flower_bytes"] + header
+
+
+# ---------------------------------------------------------------- failures and bad input
+
+
+def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
+    failing = ClientApp()
+    digits = __import__("flower_digits.client_app", fromlist=["app"]).app
+
+    @failing.train()
+    def train(msg: Message, context: Context) -> Message:
+        if context.node_config["partition-id"] == 2 and msg.content["config"]["server-round"] == 2:
+            raise ValueError("out of memory on this device")
+        return digits(msg, context)
+
+    buf = io.BytesIO()
+    world = digits_world(client_app=failing, log=MessageLog(buf))
+    with pytest.raises(FlowerAppFailed) as info:
+        world.run()
+    first = str(info.value).splitlines()[0]
+    assert first == ("Flower ClientApp on node 'client-2' (Flower node 1002) raised ValueError: out of memory on this device "
+                     "at virtual time 4.8 while handling a 'train' message (round 2)")
+    assert "Traceback" in str(info.value)
+    records = [json.loads(line) for line in buf.getvalue().splitlines()]  # flushed: nothing logged is lost
+    ended = {r["id"] for r in records if r["event"] in ("deliver", "drop", "in_flight")}
+    assert {r["id"] for r in records if r["event"] == "send"} == ended
+
+
+def test_a_server_app_that_raises_stops_the_run_naming_the_server():
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        raise RuntimeError("no strategy configured")
+
+    with pytest.raises(FlowerAppFailed, match=r"^Flower ServerApp on node 'server' raised RuntimeError: no strategy configured at virtual time 0"):
+        digits_world(server_app=app).run()
+
+
+def test_a_server_app_waiting_for_more_nodes_than_exist_is_stopped_with_a_clear_error():
+    config = {**CONFIG, "min-available-nodes": K + 1}
+    with pytest.raises(FlowerAppFailed, match=r"waits for more nodes than the 6 Flower nodes"):
+        digits_world(run_config=config).run()
+
+
+@pytest.mark.parametrize(
+    ("server_app", "message"),
+    [
+        ("flower_digits.no_such_module:app", r"server_app: 'flower_digits.no_such_module:app': no module named 'flower_digits.no_such_module'"),
+        ("flower_digits.server_app:nope", r"server_app: 'flower_digits.server_app:nope': module 'flower_digits.server_app' has no attribute 'nope'"),
+        ("flower_digits.task:initial_model", r"server_app: 'flower_digits.task:initial_model' is a function, not a flwr.serverapp.server_app.ServerApp"),
+        ("flower_digits.server_app", r"server_app: 'flower_digits.server_app' is not of the form 'package.module:attribute'"),
+        (CLIENT, r"is a ClientApp, not a flwr.serverapp.server_app.ServerApp"),
+    ],
+)
+def test_a_bad_server_app_reference_is_a_clear_netemu_error(server_app, message):
+    with pytest.raises(FlowerAppError, match=message) as info:
+        digits_world(server_app=server_app)
+    assert isinstance(info.value, NetemuError) and "\n" not in str(info.value)
+
+
+def test_a_client_app_that_is_not_a_client_app_is_refused():
+    with pytest.raises(FlowerAppError, match=r"client_app: 'flower_digits.server_app:app' is a ServerApp, not a flwr.clientapp"):
+        digits_world(client_app=SERVER)
+
+
+# ---------------------------------------------------------------- determinism
+
+
+def _lossy_log(seed: int) -> bytes:
+    buf = io.BytesIO()
+    slow = {"client-0": NodeBehaviour(speed=SPEED / 10, slowdown_sigma=0.5)}
+    digits_world(seed, links=lossy_links(0.3), behaviours=slow, log=MessageLog(buf)).run()
+    return buf.getvalue()
+
+
+def test_a_rerun_with_the_same_seed_is_byte_identical():
+    assert _lossy_log(5) == _lossy_log(5)
+    assert _lossy_log(5) != _lossy_log(6)
+
+
+def test_a_rerun_in_another_process_with_other_hash_seeds_is_byte_identical():
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            "import test_flower as t; sys.stdout.buffer.write(t._lossy_log(5))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, env=env).stdout
+    assert out == _lossy_log(5)
+
+
+def test_importing_netemu_does_not_import_flower():
+    code = "import sys, netemu, netemu.runner, netemu.cli; print('flwr' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_the_work_model_counts_examples_times_epochs():
+    work = WorkModel(train_per_example=2.0, evaluate_per_example=0.5, per_message=1.0)
+    with flower_process_state(Streams(0), run_id=1):  # Flower stamps run and node ids into new messages
+        _check_work(work)
+
+
+def _check_work(work: WorkModel) -> None:
+    ins = Message(RecordDict({"config": ConfigRecord({"local-epochs": 3})}), 1001, "train")
+    reply = Message(RecordDict({"m": MetricRecord({"num-examples": 10})}), reply_to=ins)
+    assert work.work(ins, reply, {}) == 1.0 + 2.0 * 3 * 10
+    evaluate = Message(RecordDict(), 1001, "evaluate")
+    assert work.work(evaluate, Message(RecordDict({"m": MetricRecord({"num-examples": 10})}), reply_to=evaluate), {"local-epochs": 3}) == 1.0 + 0.5 * 10
