@@ -138,16 +138,24 @@ class _StrategyMetrics(logging.Handler):
 
 @contextmanager
 def _capture_metrics(server: FlowerServer) -> Iterator[None]:
+    """The strategies' MetricRecords reach `_StrategyMetrics` even if Flower's logger is
+    set above INFO; its other handlers are raised to that level meanwhile, so what the
+    console shows does not change."""
     handler = _StrategyMetrics(server)
-    level = FLOWER_LOGGER.level
-    FLOWER_LOGGER.addHandler(handler)
-    if FLOWER_LOGGER.getEffectiveLevel() > logging.INFO:
+    level, effective = FLOWER_LOGGER.level, FLOWER_LOGGER.getEffectiveLevel()
+    others = [(h, h.level) for h in FLOWER_LOGGER.handlers]
+    if effective > logging.INFO:
+        for h, h_level in others:
+            h.setLevel(max(h_level, effective))
         FLOWER_LOGGER.setLevel(logging.INFO)
+    FLOWER_LOGGER.addHandler(handler)
     try:
         yield
     finally:
         FLOWER_LOGGER.removeHandler(handler)
         FLOWER_LOGGER.setLevel(level)
+        for h, h_level in others:
+            h.setLevel(h_level)
 
 
 class FlowerServer(Actor):
