@@ -8,7 +8,8 @@
     run_config = { "local-epochs" = 2, "round-timeout" = 30.0 }
 
 `run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
-The data table does not matter: a Flower app loads its own data.
+The data table does not matter: a Flower app loads its own data.  This module imports
+without Flower installed (so a registry can list the family); building a run needs it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.config import require
-from netemu.flower.actors import add_flower
 from netemu.flower.work import WorkModel
 from netemu.world import World
 
@@ -62,6 +62,8 @@ class FlowerParams:
 
 
 def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
+    from netemu.flower import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
+
     run_config = {"num-server-rounds": rounds, **params.run_config}
     add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
                app_dir=params.app_dir or None)

@@ -17,11 +17,12 @@ Nothing here reads a clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from flwr.app import Message
+from typing import TYPE_CHECKING, Any
 
 from netemu.config import require
+
+if TYPE_CHECKING:  # needs no Flower at import: the spec (and netemu validate) use this class
+    from flwr.app import Message
 
 __all__ = ["WorkModel"]
 
