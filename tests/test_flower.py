@@ -271,3 +271,42 @@ def _check_work(work: WorkModel) -> None:
     assert work.work(ins, reply, {}) == 1.0 + 2.0 * 3 * 10
     evaluate = Message(RecordDict(), 1001, "evaluate")
     assert work.work(evaluate, Message(RecordDict({"m": MetricRecord({"num-examples": 10})}), reply_to=evaluate), {"local-epochs": 3}) == 1.0 + 0.5 * 10
+
+
+# ---------------------------------------------------------------- scenario and CLI
+
+
+def test_the_quickstart_scenario_runs_through_the_cli_and_replays_byte_for_byte(tmp_path, monkeypatch):
+    pytest.importorskip("netemu.plugins", reason="scenarios name the Flower family through the plug-in registry (issue 14)")
+    from netemu.cli import main
+
+    monkeypatch.syspath_prepend(APP_DIR)  # the scenario expects flower_digits importable (pip install -e examples/flower-digits)
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "flower_quickstart.toml"
+    out, again = tmp_path / "run", tmp_path / "replay"
+    assert main(["run", str(scenario), "--out", str(out), "--set", "run.rounds=3", "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["final"]["flower-fedavg"]["server_accuracy"] > 0.5
+    assert main(["replay", str(out / "trace.msgpack"), "--scenario", str(out / "scenario.toml"), "--out", str(again), "--quiet"]) == 0
+    assert (out / "messages.jsonl").read_bytes() == (again / "messages.jsonl").read_bytes()
+
+
+def test_flower_params_refuse_an_app_that_does_not_load_naming_the_parameter():
+    from netemu.config import ConfigError
+    from netemu.flower import FlowerParams
+
+    with pytest.raises(ConfigError) as info:
+        FlowerParams(server_app=SERVER, client_app="flower_digits.client_app:nope", app_dir=APP_DIR)
+    assert info.value.field == "client_app"
+    assert info.value.accepts.startswith("'flower_digits.client_app:nope': module 'flower_digits.client_app' has no attribute 'nope'")
+
+
+def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, monkeypatch):
+    pytest.importorskip("netemu.plugins", reason="scenarios name the Flower family through the plug-in registry (issue 14)")
+    from netemu.scenario import load_scenario
+
+    monkeypatch.syspath_prepend(APP_DIR)
+    text = (Path(__file__).resolve().parents[1] / "scenarios" / "flower_quickstart.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('"flower_digits.server_app:app"', '"flower_digits.server_ap:app"'))
+    with pytest.raises(NetemuError, match=r"algorithm\[0\]\.server_app.*no module named 'flower_digits.server_ap'"):
+        load_scenario(bad)

@@ -27,7 +27,12 @@ _ACCEPTS = {
 
 
 class FlowerAppError(InputError):
-    """A Flower app that cannot be found or is not the kind of app expected."""
+    """A Flower app that cannot be found or is not the kind of app expected.
+    `setting` names the parameter, `reason` says what is wrong with its value."""
+
+    def __init__(self, setting: str, reason: str) -> None:
+        super().__init__(f"{setting}: {reason}")
+        self.setting, self.reason = setting, reason
 
 
 def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | Path | None = None) -> Any:
@@ -39,10 +44,10 @@ def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | 
     if isinstance(ref, cls):
         return ref
     if not isinstance(ref, str):
-        raise FlowerAppError(f"{setting}: {type(ref).__name__} object {ref!r} is not a {cls.__module__}.{kind}; accepted: {accepts}")
+        raise FlowerAppError(setting, f"{type(ref).__name__} object {ref!r} is not a {cls.__module__}.{kind}; accepted: {accepts}")
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise FlowerAppError(f"{setting}: {ref!r} is not of the form 'package.module:attribute'; accepted: {accepts}")
+        raise FlowerAppError(setting, f"{ref!r} is not of the form 'package.module:attribute'; accepted: {accepts}")
     if app_dir:
         path = str(Path(app_dir).resolve())
         if path not in sys.path:
@@ -52,17 +57,17 @@ def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | 
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             where = f" (searched sys.path, app_dir {str(app_dir)!r})" if app_dir else ""
-            raise FlowerAppError(f"{setting}: {ref!r}: no module named {exc.name!r}{where}; accepted: {accepts}") from None
-        raise FlowerAppError(f"{setting}: {ref!r}: importing {module_name!r} failed: {exc}") from None
+            raise FlowerAppError(setting, f"{ref!r}: no module named {exc.name!r}{where}; accepted: {accepts}") from None
+        raise FlowerAppError(setting, f"{ref!r}: importing {module_name!r} failed: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - the user's module raised while being imported
-        raise FlowerAppError(f"{setting}: {ref!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
+        raise FlowerAppError(setting, f"{ref!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}") from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise FlowerAppError(f"{setting}: {ref!r}: module {module_name!r} has no attribute {attr!r}; accepted: {accepts}")
+            raise FlowerAppError(setting, f"{ref!r}: module {module_name!r} has no attribute {attr!r}; accepted: {accepts}")
         obj = getattr(obj, part)
     if not isinstance(obj, cls):
-        raise FlowerAppError(f"{setting}: {ref!r} is a {type(obj).__name__}, not a {cls.__module__}.{kind}; accepted: {accepts}")
+        raise FlowerAppError(setting, f"{ref!r} is a {type(obj).__name__}, not a {cls.__module__}.{kind}; accepted: {accepts}")
     return obj
 
 

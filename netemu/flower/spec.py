@@ -1,4 +1,6 @@
-"""The Flower family as an algorithm spec: what a scenario's plug-in registry registers.
+"""An unmodified Flower ServerApp and ClientApp on netemu's network (docs/flower.md).
+
+The Flower family as an algorithm spec, for the plug-in registry:
 
     [[algorithm]]
     name = "flower"
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from netemu.algorithms.base import AlgorithmSpec
-from netemu.config import require
+from netemu.config import ConfigError, require
 from netemu.flower.work import WorkModel
 from netemu.world import World
 
@@ -52,6 +54,21 @@ class FlowerParams:
         for key, value in self.run_config.items():
             require(isinstance(value, (bool, int, float, str)), f"run_config.{key}", "a bool, integer, float or string")
         self.work()  # checks the work-model fields
+        self._check_apps()
+
+    def _check_apps(self) -> None:
+        """Both apps load (so that `netemu validate` refuses what would fail when the run is built)."""
+        try:
+            import flwr  # noqa: F401
+        except ImportError:
+            raise ConfigError("server_app", "Flower installed to run a Flower app: pip install 'netemu[flower]'") from None
+        from netemu.flower.apps import FlowerAppError, load_app
+
+        for setting, kind in (("server_app", "ServerApp"), ("client_app", "ClientApp")):
+            try:
+                load_app(getattr(self, setting), kind, setting=setting, app_dir=self.app_dir or None)
+            except FlowerAppError as exc:
+                raise ConfigError(setting, exc.reason) from None
 
     def work(self) -> WorkModel:
         return WorkModel(self.examples_key, self.epochs_key, self.train_per_example, self.evaluate_per_example, self.per_message)
