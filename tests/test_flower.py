@@ -281,7 +281,7 @@ def test_the_quickstart_scenario_runs_through_the_cli_and_replays_byte_for_byte(
     from netemu.cli import main
 
     monkeypatch.syspath_prepend(APP_DIR)  # the scenario expects flower_digits importable (pip install -e examples/flower-digits)
-    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "flower_quickstart.toml"
+    scenario = Path(APP_DIR) / "flower_quickstart.toml"
     out, again = tmp_path / "run", tmp_path / "replay"
     assert main(["run", str(scenario), "--out", str(out), "--set", "run.rounds=3", "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -305,7 +305,7 @@ def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, mo
     from netemu.scenario import load_scenario
 
     monkeypatch.syspath_prepend(APP_DIR)
-    text = (Path(__file__).resolve().parents[1] / "scenarios" / "flower_quickstart.toml").read_text()
+    text = (Path(APP_DIR) / "flower_quickstart.toml").read_text()
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace('"flower_digits.server_app:app"', '"flower_digits.server_ap:app"'))
     with pytest.raises(NetemuError, match=r"algorithm\[0\]\.server_app.*no module named 'flower_digits.server_ap'"):
