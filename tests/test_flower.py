@@ -16,17 +16,17 @@ import pytest
 
 pytest.importorskip("flwr", reason="Flower is not installed: pip install -e '.[flower]'")
 
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
-from flwr.clientapp import ClientApp  # noqa: E402
-from flwr.common.constant import ErrorCode  # noqa: E402
-from flwr.common.serde import message_to_proto  # noqa: E402
-from flwr.serverapp import Grid, ServerApp  # noqa: E402
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import ErrorCode
+from flwr.common.serde import message_to_proto
+from flwr.serverapp import Grid, ServerApp
 
-from netemu import Bernoulli, Constant, Link, MessageLog, NodeBehaviour, World, star  # noqa: E402
-from netemu.errors import NetemuError  # noqa: E402
-from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, run_inprocess  # noqa: E402
-from netemu.flower.actors import flower_process_state  # noqa: E402
-from netemu.rng import Streams  # noqa: E402
+from netemu import Bernoulli, Constant, Link, MessageLog, NodeBehaviour, World, star
+from netemu.errors import NetemuError
+from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, run_inprocess
+from netemu.flower.actors import flower_process_state
+from netemu.rng import Streams
 
 APP_DIR = str(Path(__file__).resolve().parents[1] / "examples" / "flower-digits")
 SERVER, CLIENT = "flower_digits.server_app:app", "flower_digits.client_app:app"
@@ -310,3 +310,17 @@ def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, mo
     bad.write_text(text.replace('"flower_digits.server_app:app"', '"flower_digits.server_ap:app"'))
     with pytest.raises(NetemuError, match=r"algorithm\[0\]\.server_app.*no module named 'flower_digits.server_ap'"):
         load_scenario(bad)
+
+
+def test_a_run_stopped_at_until_unwinds_the_server_app_and_restores_flowers_globals():
+    import random
+    import threading
+
+    from flwr.supercore.task_identity import TaskIdentity
+
+    before = (random.getstate(), TaskIdentity._run_id, threading.active_count())
+    world = digits_world()
+    result = world.run(until=7.0)  # inside round 2: the ServerApp is waiting in send_and_receive
+    assert not result.complete and world.env.now == pytest.approx(7.0)
+    assert not world.actors["server"].app._thread.is_alive()
+    assert (random.getstate(), TaskIdentity._run_id, threading.active_count()) == before

@@ -27,7 +27,10 @@ _NEEDS_FLOWER = {
     "flower_nodes": "actors", "flower_run_id": "actors", "NetemuGrid": "grid", "run_inprocess": "inprocess",
 }
 
-__all__ = ["SPEC", "FlowerMissing", "FlowerParams", "WorkModel", *sorted(_NEEDS_FLOWER)]
+__all__ = [
+    "SPEC", "FlowerAppError", "FlowerAppFailed", "FlowerMissing", "FlowerNode", "FlowerParams", "FlowerServer", "NetemuGrid",
+    "WorkModel", "add_flower", "flower_nodes", "flower_run_id", "load_client_app", "load_server_app", "run_inprocess",
+]
 
 
 def __getattr__(name: str) -> Any:

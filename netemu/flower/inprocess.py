@@ -18,7 +18,7 @@ from flwr.proto.node_pb2 import NodeInfo  # pylint: disable=E0611
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 
-from netemu.flower.actors import flower_process_state, flower_nodes, flower_run_id
+from netemu.flower.actors import flower_nodes, flower_process_state, flower_run_id
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.wire import from_wire, new_message_id, to_wire
 from netemu.rng import Streams
