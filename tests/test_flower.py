@@ -24,7 +24,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from netemu import Bernoulli, Constant, Link, MessageLog, NodeBehaviour, World, star
 from netemu.errors import NetemuError
-from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, run_inprocess
+from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, load_client_app, run_inprocess
 from netemu.flower.actors import flower_process_state
 from netemu.rng import Streams
 
@@ -42,6 +42,11 @@ def digits_world(seed: int = 1, *, links=None, behaviours=None, log=None, server
     world = World(star(clients), seed=seed, links=links, behaviours=behaviours, log=log)
     add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR)
     return world
+
+
+def digits_client_app() -> ClientApp:
+    """The example's ClientApp object, to wrap in test apps."""
+    return load_client_app(CLIENT, app_dir=APP_DIR)
 
 
 def final_model(world: World) -> list[np.ndarray]:
@@ -146,7 +151,7 @@ def test_a_lost_reply_becomes_a_reply_unavailable_error_when_its_ttl_runs_out():
 def test_logged_bytes_are_flowers_serialized_message_sizes():
     sizes = {}
     recording = ClientApp()
-    digits = __import__("flower_digits.client_app", fromlist=["app"]).app
+    digits = digits_client_app()
 
     @recording.train()
     def train(msg: Message, context: Context) -> Message:
@@ -172,7 +177,7 @@ def test_logged_bytes_are_flowers_serialized_message_sizes():
 
 def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
     failing = ClientApp()
-    digits = __import__("flower_digits.client_app", fromlist=["app"]).app
+    digits = digits_client_app()
 
     @failing.train()
     def train(msg: Message, context: Context) -> Message:
@@ -324,3 +329,24 @@ def test_a_run_stopped_at_until_unwinds_the_server_app_and_restores_flowers_glob
     assert not result.complete and world.env.now == pytest.approx(7.0)
     assert not world.actors["server"].app._thread.is_alive()
     assert (random.getstate(), TaskIdentity._run_id, threading.active_count()) == before
+
+
+def test_flowers_node_sampling_does_not_depend_on_other_users_of_the_global_random_module():
+    import random
+
+    noisy = ClientApp()
+    digits = digits_client_app()
+
+    @noisy.train()
+    def train(msg: Message, context: Context) -> Message:
+        random.random()  # as another thread of the process (e.g. a Dask worker's) might, at any moment
+        return digits(msg, context)
+
+    def sampled(client_app) -> list[str]:
+        buf = io.BytesIO()
+        digits_world(client_app=client_app, run_config={**CONFIG, "fraction-train": 0.5}, log=MessageLog(buf)).run()
+        return [r["dst"] for r in map(json.loads, buf.getvalue().splitlines()) if r["event"] == "send" and r["kind"] == "train"]
+
+    plain = sampled(CLIENT)
+    assert len(plain) == K // 2 * CONFIG["num-server-rounds"] and len(set(plain)) > K // 2  # a sample, not always the same half
+    assert sampled(noisy) == plain

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from flwr.app import Context, Message, MetricRecord, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.serverapp.strategy import strategy_utils as _strategy_utils  # samples nodes with `random.sample`
 from flwr.supercore.logger import FLOWER_LOGGER
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
@@ -81,25 +82,35 @@ def _transmit(actor: Actor, dst: str, msg: Message, round: int, kind: str) -> in
     return net_id
 
 
+_ONE_FLOWER_RUN = threading.RLock()  # Flower's process state is global: one Flower run at a time per process
+
+
 @contextmanager
 def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
     """Flower's process-wide state, set for one emulation and restored after it.
 
-    Flower's strategies sample nodes with the global `random` module (and the DP
-    strategies draw from NumPy's global generator); they are seeded from named netemu
-    streams so that a rerun samples the same nodes.  Only one side (ServerApp or event
-    loop) runs at a time, so the sequence of draws is deterministic.  TaskIdentity is
-    what Flower stamps into the messages a ServerApp creates."""
-    saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
-    random.seed(int(streams.generator("flower/random").integers(2**63)))
-    np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
-    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
-    try:
-        yield
-    finally:
-        random.setstate(saved[0])
-        np.random.set_state(saved[1])
-        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved[2:]
+    Flower's strategies sample nodes with the `random` module; for the run they get a
+    private `random.Random` seeded from a named netemu stream (other threads of the
+    process, e.g. a Dask worker's, also draw from the global one, which would make the
+    sample depend on timing).  The global `random` and NumPy generators, which apps and
+    the DP strategies may use, are seeded from named streams too.  Only one side
+    (ServerApp or event loop) runs at a time, so the sequence of draws is deterministic.
+    TaskIdentity is what Flower stamps into the messages a ServerApp creates.  Flower
+    runs in other threads of the process wait for this one to end."""
+    with _ONE_FLOWER_RUN:
+        saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+        saved_sampler = getattr(_strategy_utils, "random", None)
+        random.seed(int(streams.generator("flower/random").integers(2**63)))
+        np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
+        _strategy_utils.random = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
+        try:
+            yield
+        finally:
+            _strategy_utils.random = saved_sampler
+            random.setstate(saved[0])
+            np.random.set_state(saved[1])
+            TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved[2:]
 
 
 class _StrategyMetrics(logging.Handler):
