@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
 
@@ -96,7 +97,7 @@ class Actor:
         self.incarnation = 0  # how many times the actor has recovered from a crash
         self.waiting_for: str | None = None
         self.world: World | None = None
-        self._computes = (0, 0)  # (round, computes so far in it): keys compute-time draws
+        self._computes = RoundCounter()  # per round, computes so far: keys compute-time draws
 
     # -------------------------------------------------------------- context
 
@@ -164,9 +165,7 @@ class Actor:
     async def compute(self, work: float) -> float:
         """Spend the virtual time `work` needs on this node (work / speed, the straggler
         model, times the node's random slowdown if any); returns the duration."""
-        last_round, count = self._computes
-        index = count if last_round == self.round else 0
-        self._computes = (self.round, index + 1)
+        index = self._computes.next(self.round)
         duration = self.world.network.compute_time(self.name, work, self.round, index)
         self.world.log(t=self.now, event="compute", actor=self.name, round=self.round, work=work, duration=duration)
         await self.sleep(duration)

@@ -28,6 +28,7 @@ __all__ = [
     "Latency",
     "Link",
     "LogNormal",
+    "RoundCounter",
     "Loss",
     "RoundDelay",
     "Uniform",
@@ -199,6 +200,47 @@ class GilbertElliott(Loss):
         return draws.uniform(round, index, "loss") < (self.loss_bad if self.bad else self.loss_good)
 
 
+# ---------------------------------------------------------------- keys
+
+
+class RoundCounter:
+    """Per-round sequence numbers that never repeat: the `index` of a (round, index) key.
+
+    `next(round)` returns 0, 1, 2, ... for each round separately, whatever the order of
+    rounds (sends in rounds 1, 2, 1, 1, 2 get 0, 0, 1, 2, 1), so two messages (or two
+    computes) never share a key and so never share a fate or a trace entry.
+
+    Memory is bounded: counters are kept for the `window` highest rounds seen.  When a
+    round falls out of the window its counter is forgotten, and every later use of a
+    round below those kept gets a negative index -1, -2, ... from one counter of its own:
+    still unique, but no longer aligned with what another algorithm drew for that
+    (round, index).  Only code that revisits a round after `window` newer rounds meets
+    such keys; the shipped algorithms send their rounds in order.
+    """
+
+    __slots__ = ("_counts", "_late", "window")
+
+    def __init__(self, window: int = 64) -> None:
+        _check(window >= 1, f"the round window must be >= 1, got {window}")
+        self.window = window
+        self._counts: dict[int, int] = {}
+        self._late = 0  # negative indices handed out for rounds below the window
+
+    def next(self, round: int) -> int:
+        counts = self._counts
+        index = counts.get(round)
+        if index is None:
+            index = 0
+            if len(counts) >= self.window:  # once full, always full: forgotten rounds < kept rounds
+                oldest = min(counts)
+                if round < oldest:
+                    self._late += 1
+                    return -self._late
+                del counts[oldest]
+        counts[round] = index + 1
+        return index
+
+
 # ---------------------------------------------------------------- link
 
 
@@ -229,7 +271,7 @@ class Link:
         for start, end in outages:
             self.add_outage(start, end)
         self.busy_until = 0.0
-        self._round, self._count = None, 0
+        self._indices = RoundCounter()
 
     @property
     def random(self) -> bool:
@@ -248,12 +290,9 @@ class Link:
         return bool(self._outages) and any(start <= t < end for start, end in self._outages)
 
     def next_index(self, round: int) -> int:
-        """Index of the next message of `round` on this link (0, 1, ... within a round)."""
-        if round != self._round:
-            self._round, self._count = round, 0
-        index = self._count
-        self._count += 1
-        return index
+        """Index of the next message of `round` on this link (0, 1, ... within each round,
+        whatever order rounds are sent in; see `RoundCounter`)."""
+        return self._indices.next(round)
 
     def draw_fate(self, draws: KeyedDraws, round: int, index: int) -> tuple[str | None, float]:
         """(drop reason or None, propagation delay) of message `index` in `round`."""
