@@ -26,7 +26,7 @@ from netemu.report import aggregate_metrics, final_values, plot_curves, write_me
 from netemu.rng import Streams
 from netemu.scenario.build import build_graph, build_world, load_script, run_seed
 from netemu.scenario.load import Scenario
-from netemu.trace import Trace, TraceWriter, topology_fingerprint
+from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
 
 __all__ = ["default_out_dir", "execute", "resolved_toml"]
 
@@ -81,6 +81,8 @@ def execute(
     replay_source: str | None = None,
 ) -> dict:
     """Run `sc` into the folder `out` (created); returns the summary.  Re-raises what stopped it."""
+    if replay is not None:
+        replay.check_scenario(sc.table)  # before anything is written
     out.mkdir(parents=True, exist_ok=False)
     run_cfg, algorithms = sc.table["run"], sc.table["algorithm"]
     labels = [a["label"] for a in algorithms]
@@ -98,6 +100,7 @@ def execute(
         "seed": run_cfg["seed"],
         "algorithms": labels,
         "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": topology_fingerprint(g)} for r, g in enumerate(graphs)],
+        "network": network_model(sc.table),
     }
     rows: list[tuple] = []
     counts = {label: Counter() for label in labels}

@@ -2,39 +2,55 @@
 
 A trace is a msgpack stream (schema in docs/formats.md):
 
-1. header map: ``format`` = "netemu-trace", ``version``, ``netemu`` version,
-   ``scenario`` name, ``scenario_hash``, ``seed``, ``algorithms`` (labels) and
-   ``runs``: per Monte Carlo run its ``seed`` and ``topology`` fingerprint;
+1. header map: ``format`` = "netemu-trace", ``version`` (2), ``checksum`` =
+   "blake2b-256", ``netemu`` version, ``scenario`` name, ``scenario_hash``, ``seed``,
+   ``algorithms`` (labels), ``runs``: per Monte Carlo run its ``seed`` and ``topology``
+   fingerprint, and ``network``: the random models the fates were drawn from
+   (`network_model`);
 2. ``["fate", algorithm, run, key, value]`` arrays in draw order; keys are
    ``["msg", src, dst, round, index]`` -> ``[drop reason or nil, delay]``,
    ``["participation", node, round]`` -> bool, ``["compute", node, round, index]`` ->
    slowdown factor.  A fate is written once per Monte Carlo run: when another
    algorithm of the run draws the same key with the same value (keyed draws make this
    the rule), nothing is written; only a differing value (stateful links) is;
-3. ``["end", entries, complete]`` — absent when the file was cut short.
+3. ``["end", entries, complete, digest]`` — `digest` is the BLAKE2b-256 of every byte
+   before the end marker followed by msgpack ``["end", entries, complete]``; absent when
+   the file was cut short.
 
 `TraceWriter.fates(algorithm, run)` records while drawing; `Trace.fates(algorithm,
 run)` replays: the algorithm's own entries first, then the run's first recorded value
 of the key; keys never recorded are drawn from the seeded streams and counted as new.
+`Trace.read` refuses, with a `TraceError` saying what is wrong, any file it cannot
+trust: damage (checksum, shape of every entry), truncation, another format version;
+it decodes with limits so that a crafted file cannot make it allocate more than a
+small multiple of its own size.  `check_scenario` refuses a scenario whose random
+models differ from those the trace was drawn from.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgpack
+import msgpack.fallback
 import networkx as nx
 
 from netemu.errors import TraceError
 from netemu.net.network import Fates
 
-__all__ = ["FORMAT", "VERSION", "Trace", "TraceError", "TraceWriter", "topology_fingerprint"]
+__all__ = ["FORMAT", "VERSION", "Trace", "TraceError", "TraceWriter", "network_model", "topology_fingerprint"]
 
-FORMAT, VERSION = "netemu-trace", 1
+FORMAT, VERSION = "netemu-trace", 2
+CHECKSUM = "blake2b-256"
+_HEADER_MAX = 16 * 2**20  # bytes: a header (network models, runs) is kilobytes; refuse more than this
+_ENTRY_MAX = 2**20  # bytes held while decoding one entry of the body (an entry is ~50 bytes)
+_NAME_MAX = 2**16  # characters of a node name or algorithm label in the body
 
 
 def topology_fingerprint(graph: nx.DiGraph) -> str:
@@ -44,16 +60,75 @@ def topology_fingerprint(graph: nx.DiGraph) -> str:
     return hashlib.blake2b(msgpack.packb([nodes, edges]), digest_size=12).hexdigest()
 
 
+_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages")  # not drawn, not in the trace: free to differ on replay
+
+
+def network_model(table: dict) -> dict:
+    """The random models of a resolved scenario table whose draws a trace records.
+
+    Link latency, jitter and loss (per class and per-link overrides), and the nodes'
+    participation and slowdown (with their groups).  Deterministic parts — bandwidth,
+    outages, speeds, crashes, algorithms, rounds — are left out: a replay may change
+    them (that is what a what-if replay is for).  A latency read from a file is named
+    by the file's name only, so a run folder replays on another machine.
+    """
+
+    def link(t: dict) -> dict:
+        out = {k: v for k, v in t.items() if k not in _DETERMINISTIC_LINK_KEYS}
+        latency = out.get("latency")
+        if isinstance(latency, dict) and latency.get("file"):
+            out["latency"] = {**latency, "file": Path(latency["file"]).name}
+        return out
+
+    def behaviour(t: dict) -> dict:
+        return {k: t[k] for k in ("name", "members", "participation", "slowdown_sigma") if k in t}
+
+    nodes = table.get("nodes", {})
+    return {
+        "links": {cls: link(t) for cls, t in sorted(table.get("links", {}).items())},
+        "link": [link(t) for t in table.get("link", [])],
+        "nodes": {**behaviour(nodes), "group": [behaviour(g) for g in nodes.get("group", [])]},
+    }
+
+
+def _flatten(x: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(x, dict):
+        out: dict[str, Any] = {}
+        for k, v in x.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out or {prefix: {}}
+    if isinstance(x, (list, tuple)) and any(isinstance(v, (dict, list, tuple)) for v in x):
+        out = {}
+        for i, v in enumerate(x):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+        return out or {prefix: []}
+    return {prefix: list(x) if isinstance(x, tuple) else x}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
 class TraceWriter:
+    """Writes a trace: the header at once, a fate per new draw, the end marker on `close`.
+
+    Every byte written is hashed as it goes; the end marker carries the digest.
+    """
+
     def __init__(self, file: BinaryIO, header: dict) -> None:
         self.file, self.entries = file, 0
         self._pack = msgpack.Packer(use_bin_type=True).pack
+        self._hash = hashlib.blake2b(digest_size=32)
         self._run, self._seen = None, {}
-        file.write(self._pack({"format": FORMAT, "version": VERSION, **header}))
+        self._write(self._pack({"format": FORMAT, "version": VERSION, "checksum": CHECKSUM, **header}))
+
+    def _write(self, data: bytes) -> None:
+        self._hash.update(data)
+        self.file.write(data)
 
     def fates(self, algorithm: str, run: int, inner: Fates | None = None) -> Fates:
         """A fate source that records what `inner` (default: draw) returns."""
-        write, pack = self.file.write, self._pack
+        write, pack = self._write, self._pack
         if run != self._run:  # runs come one after another: forget the previous run's fates
             self._run, self._seen = run, {}
         seen = self._seen
@@ -69,8 +144,132 @@ class TraceWriter:
         return record
 
     def close(self, complete: bool) -> None:
-        self.file.write(self._pack(["end", self.entries, complete]))
+        self._hash.update(_end_prefix(self.entries, complete))
+        self.file.write(self._pack(["end", self.entries, complete, self._hash.digest()]))
         self.file.flush()
+
+
+# ------------------------------------------------------------------ reading
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _header_problem(h: dict) -> str | None:
+    """What is wrong with a version-2 header, or None."""
+    def bad(key: str, expected: str) -> str:
+        return f"header key {key!r} is {repr(h[key])[:60] if key in h else '(missing)'}: expected {expected}"
+
+    for key in ("netemu", "scenario", "scenario_hash"):
+        if not isinstance(h.get(key), str):
+            return bad(key, "a string")
+    if not _is_int(h.get("seed")) or h["seed"] < 0:
+        return bad("seed", "an integer >= 0")
+    algs = h.get("algorithms")
+    if not isinstance(algs, list) or not algs or not all(isinstance(a, str) for a in algs):
+        return bad("algorithms", "a non-empty list of labels")
+    runs = h.get("runs")
+    if not isinstance(runs, list) or not runs or not all(
+        isinstance(r, dict) and _is_int(r.get("seed")) and isinstance(r.get("topology"), str) for r in runs
+    ):
+        return bad("runs", "a non-empty list of {seed, topology} maps")
+    if not isinstance(h.get("network"), dict):
+        return bad("network", "a map of the random network models")
+    return None
+
+
+def _entry_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
+    """What is wrong with a fate entry ["fate", algorithm, run, key, value], or None."""
+    _, alg, run, key, value = entry
+    if alg not in algorithms:
+        return f"algorithm {repr(alg)[:40]} is not in the header"
+    if not _is_int(run) or not 0 <= run < n_runs:
+        return f"run {repr(run)[:20]} is not one of the header's {n_runs}"
+    if not isinstance(key, list) or not key:
+        return f"key {str(key)[:60]} is not a list"
+    kind = key[0]
+    if kind == "msg":
+        ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
+        good_value = (
+            isinstance(value, list) and len(value) == 2 and value[0] in (None, "loss", "expired")
+            and _is_number(value[1]) and math.isfinite(value[1]) and value[1] >= 0
+        )
+        expected = "[nil, \"loss\" or \"expired\", delay >= 0]"
+    elif kind == "participation":
+        ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
+        good_value, expected = isinstance(value, bool), "true or false"
+    elif kind == "compute":
+        ok = len(key) == 4 and isinstance(key[1], str) and _is_int(key[2]) and _is_int(key[3])
+        good_value = _is_number(value) and math.isfinite(value) and value > 0
+        expected = "a slowdown factor > 0"
+    else:
+        return f"key {str(key)[:60]} is not a msg, participation or compute key"
+    if not ok:
+        return f"key {str(key)[:60]} does not have the shape of a {kind} key"
+    if not good_value:
+        return f"the value {str(value)[:60]} of key {str(key)[:60]} is not {expected}"
+    return None
+
+
+def _read_header(path: Path, f: BinaryIO, size: int) -> tuple[dict, int]:
+    """The header map and its length in bytes.  Decoded by msgpack's pure-Python
+    unpacker, which allocates only for what is present (the C one preallocates every
+    array a header declares), from at most `_HEADER_MAX` bytes."""
+    head = f.read(min(size, _HEADER_MAX))
+    n = max(len(head), 1)
+    unpacker = msgpack.fallback.Unpacker(
+        raw=False, strict_map_key=False, max_buffer_size=n,
+        max_str_len=n, max_bin_len=n, max_array_len=n, max_map_len=n // 2, max_ext_len=0,
+    )
+    unpacker.feed(head)
+    try:
+        header = unpacker.unpack()
+    except msgpack.OutOfData:
+        if size > _HEADER_MAX:
+            raise TraceError(f"{path}: not a netemu trace (no header in its first {_HEADER_MAX // 2**20} MiB)") from None
+        raise TraceError(f"{path}: not a netemu trace (no complete header{'' if size else ': empty file'})") from None
+    except (ValueError, TypeError, RecursionError, msgpack.UnpackException) as exc:
+        raise TraceError(f"{path}: not a netemu trace (no readable header: {exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise TraceError(f"{path}: not a netemu trace (the header has no format = {FORMAT!r})")
+    version = header.get("version")
+    if version == 1:
+        raise TraceError(
+            f"{path}: trace format version 1 (no checksum, written by netemu before this one) is not read "
+            f"any more; this netemu reads version {VERSION}. Record it again: `netemu run` of the scenario.toml "
+            f"beside it draws the same fates (same scenario and seed)"
+        )
+    if version != VERSION:
+        raise TraceError(f"{path}: trace format version {str(version)[:20]}; this netemu reads version {VERSION}")
+    if header.get("checksum") != CHECKSUM:
+        raise TraceError(f"{path}: the header names checksum {str(header.get('checksum'))[:40]!r}; expected {CHECKSUM!r}")
+    problem = _header_problem(header)
+    if problem:
+        raise TraceError(f"{path}: corrupted trace header: {problem}")
+    return header, unpacker.tell()
+
+
+def _end_prefix(entries: int, complete: bool) -> bytes:
+    """What the checksum covers of the end marker: its count and completeness."""
+    return msgpack.packb(["end", entries, complete])
+
+
+def _digest(f: BinaryIO, length: int, end: list) -> bytes:
+    h = hashlib.blake2b(digest_size=32)
+    f.seek(0)
+    while length > 0:
+        chunk = f.read(min(length, 2**20))
+        if not chunk:
+            break
+        h.update(chunk)
+        length -= len(chunk)
+    h.update(_end_prefix(end[1], end[2]))
+    return h.digest()
 
 
 @dataclass
@@ -86,47 +285,81 @@ class Trace:
 
     @classmethod
     def read(cls, path: str | Path) -> Trace:
+        """Read and verify a trace; any damage, truncation or unknown version is a TraceError."""
         path = Path(path)
         try:
             f = open(path, "rb")
+            size = os.fstat(f.fileno()).st_size
         except OSError as exc:
             raise TraceError(f"{path}: cannot open the trace: {exc.strerror}") from None
         with f:
-            unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False)
-            try:
-                header = next(unpacker)
-            except (StopIteration, ValueError, msgpack.UnpackException) as exc:
-                raise TraceError(f"{path}: not a netemu trace (no readable header: {exc or 'empty file'})") from None
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
-                raise TraceError(f"{path}: not a netemu trace (the header has no format = {FORMAT!r})")
-            if header.get("version") != VERSION:
-                raise TraceError(f"{path}: trace format version {header.get('version')!r}; this netemu reads version {VERSION}")
+            header, offset = _read_header(path, f, size)
+            algorithms, n_runs = set(header["algorithms"]), len(header["runs"])
+            f.seek(offset)
+            # the body holds arrays of at most 5 items and no maps: with these limits nothing a
+            # crafted entry declares can make the C unpacker allocate more than ~1 MiB at once
+            unpacker = msgpack.Unpacker(
+                f, raw=False, max_buffer_size=_ENTRY_MAX, max_array_len=5, max_map_len=0,
+                max_str_len=_NAME_MAX, max_bin_len=64, max_ext_len=0,
+            )
             fates: dict[tuple[str, int], dict[tuple, Any]] = {}
             first: dict[int, dict[tuple, Any]] = {}
-            n, end = 0, None
+            n, end, end_at = 0, None, offset
             try:
-                for entry in unpacker:
+                while True:
+                    at = offset + unpacker.tell()
+                    try:
+                        entry = next(unpacker)
+                    except StopIteration:
+                        break
                     if end is not None:
-                        raise TraceError(f"{path}: data after the end marker (entry {n + 1})")
+                        raise TraceError(f"{path}: corrupted trace: data after the end marker (entry {n + 1})")
                     if isinstance(entry, list) and len(entry) == 5 and entry[0] == "fate":
+                        problem = _entry_problem(entry, algorithms, n_runs)
+                        if problem:
+                            raise TraceError(f"{path}: corrupted trace: entry {n + 1}: {problem}")
                         _, alg, run, key, value = entry
                         key = tuple(key)
                         fates.setdefault((alg, run), {})[key] = value
                         first.setdefault(run, {}).setdefault(key, value)
                         n += 1
-                    elif isinstance(entry, list) and len(entry) == 3 and entry[0] == "end":
-                        end = entry
+                    elif isinstance(entry, list) and len(entry) in (3, 4) and entry[0] == "end":
+                        end, end_at = entry, at
                     else:
                         raise TraceError(f"{path}: corrupted trace: entry {n + 1} is {str(entry)[:80]}")
-            except (ValueError, msgpack.UnpackException) as exc:
+            except (ValueError, TypeError, msgpack.UnpackException) as exc:
                 if isinstance(exc, TraceError):
                     raise
                 raise TraceError(f"{path}: corrupted trace after {n} entries ({exc})") from None
-        if end is None:
-            raise TraceError(f"{path}: truncated trace: no end marker after {n} entries")
-        if end[1] != n:
-            raise TraceError(f"{path}: corrupted trace: the end marker counts {end[1]} entries, the file has {n}")
-        return cls(path, header, fates, first, complete=bool(end[2]))
+            if end is None:
+                raise TraceError(f"{path}: truncated trace: no end marker after {n} entries")
+            if end[1] != n:
+                raise TraceError(f"{path}: corrupted trace: the end marker counts {end[1]} entries, the file has {n}")
+            if len(end) != 4 or not isinstance(end[3], bytes) or not isinstance(end[2], bool):
+                raise TraceError(f"{path}: corrupted trace: the end marker {str(end)[:80]} has no {CHECKSUM} checksum")
+            computed = _digest(f, end_at, end)
+        if computed != end[3]:
+            raise TraceError(
+                f"{path}: corrupted trace: its {CHECKSUM} checksum is {computed.hex()[:16]}…, the end marker records "
+                f"{end[3].hex()[:16]}…: the file changed after it was written ({n} entries, {end_at} bytes before the end marker)"
+            )
+        return cls(path, header, fates, first, complete=end[2])
+
+    def check_scenario(self, table: dict) -> None:
+        """Refuse a scenario whose random network models differ from the recorded ones
+        (the fates would come from other distributions); name the keys that differ."""
+        recorded, now = _flatten(self.header["network"]), _flatten(network_model(table))
+        differ = [k for k in sorted(recorded.keys() | now.keys()) if not _same(recorded.get(k, _MISSING), now.get(k, _MISSING))]
+        if differ:
+            shown = "; ".join(
+                f"{k}: {_show(recorded.get(k, _MISSING))} in the trace, {_show(now.get(k, _MISSING))} in the scenario"
+                for k in differ[:4]
+            )
+            more = f" (and {len(differ) - 4} more)" if len(differ) > 4 else ""
+            raise TraceError(
+                f"{self.path}: the trace was drawn from other network models than this scenario's: {shown}{more}. "
+                f"A replay may change algorithms, rounds, speeds, bandwidth, outages and crashes, not the random models"
+            )
 
     def check_topology(self, run: int, graph: nx.DiGraph) -> None:
         runs = self.header.get("runs", [])
@@ -167,3 +400,7 @@ class Trace:
 
 
 _MISSING = object()
+
+
+def _show(v: Any) -> str:
+    return "(absent)" if v is _MISSING else repr(v)[:60]
