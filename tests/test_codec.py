@@ -105,3 +105,49 @@ def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
     assert_same_array(np.arange(3.0), fields[6]["w"])
     # the envelope is a plain msgpack array: any msgpack reader can parse it
     assert len(msgpack.unpackb(data, strict_map_key=False)) == 7
+
+
+# ------------------------------------------------------------- crafted messages
+
+
+def ndarray_ext(dtype, shape, raw):
+    return msgpack.packb(msgpack.ExtType(1, msgpack.packb([dtype, shape, raw])))
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (ndarray_ext("<f8", [10**12], b"\x00" * 8), "needs 8000000000000 bytes .*the message holds 8"),
+        (ndarray_ext("<f8", [2**40, 2**40], b""), "needs .* bytes"),
+        (ndarray_ext("(3,)f8", [1], b"\x00" * 24), "is refused"),
+        (ndarray_ext("O", [1], b"\x00" * 8), "is refused"),
+        (ndarray_ext("no-such-type", [1], b"\x00"), "is not a NumPy dtype"),
+        (ndarray_ext("<f8", [-1], b"\x00" * 8), "sizes >= 0"),
+        (ndarray_ext("<f8", "x", b"\x00" * 8), "must be \\[dtype string, shape list, bytes\\]"),
+        (msgpack.packb(msgpack.ExtType(3, msgpack.packb([5, 1, 2]))), "PartialModel extension must be"),
+        (b"\xdd\xff\xff\xff\xff", "cannot decode 5 bytes"),  # an array declaring 2**32 - 1 items
+        (b"\xdf\xff\xff\xff\xff", "cannot decode 5 bytes"),
+        (b"\xc1", "cannot decode 1 bytes"),
+    ],
+    ids=["huge-shape", "overflowing-shape", "subarray-dtype", "object", "bad-dtype", "negative", "shape-type",
+         "partial", "huge-array", "huge-map", "reserved-byte"],
+)
+def test_a_crafted_message_is_refused_without_allocating_what_it_declares(data, message):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(WireError, match=message):
+            decode(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+
+
+def test_a_partial_model_with_indices_outside_its_dimension_is_refused():
+    pm = PartialModel(4, np.array([0, 3]), np.array([1.0, 2.0]))
+    body = msgpack.packb([2, msgpack.ExtType(1, msgpack.packb(["<u4", [2], pm.indices.tobytes()])),
+                          msgpack.ExtType(1, msgpack.packb(["<f8", [2], pm.values.tobytes()]))])
+    with pytest.raises(WireError, match="PartialModel extension: .*indices must lie in \\[0, 2\\)"):
+        decode(msgpack.packb(msgpack.ExtType(3, body)))

@@ -9,6 +9,12 @@ Extension types (documented in docs/formats.md):
 
 Object and structured (void) dtypes are refused: they have no portable byte form.
 Tuples decode as lists (msgpack has one sequence type).
+
+Decoding trusts nothing it reads: msgpack's container and string limits are the
+length of the bytes given (a message cannot declare more items than it has bytes),
+and an array extension must carry exactly the bytes its dtype and shape need, so a
+crafted message cannot make the decoder allocate more than a small multiple of its
+own size.  Anything malformed is a `WireError` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -53,19 +59,74 @@ def _default(obj: Any) -> msgpack.ExtType:
     raise WireError(f"type {type(obj).__name__} cannot be encoded")
 
 
+_MAX_DIMS = 64  # NumPy's own limit
+_DTYPES: dict[str, np.dtype] = {}  # dtype strings already checked (a run uses a handful)
+
+
+def _unpack(data: bytes, **kw: Any) -> Any:
+    """msgpack.unpackb: since msgpack 1.0 (the pinned minimum) every container and string
+    limit of unpackb defaults to len(data), so a message cannot declare more items than
+    it has bytes.  (Passing the limits explicitly costs a microsecond per call.)"""
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, **kw)
+
+
+def _dtype(dtype_str: Any) -> np.dtype:
+    dtype = _DTYPES.get(dtype_str) if isinstance(dtype_str, str) else None
+    if dtype is not None:
+        return dtype
+    if not isinstance(dtype_str, str):
+        raise WireError(f"ndarray extension: the dtype must be a string, got {repr(dtype_str)[:40]}")
+    try:
+        dtype = np.dtype(dtype_str)
+    except (TypeError, ValueError, OverflowError):
+        raise WireError(f"ndarray extension: {dtype_str[:40]!r} is not a NumPy dtype") from None
+    if dtype.kind in _REFUSED_KINDS or dtype.shape or dtype.fields is not None or dtype.itemsize == 0:
+        raise WireError(f"ndarray extension: dtype {dtype_str[:40]!r} is refused (only plain dtypes with a byte form)")
+    if len(_DTYPES) < 256:
+        _DTYPES[dtype_str] = dtype
+    return dtype
+
+
 def _array_from(data: bytes) -> np.ndarray:
-    dtype, shape, raw = msgpack.unpackb(data)
-    return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape).copy()
+    """An ndarray from its extension body, after checking that the dtype is a plain
+    one and that the bytes present are exactly what the dtype and shape need."""
+    body = _unpack(data)
+    if type(body) is not list or len(body) != 3 or type(body[1]) is not list or type(body[2]) is not bytes:
+        raise WireError(f"an ndarray extension must be [dtype string, shape list, bytes], got {repr(body)[:80]}")
+    dtype_str, shape, raw = body
+    dtype = _dtype(dtype_str)
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            raise WireError(f"ndarray extension: shape {repr(shape)[:80]} is not a list of sizes >= 0")
+        count *= d
+    if len(shape) > _MAX_DIMS or count * dtype.itemsize != len(raw):
+        raise WireError(
+            f"ndarray extension: shape {repr(shape)[:80]} of dtype {dtype} needs {count * dtype.itemsize} bytes "
+            f"(at most {_MAX_DIMS} dimensions), the message holds {len(raw)}"
+        )
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
     if code == EXT_NDARRAY:
         return _array_from(data)
     if code == EXT_SCALAR:
-        return _array_from(data)[()]
+        arr = _array_from(data)
+        if arr.ndim:
+            raise WireError(f"a NumPy scalar extension must have shape [], got {list(arr.shape)}")
+        return arr[()]
     if code == EXT_PARTIAL:
-        dim, indices, values = msgpack.unpackb(data, ext_hook=_ext_hook)
-        return PartialModel(dim, indices, values)
+        body = _unpack(data, ext_hook=_ext_hook)
+        if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], int) and not isinstance(body[0], bool)
+                and body[0] >= 0 and isinstance(body[1], np.ndarray) and isinstance(body[2], np.ndarray)):
+            raise WireError(f"a PartialModel extension must be [dim >= 0, indices array, values array], got {repr(body)[:80]}")
+        if body[1].dtype.kind not in "iu":
+            raise WireError(f"PartialModel extension: indices of dtype {body[1].dtype}; expected integers")
+        try:
+            return PartialModel(*body)
+        except ValueError as exc:
+            raise WireError(f"PartialModel extension: {exc}") from None
     return msgpack.ExtType(code, data)
 
 
@@ -109,7 +170,13 @@ def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) ->
 
 
 def decode(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    """The payload encoded in `data`; malformed or crafted bytes are a `WireError`."""
+    try:
+        return _unpack(data, ext_hook=_ext_hook)
+    except WireError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException) as exc:
+        raise WireError(f"cannot decode {len(data)} bytes: {type(exc).__name__}: {str(exc)[:120]}") from None
 
 
 _HEADER = msgpack.Packer(use_bin_type=True)
