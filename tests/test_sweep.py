@@ -1,6 +1,7 @@
 """netemu sweep: grids, one folder per point, resume, both executors, plots against a parameter."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,202 @@ def test_plot_draws_a_final_metric_against_a_swept_parameter(scenario, tmp_path,
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["plot", str(out), "--metric", "mse", "--x", "run.seed"]) == 2
     assert "'run.seed' was not swept" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- a bad point, resume, limits
+
+
+@pytest.fixture
+def scripted(tmp_path):
+    """A scenario whose `script` grid value decides whether a point fails at run time."""
+    (tmp_path / "ok.py").write_text("def setup(world):\n    pass\n")
+    (tmp_path / "bad.py").write_text("def setup(world):\n    raise RuntimeError('boom in bad.py')\n")
+    path = tmp_path / "s.toml"
+    path.write_text('script = "ok.py"\n' + SCENARIO)
+    return path
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_a_failing_point_is_a_row_and_the_others_finish(scripted, tmp_path, capsys, executor):
+    out = tmp_path / "sweep"
+    args = ["sweep", str(scripted), "--grid", 'script="ok.py","bad.py"', "--grid", "run.seed=1..2", "--out", str(out),
+            "--executor", executor, "--workers", "2", "--quiet"]
+    assert main(args) == 1
+    table = rows(out)
+    status = {r["folder"]: (r["status"], r["error"]) for r in table}
+    assert status["script=ok.py__seed=1"] == status["script=ok.py__seed=2"] == ("complete", "")
+    for seed in (1, 2):
+        st_, error = status[f"script=bad.py__seed={seed}"]
+        assert st_ == "failed" and "boom in bad.py" in error
+    assert {r["metric"] for r in table if r["status"] == "complete"} == {"mse", "participants"}
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("netemu: sweep: 4 points: 2 complete, 0 incomplete, 2 failed")
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_resume_refuses_a_point_run_with_another_scenario_and_reruns_it_on_request(scenario, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    args = ["sweep", str(scenario), "--grid", "run.seed=1..2", "--out", str(out), "--quiet", "--workers", "1"]
+    assert main(args) == 0
+    scenario.write_text(SCENARIO.replace("rounds = 3", "rounds = 4"))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "2 finished point(s) were run with another scenario" in err and "run.rounds: 3 then, 4 now" in err
+    assert "--rerun-stale" in err
+    assert main([*args, "--rerun-stale"]) == 0
+    assert "rounds = 4" in (out / "seed=1" / "scenario.toml").read_text()
+    assert main(args) == 0  # now up to date: nothing to refuse
+
+
+def test_only_absolute_paths_are_sent_to_the_workers(scenario, tmp_path, monkeypatch):
+    import netemu.sweep as sw
+
+    sent = []
+
+    def execute(todo, *args):  # instead of a cluster: record what would be sent
+        sent.extend(todo)
+        for name, *_ in todo:
+            args[-1](name, sw.PointResult("complete"))
+
+    monkeypatch.setattr(sw, "_execute", execute)
+    monkeypatch.chdir(tmp_path)
+    sweep(Path(scenario.name), parse_grid(["run.seed=1..2"]), Path("relative-out"), executor="dask")
+    assert len(sent) == 2
+    for _name, scenario_path, _overrides, folder in sent:
+        assert Path(scenario_path).is_absolute() and Path(folder).is_absolute()
+        assert Path(scenario_path) == scenario
+
+
+def test_a_grid_too_large_is_refused_before_anything_is_allocated(scenario, tmp_path, capsys):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        code = main(["sweep", str(scenario), "--grid", "run.seed=1..100000000", "--out", str(tmp_path / "s")])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and peak < 50 * 2**20
+    err = capsys.readouterr().err
+    assert "100000000 points (100000000 (run.seed)) is more than the limit of 10000" in err and "--max-points" in err
+    with pytest.raises(SweepError, match="6 points .*3 \\(algorithm.lr\\) x 2 \\(run.seed\\).* limit of 5"):
+        parse_grid(["algorithm.lr=0.1,0.2,0.3", "run.seed=1..2"], max_points=5)
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_workers_below_one_are_refused(scenario, tmp_path, capsys, workers):
+    assert main(["sweep", str(scenario), "--grid", "run.seed=1..2", "--out", str(tmp_path / "s"), "--workers", workers]) == 2
+    assert f"--workers {workers}: expected a number of worker processes >= 1" in capsys.readouterr().err
+
+
+def test_an_unreachable_scheduler_is_a_one_line_error(scenario, tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = main(["sweep", str(scenario), "--grid", "run.seed=1..2", "--out", str(tmp_path / "s"), "--executor", "dask",
+                 "--address", f"tcp://127.0.0.1:{port}", "--connect-timeout", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--address tcp://127.0.0.1:{port}: cannot connect to the dask scheduler within 1 s" in err
+    assert "Traceback" not in err
+
+
+# ------------------------------------------------------------- Ctrl-C
+
+
+def interrupt(scenario, out, executor, started_after):
+    """Start a sweep of slow points in its own process group, Ctrl-C the group (as a
+    terminal does) once `started_after` point folders exist; (exit code, stderr, seconds
+    from the signal to the exit)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "netemu.cli", "sweep", str(scenario), "--grid", "run.seed=1..6", "--out", str(out),
+           "--workers", "2", "--executor", executor, "--quiet"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.is_dir() and len(list(out.iterdir())) >= started_after):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(0.5)
+        t = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, err, time.monotonic() - t
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def slow_scenario(tmp_path):
+    path = tmp_path / "slow.toml"
+    path.write_text(SCENARIO.replace("rounds = 3", "rounds = 20000"))  # ~30 s per point: far longer than the test waits
+    return path
+
+
+def check_interrupted(out, code, err, seconds):
+    assert code == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("netemu: sweep interrupted: 0 of 6 points finished"), err
+    assert seconds < 20
+    started = [p for p in out.iterdir() if p.is_dir()]
+    assert len(started) <= 2  # the two running points; the queued ones never started
+    assert (out / "sweep.csv").read_text().count("\n") == 1  # the header: nothing finished
+
+
+def test_ctrl_c_stops_a_local_sweep_its_queue_and_workers_with_one_line(tmp_path):
+    out = tmp_path / "sweep"
+    code, err, seconds = interrupt(slow_scenario(tmp_path), out, "local", started_after=2)
+    check_interrupted(out, code, err, seconds)
+
+
+@pytest.mark.slow  # a LocalCluster start and close: ~15 s
+def test_ctrl_c_stops_a_dask_sweep_its_queue_and_workers_with_one_line(tmp_path):
+    out = tmp_path / "sweep"
+    code, err, seconds = interrupt(slow_scenario(tmp_path), out, "dask", started_after=2)
+    check_interrupted(out, code, err, seconds)
+
+
+# ------------------------------------------------------------- TLS
+
+
+def _tls_sweep(scenario, out, address, *extra):
+    return main(["sweep", str(scenario), "--grid", "run.seed=1..2", "--out", str(out), "--executor", "dask",
+                 "--address", address, "--connect-timeout", "5", "--quiet", *extra])
+
+
+def test_a_sweep_runs_on_a_tls_secured_scheduler_and_needs_its_certificates(scenario, tmp_path, capsys):
+    pytest.importorskip("cryptography")
+    import dask
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    sec = Security.temporary()  # a self-signed CA and certificate, generated now
+    certs = {name: tmp_path / f"{name}.pem" for name in ("ca", "cert", "key")}
+    certs["ca"].write_text(sec.tls_ca_file)
+    certs["cert"].write_text(sec.tls_client_cert)
+    certs["key"].write_text(sec.tls_client_key)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, security=sec, protocol="tls",
+                      host="127.0.0.1", dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tls://127.0.0.1:")
+        # with the certificates given on the command line
+        opts = ["--tls-ca-file", str(certs["ca"]), "--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"])]
+        assert _tls_sweep(scenario, tmp_path / "a", address, *opts) == 0
+        assert {r["status"] for r in rows(tmp_path / "a")} == {"complete"}
+        # with dask's own configuration (distributed.comm.tls.*)
+        with dask.config.set({"distributed.comm.tls.ca-file": str(certs["ca"]),
+                              "distributed.comm.tls.client.cert": str(certs["cert"]),
+                              "distributed.comm.tls.client.key": str(certs["key"])}):
+            assert _tls_sweep(scenario, tmp_path / "b", address) == 0
+        assert len(rows(tmp_path / "b")) == 4
+        # without certificates the scheduler cannot be reached: a one-line error
+        capsys.readouterr()
+        assert _tls_sweep(scenario, tmp_path / "c", address) == 2
+        err = capsys.readouterr().err
+        assert f"--address {address}: cannot connect to the dask scheduler" in err and "Traceback" not in err
