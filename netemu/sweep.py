@@ -29,9 +29,10 @@ import os
 import re
 import shutil
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from netemu.errors import EXIT_INTERRUPTED, NetemuError, SweepError
 from netemu.scenario import load_scenario
@@ -39,8 +40,16 @@ from netemu.scenario.overrides import parse_value
 from netemu.scenario.schema import Issue, ScenarioError
 
 __all__ = [
-    "MAX_POINTS", "PointResult", "SweepError", "SweepInterrupted", "SweepResult", "TLS", "grid_points", "parse_grid",
-    "run_point", "sweep",
+    "MAX_POINTS",
+    "TLS",
+    "PointResult",
+    "SweepError",
+    "SweepInterrupted",
+    "SweepResult",
+    "grid_points",
+    "parse_grid",
+    "run_point",
+    "sweep",
 ]
 
 MAX_POINTS = 10_000  # grid points per sweep unless --max-points says otherwise (validation alone is ~2-10 ms each)
@@ -192,7 +201,7 @@ def sweep(
     grid: dict[str, list],
     out: Path,
     *,
-    base_overrides: list[str] = (),
+    base_overrides: Sequence[str] = (),
     executor: str = "local",
     workers: int | None = None,
     address: str | None = None,
@@ -245,9 +254,12 @@ def sweep(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"{out}: cannot create the sweep folder: {exc.strerror}") from None
-    for _name, _s, _o, folder in todo:
-        if Path(folder).exists():  # an unfinished, failed or stale earlier attempt: start it again
-            shutil.rmtree(folder)
+    for _name, _s, _o, old in todo:
+        if Path(old).exists():  # an unfinished, failed or stale earlier attempt: start it again
+            try:
+                shutil.rmtree(old)
+            except OSError as exc:
+                raise SweepError(f"{old}: cannot remove this unfinished point's folder to run it again: {exc.strerror}") from None
     if progress:
         progress(len(results), len(points))
 
@@ -337,6 +349,7 @@ def _execute_dask(todo: list[tuple], workers: int | None, address: str | None, t
     import logging
 
     cluster = None
+    target: Any
     if address is None:
         # Ctrl-C in a terminal reaches the LocalCluster's processes too; multiprocessing's
         # resource tracker then cleans up their semaphores and warns about it on stderr

@@ -119,7 +119,8 @@ class TraceWriter:
         self.file, self.entries = file, 0
         self._pack = msgpack.Packer(use_bin_type=True).pack
         self._hash = hashlib.blake2b(digest_size=32)
-        self._run, self._seen = None, {}
+        self._run: int | None = None
+        self._seen: dict[tuple, Any] = {}
         self._write(self._pack({"format": FORMAT, "version": VERSION, "checksum": CHECKSUM, **header}))
 
     def _write(self, data: bytes) -> None:

@@ -28,8 +28,8 @@ __all__ = [
     "Latency",
     "Link",
     "LogNormal",
-    "RoundCounter",
     "Loss",
+    "RoundCounter",
     "RoundDelay",
     "Uniform",
 ]
