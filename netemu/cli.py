@@ -393,7 +393,7 @@ def cmd_sweep(args) -> int:
             print(f"  {name}: {p.status}: {p.error}", file=sys.stderr)
     if not args.quiet:
         print(f"sweep folder: {out}\nsummary: {result.path}")
-    line = f"{total} points: {total - failed - incomplete} complete, {incomplete} incomplete, {failed} failed"
+    line = f"{total} point{'s' if total != 1 else ''}: {total - failed - incomplete} complete, {incomplete} incomplete, {failed} failed"
     if failed or incomplete:
         print(f"netemu: sweep: {line} (see {result.path})", file=sys.stderr)
     elif not args.quiet:

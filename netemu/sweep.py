@@ -5,8 +5,8 @@
 A grid value list is comma-separated TOML values, or an integer range `a..b` (both ends
 included); a grid of more than `max_points` combinations (default `MAX_POINTS`) is
 refused before anything is allocated.  Combination i runs with the overrides of its
-grid point into `OUT/<key=value>__<key=value>/`.  Execution is local (a process pool on
-this machine) or on dask.distributed (a LocalCluster, or the scheduler at `--address`,
+grid point into `OUT/<key=value>__<key=value>/`.  Execution is local (one process per point,
+at most `workers` at a time, so a point whose process dies fails alone) or on dask.distributed (a LocalCluster, or the scheduler at `--address`,
 TLS included), with the same command; paths are made absolute before anything is sent.
 
 Every point ends in a row of `OUT/sweep.csv` (long format: folder, the grid keys,
@@ -162,7 +162,7 @@ def run_point(scenario: str, overrides: list[str], out: str) -> dict:
 
     try:
         summary = execute(load_scenario(scenario, overrides), Path(out), quiet=True)
-    except Exception as exc:  # the point failed; the sweep goes on (the folder keeps what was done)
+    except (Exception, SystemExit) as exc:  # the point failed (a script may even exit); the sweep goes on
         partial = _read_summary(Path(out)) or {}
         return {"status": "failed", "final": partial.get("final") or {}, "error": _one_line(exc)}
     complete = bool(summary.get("complete"))
@@ -301,32 +301,85 @@ def _execute(todo: list[tuple], executor: str, workers: int | None, address: str
         _execute_dask(todo, workers, address, tls, connect_timeout, done)
 
 
-def _execute_local(todo: list[tuple], workers: int | None, done: Callable[[str, PointResult], None]) -> None:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+def _point_process(conn, scenario: str, overrides: list[str], out: str) -> None:
+    """Body of the process that runs one point locally: the result goes back through `conn`."""
+    _ignore_sigint()
     try:
-        futures = {pool.submit(run_point, s, o, f): name for name, s, o, f in todo}
-        for fut in as_completed(futures):
-            try:
-                result = _result(fut.result())
-            except Exception as exc:  # the worker process died (e.g. out of memory)
-                result = PointResult("failed", error=_one_line(exc))
-            done(futures[fut], result)
+        result = run_point(scenario, overrides, out)
+    except BaseException as exc:  # noqa: BLE001 — whatever happens, the parent gets one line
+        result = {"status": "failed", "final": {}, "error": _one_line(exc)}
+    conn.send(result)
+    conn.close()
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the out-of-memory killer sends it)" if name == "SIGKILL" else ""
+        return f"the process running this point was killed by {name}{hint}"
+    return f"the process running this point exited with code {exitcode} before reporting a result"
+
+
+@dataclass
+class _Running:
+    name: str
+    process: Any
+    conn: Any
+    result: dict | None = None
+
+
+def _execute_local(todo: list[tuple], workers: int | None, done: Callable[[str, PointResult], None]) -> None:
+    """One process per point, at most `workers` at a time: a point whose process dies
+    (killed, out of memory) fails alone, and Ctrl-C terminates exactly the running ones."""
+    import multiprocessing as mp
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context()
+    limit = workers or os.cpu_count() or 1
+    pending = deque(todo)
+    running: list[_Running] = []
+    try:
+        while pending or running:
+            while pending and len(running) < limit:
+                name, scenario, overrides, folder = pending.popleft()
+                receive, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_point_process, args=(send, scenario, overrides, folder), name=f"netemu-{name}")
+                proc.start()
+                send.close()
+                running.append(_Running(name, proc, receive))
+            ready = set(wait([x for r in running for x in (r.process.sentinel, r.conn) if x is not None]))
+            for r in list(running):
+                if r.conn is not None and r.conn in ready:
+                    try:
+                        r.result = r.conn.recv()
+                    except (EOFError, OSError):  # the process died before sending
+                        pass
+                    r.conn.close()
+                    r.conn = None
+                if r.process.sentinel in ready and r.conn is None:
+                    r.process.join()
+                    running.remove(r)
+                    outcome = _result(r.result) if r.result is not None else PointResult("failed", error=_death(r.process.exitcode))
+                    done(r.name, outcome)
+                elif r.process.sentinel in ready and r.conn is not None and not r.conn.poll():
+                    r.conn.close()  # exited without a result: nothing more will come
+                    r.conn = None
+                    r.process.join()
+                    running.remove(r)
+                    done(r.name, PointResult("failed", error=_death(r.process.exitcode)))
     except BaseException:
-        # Ctrl-C: drop the queue and stop the running workers now (shutdown alone would let
-        # them finish, and the queued points after them)
-        if hasattr(pool, "terminate_workers"):  # Python >= 3.14
-            pool.terminate_workers()
-        else:  # the processes, taken before shutdown forgets them
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                proc.join(5)
+        # Ctrl-C (or SIGTERM): the queued points never start, the running ones stop now
+        for r in running:
+            r.process.terminate()
+        for r in running:
+            r.process.join(5)
         raise
-    pool.shutdown(wait=True)
 
 
 def _security(tls: TLS | None):

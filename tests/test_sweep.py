@@ -118,6 +118,19 @@ def test_a_failing_point_is_a_row_and_the_others_finish(scripted, tmp_path, caps
     assert "Traceback" not in "\n".join(err)
 
 
+def test_a_point_whose_process_is_killed_fails_alone(scripted, tmp_path, capsys):
+    # e.g. the out-of-memory killer: the other points (even those running beside it) finish
+    (tmp_path / "kill.py").write_text("import os, signal\ndef setup(world):\n    os.kill(os.getpid(), signal.SIGKILL)\n")
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(scripted), "--grid", 'script="kill.py","ok.py"', "--grid", "run.seed=1..2", "--out", str(out),
+                 "--workers", "2", "--quiet"]) == 1
+    status = {r["folder"]: (r["status"], r["error"]) for r in rows(out)}
+    assert status["script=ok.py__seed=1"][0] == status["script=ok.py__seed=2"][0] == "complete"
+    assert status["script=kill.py__seed=1"] == ("failed", "the process running this point was killed by SIGKILL "
+                                                "(the out-of-memory killer sends it)")
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("netemu: sweep: 4 points: 2 complete, 0 incomplete, 2 failed")
+
+
 def test_resume_refuses_a_point_run_with_another_scenario_and_reruns_it_on_request(scenario, tmp_path, capsys):
     out = tmp_path / "sweep"
     args = ["sweep", str(scenario), "--grid", "run.seed=1..2", "--out", str(out), "--quiet", "--workers", "1"]
