@@ -202,10 +202,10 @@ def test_an_unreachable_scheduler_is_a_one_line_error(scenario, tmp_path, capsys
 # ------------------------------------------------------------- Ctrl-C
 
 
-def interrupt(scenario, out, executor, started_after):
+def interrupt(scenario, out, executor, started_after, group=True, sig=None):
     """Start a sweep of slow points in its own process group, Ctrl-C the group (as a
-    terminal does) once `started_after` point folders exist; (exit code, stderr, seconds
-    from the signal to the exit)."""
+    terminal does; or send `sig` to the sweep process alone) once `started_after` point
+    folders exist; (exit code, stderr, seconds from the signal to the exit)."""
     import os
     import signal
     import subprocess
@@ -222,7 +222,10 @@ def interrupt(scenario, out, executor, started_after):
             time.sleep(0.1)
         time.sleep(0.5)
         t = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
         return proc.returncode, err, time.monotonic() - t
     finally:
@@ -236,13 +239,19 @@ def slow_scenario(tmp_path):
     return path
 
 
-def check_interrupted(out, code, err, seconds):
-    assert code == 130, err
+def check_interrupted(out, code, err, seconds, expected_code=130, what="interrupted"):
+    assert code == expected_code, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("netemu: sweep interrupted: 0 of 6 points finished"), err
+    assert len(lines) == 1 and lines[0].startswith(f"netemu: sweep {what}: 0 of 6 points finished"), err
     assert seconds < 20
+    import time
+
     started = [p for p in out.iterdir() if p.is_dir()]
     assert len(started) <= 2  # the two running points; the queued ones never started
+    size = lambda: sum(f.stat().st_size for d in started for f in d.iterdir())  # noqa: E731
+    before = size()
+    time.sleep(1.5)  # a running point writes its log at ~1 MB/s: the workers are gone if nothing grows
+    assert size() == before
     assert (out / "sweep.csv").read_text().count("\n") == 1  # the header: nothing finished
 
 
@@ -250,6 +259,14 @@ def test_ctrl_c_stops_a_local_sweep_its_queue_and_workers_with_one_line(tmp_path
     out = tmp_path / "sweep"
     code, err, seconds = interrupt(slow_scenario(tmp_path), out, "local", started_after=2)
     check_interrupted(out, code, err, seconds)
+
+
+def test_sigterm_to_the_sweep_alone_stops_its_workers_too(tmp_path):
+    import signal
+
+    out = tmp_path / "sweep"
+    code, err, seconds = interrupt(slow_scenario(tmp_path), out, "local", started_after=2, group=False, sig=signal.SIGTERM)
+    check_interrupted(out, code, err, seconds, expected_code=143, what="terminated (SIGTERM)")
 
 
 @pytest.mark.slow  # a LocalCluster start and close: ~15 s
