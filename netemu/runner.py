@@ -55,6 +55,8 @@ def resolved_toml(sc: Scenario) -> str:
         table["script"] = str(sc.resolve(table["script"]).resolve())
     if table["topology"].get("file"):
         table["topology"]["file"] = str(sc.resolve(table["topology"]["file"]).resolve())
+    if table["devices"].get("file"):
+        table["devices"]["file"] = str(sc.resolve(table["devices"]["file"]).resolve())
     for link in [*table["links"].values(), *table["link"]]:
         if (link.get("latency") or {}).get("file"):
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())

@@ -17,7 +17,7 @@ import networkx as nx
 
 from netemu.algorithms import ALGORITHMS
 from netemu.data import DATASETS
-from netemu.devices import offline_windows, read_devices
+from netemu.devices import attach_devices, read_devices
 from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
@@ -107,11 +107,9 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
             for n in match_nodes(pattern, list(graph.nodes)):
                 settings[n] = {k: group[k] for k in keys}
     crashes: dict[str, list] = {}
-    for name, device in devices_of(sc, graph).items():  # offline outside the device's online intervals
+    for name, device in devices_of(sc, graph).items():  # online intervals: attach_devices in build_world
         if "speed" in device:
             settings[name]["speed"] = device["speed"]
-        if "online" in device:
-            crashes[name] = offline_windows(device["online"])
     for c in nodes["crash"]:
         crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
     return {n: NodeBehaviour(**s, crashes=tuple(crashes.get(n, ()))) for n, s in settings.items()}
@@ -157,6 +155,8 @@ def build_world(
         log=log,
         fates=fates,
     )
+    if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
+        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
     entry = sc.table["algorithm"][algorithm]
     spec = ALGORITHMS[entry["name"]]
     params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
