@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     summary.add_argument("log", type=Path, help="run folder or messages.jsonl")
     summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
     summary.add_argument("--top", type=int, default=5, help="how many slowest links and actors (default 5)")
+    summary.add_argument("--algorithm", help="only this algorithm's records")
+    summary.add_argument("--run", type=int, help="only this Monte Carlo run's records")
+    summary.add_argument("--per-run", action="store_true", help="an actor table per algorithm and run (default: the mean over them)")
     summary.set_defaults(func=cmd_log_summary)
     filt = log_sub.add_parser("filter", help="print the records matching every condition given")
     filt.add_argument("log", type=Path, help="run folder or messages.jsonl")
@@ -92,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     tl.add_argument("--until", type=float, help="end of the time window")
     tl.add_argument("--algorithm", help="which algorithm of a run folder (default: the first)")
     tl.add_argument("--run", type=int, help="which Monte Carlo run (default: the first)")
+    tl.add_argument("--max-messages", type=int, default=400,
+                    help="more messages than this: a shorter window (none given) or aggregated drawing (default 400)")
     tl.set_defaults(func=cmd_log_timeline)
     diff = log_sub.add_parser("diff", help="where two logs first diverge, and how their totals differ")
     diff.add_argument("a", type=Path)
@@ -254,49 +259,77 @@ def cmd_log_summary(args) -> int:
     import json
 
     from netemu.logtools import summarize
+    from netemu.terminal import printable as p
 
-    s = summarize(args.log, top=args.top)
+    s = summarize(args.log, top=args.top, algorithm=args.algorithm, run=args.run)
     if args.json:
         print(json.dumps(s, indent=2))
         return 0
-    print(f"{s['records']} records, virtual time {s['virtual_time']['first']} .. {s['virtual_time']['last']}")
+    first, last = s["virtual_time"]["first"], s["virtual_time"]["last"]
+    print(f"{s['records']} records of {s['runs']} algorithm/run pair(s), virtual time {first} .. {last}")
     print(f"\n{'kind / link class':<28}{'sent':>9}{'deliv.':>9}{'dropped':>9}{'in fl.':>8}{'bytes':>12}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}  drops")
     for name, t in s["traffic"].items():
         d = t["delay"] or dict.fromkeys(("p50", "p90", "p99", "max"), float("nan"))
-        reasons = ", ".join(f"{k} {v}" for k, v in t["dropped_by_reason"].items())
-        print(f"{name:<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
+        reasons = ", ".join(f"{p(k)} {v}" for k, v in t["dropped_by_reason"].items())
+        print(f"{p(name):<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
               f"{d['p50']:>9.3g}{d['p90']:>9.3g}{d['p99']:>9.3g}{d['max']:>9.3g}  {reasons}")
+    print("(delay percentiles from a streaming sketch, within 1 % of the exact order statistic; max exact)")
     for title, key in (("slowest links", "slowest_links"), ("slowest receivers", "slowest_receivers")):
         print(f"\n{title} (mean delay):")
         for x in s[key]:
-            print(f"  {x['name']:<30} {x['mean_delay']:.4g} s mean, {x['max_delay']:.4g} s max, {x['messages']} messages")
-    print(f"\n{'actor':<20}{'participation':>14}{'compute time':>14}{'idle time':>12}")
-    for name, a in s["actors"].items():
-        print(f"{name:<20}{a['participation_rate']:>14.3f}{a['compute_time']:>14.4g}{a['idle_time']:>12.4g}")
+            print(f"  {p(x['name']):<30} {x['mean_delay']:.4g} s mean, {x['max_delay']:.4g} s max, {x['messages']} messages")
+    tables = ({k: v["actors"] for k, v in s["per_run"].items()} if args.per_run or s["runs"] == 1
+              else {f"mean over {s['runs']} algorithm/run pairs (--per-run, --run, --algorithm for one)": s["actors"]})
+    for label, actors in tables.items():
+        print(f"\n{'actor':<20}{'participation':>14}{'compute time':>14}{'idle time':>12}   {p(label)}")
+        for name, a in actors.items():
+            print(f"{p(name):<20}{a['participation_rate']:>14.3f}{a['compute_time']:>14.4g}{a['idle_time']:>12.4g}")
     return 0
+
+
+def _safe_json(line: str) -> str:
+    """A JSON line with every non-printable character as a \\u escape (still valid JSON)."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else json_escape(c) for c in line)
+
+
+def json_escape(c: str) -> str:
+    n = ord(c)
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
 
 
 def cmd_log_filter(args) -> int:
     import orjson
 
     from netemu.logtools import filter_records
+    from netemu.terminal import printable as p
 
     conditions = {k: getattr(args, k) for k in ("src", "dst", "kind", "round", "since", "until", "event", "actor", "algorithm", "run")}
     out = sys.stdout
     for r in filter_records(args.log, **conditions):
         if args.table:
-            rest = " ".join(f"{k}={v}" for k, v in r.items() if k not in ("t", "event", "src", "dst", "kind"))
+            rest = " ".join(f"{p(k)}={p(v)}" for k, v in r.items() if k not in ("t", "event", "src", "dst", "kind"))
             route = f"{r.get('src', r.get('actor', ''))}->{r['dst']}" if "dst" in r else r.get("actor", "")
-            out.write(f"{r['t']:>14.6f}  {r['event']:<9} {route:<28} {r.get('kind', ''):<10} {rest}\n")
+            out.write(f"{r['t']:>14.6f}  {p(r['event']):<9} {p(route):<28} {p(r.get('kind', '')):<10} {rest}\n")
         else:
-            out.write(orjson.dumps(r).decode() + "\n")
+            out.write(_safe_json(orjson.dumps(r).decode()) + "\n")
     return 0
 
 
 def cmd_log_timeline(args) -> int:
     from netemu.logtools import timeline
+    from netemu.terminal import printable
 
-    print(timeline(args.log, args.out, actors=args.actors, since=args.since, until=args.until, algorithm=args.algorithm, run=args.run))
+    notes: list[str] = []
+    out = timeline(args.log, args.out, actors=args.actors, since=args.since, until=args.until, algorithm=args.algorithm,
+                   run=args.run, max_messages=args.max_messages, notes=notes)
+    print(out)
+    for note in notes:
+        print(f"  note: {printable(note)}")
     return 0
 
 

@@ -1,23 +1,29 @@
 """Reading message logs: summaries, filters and the first divergence of two logs.
 
 Logs are streamed line by line with orjson, so memory holds the aggregates, not the
-log (a 1,000,000-record log is summarized in a few seconds; tools/bench_log.py).
-Record schemas: docs/formats.md.
+log (a 1,000,000-record log is summarized in a few seconds; tools/bench_log.py):
+delay percentiles come from a streaming quantile sketch (`Quantiles`, 1 % relative
+accuracy), never from a list of every delay.  A line longer than `MAX_LINE` bytes, or
+a record without a number `t` and a string `event`, or an event without the fields
+its kind needs (docs/formats.md), is refused with a `LogError` naming file and line.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from netemu.errors import LogError
 
-__all__ = ["LogError", "diff", "filter_records", "log_path", "read", "summarize"]
+__all__ = ["LogError", "MAX_LINE", "Quantiles", "diff", "filter_records", "log_path", "natural_key", "read", "summarize"]
+
+MAX_LINE = 1 << 20  # bytes: a message log's records are a few hundred bytes; refuse a line longer than 1 MiB
 
 
 def log_path(path: str | Path) -> Path:
@@ -30,18 +36,119 @@ def log_path(path: str | Path) -> Path:
     return p
 
 
-def read(path: str | Path) -> Iterator[dict]:
-    """The records of a log, in order."""
+def _numbered(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of a log; every record a JSON object with a number `t` and a string `event`."""
     p = log_path(path)
-    with open(p, "rb") as f:
-        for n, line in enumerate(f, 1):
+    try:
+        f = open(p, "rb")
+    except OSError as exc:
+        raise LogError(f"{p}: cannot read ({exc.strerror})") from None
+    with f:
+        n = 0
+        while True:
+            line = f.readline(MAX_LINE + 1)
+            if not line:
+                return
+            n += 1
+            if len(line) > MAX_LINE:
+                raise LogError(f"{p}:{n}: a line longer than {MAX_LINE} bytes is not a message log record")
             try:
-                yield orjson.loads(line)
+                r = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 raise LogError(f"{p}:{n}: not a JSON record ({exc})") from None
+            if not isinstance(r, dict):
+                raise LogError(f"{p}:{n}: a record must be a JSON object, got {type(r).__name__}")
+            t, ev = r.get("t"), r.get("event")
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not isinstance(ev, str):
+                raise LogError(f"{p}:{n}: a record needs a number 't' and a string 'event', got t = {t!r}, event = {ev!r}")
+            yield n, r
+
+
+def read(path: str | Path) -> Iterator[dict]:
+    """The records of a log, in order."""
+    return (r for _, r in _numbered(path))
+
+
+def _shape_error(path: str | Path, n: int, r: dict, exc: Exception) -> LogError:
+    """The LogError for a record that lacks a field its event needs, or has one of the wrong type."""
+    what = f"no field {exc.args[0]!r}" if isinstance(exc, KeyError) else f"a field of the wrong type ({exc})"
+    return LogError(f"{log_path(path)}:{n}: a {r.get('event')!r} record with {what}; record schemas: docs/formats.md")
+
+
+def natural_key(name: object) -> tuple:
+    """Sort key that puts client-2 before client-10 (digit runs compare as numbers)."""
+    parts = re.split(r"(\d+)", str(name))
+    return tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in parts)
 
 
 # ------------------------------------------------------------------ summary
+
+
+class Quantiles:
+    """Streaming quantiles of non-negative values with relative accuracy `alpha`.
+
+    Values fall into logarithmic buckets ``(γ^(k-1), γ^k]`` with ``γ = (1+α)/(1-α)``
+    (the DDSketch construction, Masson et al., VLDB 2019); `quantile(q)` returns a
+    value within a factor ``1 ± α`` of the order statistic of rank ``⌊q (n - 1)⌋``.
+    Zero is counted exactly; `max` and the mean are exact.  Memory: one counter per
+    occupied bucket (about 1,400 buckets for values between 1 µs and 10⁶ s at α = 1 %).
+    """
+
+    def __init__(self, alpha: float = 0.01):
+        self.alpha = alpha
+        self.gamma = (1 + alpha) / (1 - alpha)
+        self._inv_log_gamma = 1.0 / math.log(self.gamma)
+        self.buckets: Counter = Counter()
+        self.zeros = 0
+        self.count = 0
+        self.total = 0.0
+        self.max = -math.inf
+
+    def add(self, x: float) -> None:
+        self.count += 1
+        self.total += x
+        if x > self.max:
+            self.max = x
+        if x > 0:
+            self.buckets[math.ceil(math.log(x) * self._inv_log_gamma)] += 1
+        else:
+            self.zeros += 1
+
+    def quantile(self, q: float) -> float:
+        if not self.count:
+            return math.nan
+        rank = math.floor(q * (self.count - 1))
+        if rank < self.zeros:
+            return 0.0
+        seen = self.zeros
+        for k in sorted(self.buckets):
+            seen += self.buckets[k]
+            if seen > rank:
+                return min(2 * self.gamma**k / (self.gamma + 1), self.max)
+        return self.max
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else math.nan
+
+
+class _Mean:
+    """Count, mean and max of a stream (what the slowest-links tables need)."""
+
+    __slots__ = ("count", "total", "max")
+
+    def __init__(self) -> None:
+        self.count, self.total, self.max = 0, 0.0, -math.inf
+
+    def add(self, x: float) -> None:
+        self.count += 1
+        self.total += x
+        if x > self.max:
+            self.max = x
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else math.nan
 
 
 @dataclass
@@ -51,88 +158,141 @@ class _Traffic:
     dropped: Counter = field(default_factory=Counter)
     in_flight: int = 0
     bytes: int = 0
-    delays: list = field(default_factory=list)
+    delays: Quantiles = field(default_factory=Quantiles)
 
 
-def _percentiles(delays: list) -> dict:
-    if not delays:
+def _percentiles(q: Quantiles) -> dict:
+    if not q.count:
         return {}
-    q = np.percentile(np.asarray(delays), [50, 90, 99, 100])
-    return {"p50": float(q[0]), "p90": float(q[1]), "p99": float(q[2]), "max": float(q[3])}
+    return {"p50": q.quantile(0.50), "p90": q.quantile(0.90), "p99": q.quantile(0.99), "max": float(q.max)}
 
 
-def summarize(path: str | Path, top: int = 5) -> dict:
-    """Traffic per (kind, link class), slowest links and actors, per-actor activity.
+@dataclass
+class _Busy:
+    """The union of an actor's compute spans, streamed in start order, clipped at the end."""
 
-    Records of several algorithms or Monte Carlo runs are summarized together; a
-    message is identified by (algorithm, run, id).
+    done: float = 0.0
+    start: float = 0.0
+    end: float = 0.0
+
+    def add(self, t: float, duration: float) -> None:
+        if t >= self.end:
+            self.done += self.end - self.start
+            self.start, self.end = t, t + duration
+        else:
+            self.end = max(self.end, t + duration)
+
+    def until(self, last: float) -> float:
+        return self.done + max(0.0, min(self.end, last) - self.start)
+
+
+def _ctx_label(ctx: tuple) -> str:
+    alg, run = ctx
+    return "/".join(str(c) for c in (alg, run) if c is not None) or "log"
+
+
+def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, run: int | None = None) -> dict:
+    """Traffic per (kind, link class), slowest links and receivers, per-actor activity.
+
+    Records of several algorithms or Monte Carlo runs are summarized together for the
+    traffic; `algorithm` / `run` keep only theirs.  A message is identified by
+    (algorithm, run, id).  Per actor, `actors` gives the mean over the (algorithm, run)
+    pairs in which it appears of its participation rate, compute time (the union of its
+    compute spans, clipped at the pair's last record) and idle time (span − compute);
+    `per_run` gives the same per pair, with that pair's span.
     """
     traffic: dict[tuple[str, str], _Traffic] = defaultdict(_Traffic)
-    links: dict[tuple[str, str], list] = defaultdict(list)
-    receivers: dict[str, list] = defaultdict(list)
+    links: dict[str, _Mean] = defaultdict(_Mean)
+    receivers: dict[str, _Mean] = defaultdict(_Mean)
     pending: dict[tuple, _Traffic] = {}
-    compute: Counter = Counter()
-    active_rounds: dict[str, set] = defaultdict(set)
-    all_rounds: set = set()
+    busy: dict[tuple, _Busy] = {}
+    active_rounds: dict[tuple, set] = defaultdict(set)  # (ctx, actor) -> rounds it sent in
+    rounds: dict[tuple, set] = defaultdict(set)  # ctx -> rounds seen
+    spans: dict[tuple, list] = {}  # ctx -> [first t, last t, records]
     first_t, last_t, records = None, 0.0, 0
-    for r in read(path):  # one pass; the hot loop touches each record a few times only
+    for n, r in _numbered(path):  # one pass; the hot loop touches each record a few times only
+        ctx = (r.get("algorithm"), r.get("run"))
+        if (algorithm is not None and ctx[0] != algorithm) or (run is not None and ctx[1] != run):
+            continue
         records += 1
-        last_t = r["t"]  # records are in time order
+        t = last_t = r["t"]  # records are in time order
         if first_t is None:
-            first_t = last_t
+            first_t = t
+        span = spans.get(ctx)
+        if span is None:
+            span = spans[ctx] = [t, t, 0]
+        span[1] = t
+        span[2] += 1
         ev = r["event"]
-        if ev == "send":
-            ctx = (r.get("algorithm"), r.get("run"))
-            tr = traffic[(r["kind"], r["link"])]
-            tr.sent += 1
-            tr.bytes += r["bytes"]
-            pending[(ctx, r["id"])] = tr
-            run_round = (ctx, r["round"])
-            active_rounds[r["src"]].add(run_round)
-            all_rounds.add(run_round)
-        elif ev == "deliver":
-            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
-            tr.delivered += 1
-            delay = r["delay"]
-            tr.delays.append(delay)
-            links[(r["src"], r["dst"])].append(delay)
-            receivers[r["dst"]].append(delay)
-        elif ev == "drop":
-            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
-            tr.dropped[r["reason"]] += 1
-        elif ev == "in_flight":
-            tr = pending.pop(((r.get("algorithm"), r.get("run")), r["id"]), None) or traffic[(r["kind"], r["link"])]
-            tr.in_flight += 1
-        elif ev == "compute":
-            compute[r["actor"]] += r["duration"]
-    span = last_t - (first_t or 0.0)
+        try:
+            if ev == "send":
+                tr = traffic[(r["kind"], r["link"])]
+                tr.sent += 1
+                tr.bytes += r["bytes"]
+                pending[(ctx, r["id"])] = tr
+                active_rounds[(ctx, r["src"])].add(r["round"])
+                rounds[ctx].add(r["round"])
+            elif ev == "deliver":
+                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
+                tr.delivered += 1
+                delay = float(r["delay"])
+                tr.delays.add(delay)
+                links[f"{r['src']}->{r['dst']}"].add(delay)
+                receivers[r["dst"]].add(delay)
+            elif ev == "drop":
+                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
+                tr.dropped[str(r["reason"])] += 1
+            elif ev == "in_flight":
+                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
+                tr.in_flight += 1
+            elif ev == "compute":
+                key = (ctx, r["actor"])
+                b = busy.get(key)
+                if b is None:
+                    b = busy[key] = _Busy(start=t, end=t)
+                b.add(t, float(r["duration"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _shape_error(path, n, r, exc) from None
     by_kind = {
         f"{kind} / {link}": {
             "sent": tr.sent, "delivered": tr.delivered, "dropped": sum(tr.dropped.values()),
             "dropped_by_reason": dict(sorted(tr.dropped.items())), "in_flight": tr.in_flight, "bytes": tr.bytes,
             "delay": _percentiles(tr.delays),
         }
-        for (kind, link), tr in sorted(traffic.items())
+        for (kind, link), tr in sorted(traffic.items(), key=lambda kv: tuple(map(str, kv[0])))
     }
     slowest = lambda groups: [
-        {"name": name, "messages": len(d), "mean_delay": float(np.mean(d)), "max_delay": float(np.max(d))}
-        for name, d in sorted(groups.items(), key=lambda kv: (-float(np.mean(kv[1])), kv[0]))[:top]
+        {"name": name, "messages": q.count, "mean_delay": q.mean, "max_delay": float(q.max)}
+        for name, q in sorted(groups.items(), key=lambda kv: (-kv[1].mean, natural_key(kv[0])))[:top]
     ]
-    actors = sorted(set(active_rounds) | set(compute))
+    per_run: dict[str, dict] = {}
+    for ctx, (t0, t1, nrec) in spans.items():
+        names = {a for (c, a) in active_rounds if c == ctx} | {a for (c, a) in busy if c == ctx}
+        actors = {}
+        for a in sorted(names, key=natural_key):
+            compute = busy[(ctx, a)].until(t1) if (ctx, a) in busy else 0.0
+            actors[str(a)] = {
+                "participation_rate": len(active_rounds.get((ctx, a), ())) / len(rounds[ctx]) if rounds[ctx] else 0.0,
+                "compute_time": compute,
+                "idle_time": max(0.0, (t1 - t0) - compute),
+            }
+        per_run[_ctx_label(ctx)] = {"algorithm": ctx[0], "run": ctx[1], "records": nrec,
+                                    "virtual_time": {"first": t0, "last": t1}, "actors": actors}
+    mean_actors: dict[str, dict] = {}
+    for name in sorted({a for pr in per_run.values() for a in pr["actors"]}, key=natural_key):
+        rows = [pr["actors"][name] for pr in per_run.values() if name in pr["actors"]]
+        mean_actors[name] = {k: sum(x[k] for x in rows) / len(rows) for k in ("participation_rate", "compute_time", "idle_time")}
+        mean_actors[name]["runs"] = len(rows)
     return {
         "records": records,
         "virtual_time": {"first": first_t, "last": last_t},
         "traffic": by_kind,
-        "slowest_links": slowest({f"{s}->{d}": v for (s, d), v in links.items()}),
+        "slowest_links": slowest(links),
         "slowest_receivers": slowest(receivers),
-        "actors": {
-            a: {
-                "participation_rate": len(active_rounds[a]) / len(all_rounds) if all_rounds else 0.0,
-                "compute_time": compute[a],
-                "idle_time": max(0.0, span - compute[a]),
-            }
-            for a in actors
-        },
+        "actors": mean_actors,
+        "runs": len(per_run),
+        "per_run": per_run,
+        "delay_quantiles": {"method": "streaming log-bucket sketch", "relative_accuracy": 0.01},
     }
 
 
@@ -185,7 +345,11 @@ def diff(a: str | Path, b: str | Path) -> dict:
         for side, r in (("a", ra), ("b", rb)):
             if r is not None:
                 totals[side][r["event"]] += 1
-                totals[side]["bytes_sent"] += r.get("bytes", 0) if r["event"] == "send" else 0
+                size = r.get("bytes", 0) if r["event"] == "send" else 0
+                if isinstance(size, bool) or not isinstance(size, int):
+                    raise LogError(f"{log_path(a if side == 'a' else b)}:{n}: a 'send' record with bytes = {size!r}, "
+                                   "expected an integer")
+                totals[side]["bytes_sent"] += size
         if first is None and ra != rb:
             first = {"line": n, "a": ra, "b": rb}
     events = sorted(set(totals["a"]) | set(totals["b"]))
@@ -199,6 +363,26 @@ def diff(a: str | Path, b: str | Path) -> dict:
 # ------------------------------------------------------------------ timeline
 
 
+def _window(path, chosen: tuple | None, since: float | None, until: float | None, limit: int):
+    """First pass: the (algorithm, run) drawn, its messages sent in [since, until], its last
+    record time, and the time of its `limit`-th send in the window (None if fewer)."""
+    sends, last, cut = 0, None, None
+    for r in read(path):
+        ctx = (r.get("algorithm"), r.get("run"))
+        if chosen is None:
+            chosen = ctx
+        if ctx != chosen or (since is not None and r["t"] < since):
+            continue
+        if until is not None and r["t"] > until:
+            break
+        last = r["t"]
+        if r["event"] == "send":
+            sends += 1
+            if sends == limit:
+                cut = r["t"]
+    return chosen, sends, last, cut
+
+
 def timeline(
     path: str | Path,
     out: Path,
@@ -208,73 +392,124 @@ def timeline(
     until: float | None = None,
     algorithm: str | None = None,
     run: int | None = None,
-    max_messages: int = 3000,
+    max_messages: int = 400,
+    notes: list[str] | None = None,
 ) -> Path:
-    """A swim-lane chart: one lane per actor; an arrow per delivered message from its
-    send to its delivery, a cross where a message was dropped (with the reason in the
-    legend), a bar per compute span, a shaded span per link outage on the sender's lane.  Records of one algorithm and run (default: the
-    first in the log)."""
+    """A swim-lane chart of one algorithm and run (default: the first in the log): one
+    lane per actor; an arrow per delivered message from its send to its delivery, a cross
+    where a message was dropped (coloured by reason), a bar per compute span, a shaded
+    span per link outage on the sender's lane; everything clipped to [since, until].
+
+    Readable by construction: without a window and with more than `max_messages`
+    messages, the window ends at the `max_messages`-th send; with a window holding more,
+    messages are aggregated (deliveries and drops per lane in 100 time bins).  What was
+    done is said in the title and appended to `notes`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sends: dict[int, dict] = {}
+    notes = notes if notes is not None else []
+    chosen = (algorithm, run) if algorithm is not None or run is not None else None
+    if chosen is not None and (algorithm is None or run is None):  # fill the other coordinate from the log
+        for r in read(path):
+            if (algorithm is None or r.get("algorithm") == algorithm) and (run is None or r.get("run") == run):
+                chosen = (r.get("algorithm"), r.get("run"))
+                break
+    chosen, sends, last, cut = _window(path, chosen, since, until, max_messages)
+    if last is None:
+        raise LogError(f"{log_path(path)}: no record of {_ctx_label(chosen) if chosen else 'any run'} in the window")
+    aggregate = False
+    if since is None and until is None and cut is not None and cut < last:
+        until = cut
+        notes.append(f"{sends} messages in t = 0 .. {last:g} s: showing the window up to the {max_messages}th send "
+                     f"(t <= {cut:g} s); choose another with --since/--until")
+    elif sends > max_messages:
+        aggregate = True
+        notes.append(f"{sends} messages in the window: drawn aggregated (deliveries and drops per lane and time bin); "
+                     f"narrow the window with --since/--until to see each message")
+    left = since if since is not None else 0.0
+    right = until if until is not None else last
+    sends_open: dict[int, dict] = {}
     arrows, drops, spans, outages = [], [], [], []
     lanes: list[str] = []
-    chosen = None
-    for r in read(path):
+    for n, r in _numbered(path):
         ctx = (r.get("algorithm"), r.get("run"))
-        if chosen is None:
-            chosen = (algorithm if algorithm is not None else ctx[0], run if run is not None else ctx[1])
         if ctx != chosen or (since is not None and r["t"] < since):
             continue
         if until is not None and r["t"] > until:
             break
         ev = r["event"]
-        if ev == "send":
-            sends[r["id"]] = r
-        elif ev in ("deliver", "drop") and r["id"] in sends:
-            s = sends.pop(r["id"])
-            (arrows if ev == "deliver" else drops).append((s["t"], s["src"], r["t"], r["dst"], r.get("reason")))
-        elif ev == "compute":
-            spans.append((r["t"], r["duration"], r["actor"]))
-        elif ev == "outage":
-            outages.append((r["t"], r["until"], r["src"], r["dst"]))
+        try:
+            if ev == "send":
+                sends_open[r["id"]] = r
+            elif ev in ("deliver", "drop") and r["id"] in sends_open:
+                s0 = sends_open.pop(r["id"])
+                (arrows if ev == "deliver" else drops).append((s0["t"], s0["src"], r["t"], r["dst"], r.get("reason")))
+            elif ev == "compute":
+                t0, t1 = max(r["t"], left), min(r["t"] + float(r["duration"]), right)
+                if t1 > t0:
+                    spans.append((t0, t1 - t0, r["actor"]))
+            elif ev == "outage":
+                outages.append((r["t"], float(r["until"]), r["src"], r["dst"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _shape_error(path, n, r, exc) from None
         for name in (r.get("src"), r.get("dst"), r.get("actor")):
-            if name is not None and name not in lanes and (actors is None or name in actors):
+            if isinstance(name, str) and name not in lanes and (actors is None or name in actors):
                 lanes.append(name)
     keep = lambda *names: all(n in lanes for n in names)
-    arrows = [a for a in arrows if keep(a[1], a[3])][:max_messages]
-    drops = [d for d in drops if keep(d[1], d[3])][:max_messages]
+    arrows = [a for a in arrows if keep(a[1], a[3])]
+    drops = [d for d in drops if keep(d[1], d[3])]
     spans = [s for s in spans if keep(s[2])]
     outages = [o for o in outages if keep(o[2])]
-    order = sorted(lanes, key=lambda n: (not n.startswith("server"), len(n), n))
+    order = sorted(lanes, key=lambda n: (not n.startswith("server"), natural_key(n)))
     y = {n: i for i, n in enumerate(order)}
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.35 * len(order) + 1.2)))
     for t0, dur, a in spans:
         ax.broken_barh([(t0, dur)], (y[a] - 0.15, 0.3), color="tab:green", alpha=0.5)
-    right = until if until is not None else max([a[2] for a in arrows] + [d[2] for d in drops] + [s[0] + s[1] for s in spans], default=0.0)
     for i, (t0, t1, src, dst) in enumerate(outages):  # shaded on the sender's lane, clipped to the window
-        ax.broken_barh([(t0, min(t1, right) - t0)], (y[src] - 0.45, 0.9), color="tab:gray", alpha=0.25,
+        t0c, t1c = max(t0, left), min(t1, right)
+        if t1c <= t0c:
+            continue
+        ax.broken_barh([(t0c, t1c - t0c)], (y[src] - 0.45, 0.9), color="tab:gray", alpha=0.25,
                        label="link outage" if i == 0 else None)
-        ax.text(t0, y[src] - 0.3, f" down: {src}->{dst}", fontsize="x-small", va="center", color="dimgray")
-    for ts, src, td, dst, _ in arrows:
-        ax.annotate("", xy=(td, y[dst]), xytext=(ts, y[src]), arrowprops={"arrowstyle": "->", "lw": 0.6, "alpha": 0.6, "color": "tab:blue"})
+        ax.text(t0c, y[src] - 0.3, f" down: {src}->{dst}", fontsize="x-small", va="center", color="dimgray")
     colors = {"loss": "tab:red", "outage": "tab:purple", "expired": "tab:orange", "crash": "black"}
-    for reason in sorted({d[4] for d in drops}):
-        pts = [d for d in drops if d[4] == reason]
-        for ts, src, td, dst, _ in pts:
-            ax.plot([ts, td], [y[src], y[dst]], color=colors.get(reason, "gray"), lw=0.6, ls=":")
-        ax.scatter([d[2] for d in pts], [y[d[3]] for d in pts], marker="x", color=colors.get(reason, "gray"), label=f"dropped: {reason}", zorder=3)
+    if aggregate:
+        import numpy as np
+
+        edges = np.linspace(left, right if right > left else left + 1.0, 101)
+        width = edges[1] - edges[0]
+        for label, items, color, dy in (("delivered", arrows, "tab:blue", 0.0), ("dropped", drops, "tab:red", 0.2)):
+            for lane in order:
+                times = [x[2] for x in items if x[3] == lane]
+                if not times:
+                    continue
+                counts, _ = np.histogram(times, bins=edges)
+                top = counts.max()
+                ax.bar(edges[:-1], counts / top * 0.35 if top else counts, width=width, bottom=y[lane] + 0.4 - dy,
+                       align="edge", color=color, alpha=0.7, label=label if lane == order[0] else None)
+        ax.legend(loc="upper right", fontsize="small")
+    else:
+        for ts, src, td, dst, _ in arrows:
+            ax.annotate("", xy=(td, y[dst]), xytext=(ts, y[src]),
+                        arrowprops={"arrowstyle": "->", "lw": 0.6, "alpha": 0.6, "color": "tab:blue"})
+        for reason in sorted({str(d[4]) for d in drops}):
+            pts = [d for d in drops if str(d[4]) == reason]
+            for ts, src, td, dst, _ in pts:
+                ax.plot([ts, td], [y[src], y[dst]], color=colors.get(reason, "gray"), lw=0.6, ls=":")
+            ax.scatter([d[2] for d in pts], [y[d[3]] for d in pts], marker="x", color=colors.get(reason, "gray"),
+                       label=f"dropped: {reason}", zorder=3)
+        if drops or outages:
+            ax.legend(loc="upper right", fontsize="small")
     ax.set_yticks(range(len(order)), order)
     ax.invert_yaxis()
+    ax.set_xlim(left, right if right > left else left + 1.0)
     ax.set_xlabel("virtual time (s)")
-    title = " / ".join(str(c) for c in chosen if c is not None) if chosen else ""
-    ax.set_title(f"message timeline {title}".strip())
+    title = _ctx_label(chosen)
+    how = "aggregated per time bin" if aggregate else f"t = {left:g} .. {right:g} s"
+    ax.set_title(f"message timeline {title}: {how}".strip(), fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
-    if drops or outages:
-        ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
     plt.close(fig)

@@ -108,3 +108,121 @@ def test_timeline_draws_a_png_of_the_chosen_window(runs, tmp_path):
     assert main(["log", "timeline", str(runs / "a"), "--out", str(out), "--since", "0", "--until", "6", "--run", "1"]) == 0
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+# ------------------------------------------------------------------ records of the wrong shape
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [('{"t": 0, "event": "send"}', r"messages.jsonl:2: a 'send' record with no field 'kind'"),
+     ('[1, 2]', r"messages.jsonl:2: a record must be a JSON object, got list"),
+     ('{"t": "x", "event": "send"}', r"messages.jsonl:2: a record needs a number 't' and a string 'event'"),
+     ('{"t": 1, "event": "compute", "actor": "a", "duration": "long"}', r"messages.jsonl:2: a 'compute' record with a field of the wrong type")],
+)
+def test_records_of_the_wrong_shape_are_one_clear_error(tmp_path, capsys, line, message):
+    log = tmp_path / "messages.jsonl"
+    log.write_text('{"t": 0, "event": "crash", "actor": "a"}\n' + line + "\n")
+    with pytest.raises(LogError, match=message):
+        summarize(log)
+    assert main(["log", "summary", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    from netemu import logtools
+
+    monkeypatch.setattr(logtools, "MAX_LINE", 1000)
+    log = tmp_path / "messages.jsonl"
+    log.write_text('{"t": 0, "event": "crash", "actor": "' + "a" * 5000 + '"}\n')
+    with pytest.raises(LogError, match=r"messages.jsonl:1: a line longer than 1000 bytes"):
+        list(filter_records(log))
+
+
+# ------------------------------------------------------------------ summary per run, sorted, streamed
+
+
+def test_the_summary_gives_per_run_figures_and_filters_by_run(runs):
+    s = summarize(runs / "a")
+    assert s["runs"] == 2 and set(s["per_run"]) == {"fedavg/0", "fedavg/1"}
+    for pr in s["per_run"].values():
+        span = pr["virtual_time"]["last"] - pr["virtual_time"]["first"]
+        for a in pr["actors"].values():  # a run's compute time never exceeds its span
+            assert 0 <= a["compute_time"] <= span + 1e-9 and a["compute_time"] + a["idle_time"] == pytest.approx(span)
+    one = summarize(runs / "a", run=1)
+    assert one["runs"] == 1 and list(one["per_run"]) == ["fedavg/1"]
+    assert one["actors"]["client-0"]["compute_time"] == pytest.approx(s["per_run"]["fedavg/1"]["actors"]["client-0"]["compute_time"])
+    assert summarize(runs / "a", algorithm="other")["records"] == 0
+
+
+def _synthetic_log(path, names):
+    recs = []
+    for i, name in enumerate(names):
+        recs.append({"t": float(i), "event": "send", "id": i, "src": name, "dst": "server", "kind": "update",
+                     "round": 0, "bytes": 10, "link": "uplink"})
+        recs.append({"t": float(i) + 0.5, "event": "deliver", "id": i, "src": name, "dst": "server", "kind": "update",
+                     "round": 0, "bytes": 10, "link": "uplink", "delay": 0.5})
+    recs.sort(key=lambda r: r["t"])
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    return path
+
+
+def test_actors_are_sorted_naturally(tmp_path):
+    log = _synthetic_log(tmp_path / "m.jsonl", ["client-10", "client-2", "client-1"])
+    assert list(summarize(log)["actors"]) == ["client-1", "client-2", "client-10"]
+
+
+def test_streaming_quantiles_are_within_one_percent_of_the_exact_order_statistic():
+    import numpy as np
+
+    from netemu.logtools import Quantiles
+
+    values = np.random.default_rng(7).lognormal(-1.0, 1.5, 20_000)
+    q = Quantiles(0.01)
+    for v in values:
+        q.add(float(v))
+    exact = np.sort(values)
+    for p in (0.5, 0.9, 0.99):
+        ref = exact[int(np.floor(p * (len(values) - 1)))]
+        assert abs(q.quantile(p) - ref) <= 0.01 * ref
+    assert q.max == values.max() and q.mean == pytest.approx(values.mean())
+    assert len(q.buckets) < 2000  # memory: buckets, not values
+
+
+def test_control_characters_in_names_never_reach_the_terminal_raw(tmp_path, capsys):
+    log = _synthetic_log(tmp_path / "m.jsonl", ["evil\x1b[2J\u202e", "client-1"])
+    for cmd in (["log", "summary", str(log)], ["log", "filter", str(log), "--table"], ["log", "filter", str(log)]):
+        assert main(cmd) == 0
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\u202e" not in out and "evil" in out
+    assert main(["log", "filter", str(log)]) == 0
+    names = {orjson.loads(x).get("src") for x in capsys.readouterr().out.splitlines()}
+    assert "evil\x1b[2J\u202e" in names  # the JSON lines still carry the exact name
+
+
+# ------------------------------------------------------------------ timeline
+
+
+def test_a_timeline_of_a_long_log_shows_a_readable_window_and_says_so(runs, tmp_path):
+    from netemu.logtools import timeline
+
+    notes = []
+    timeline(runs / "a", tmp_path / "t.png", max_messages=10, notes=notes)
+    assert notes and "showing the window up to the 10th send" in notes[0]
+    notes = []
+    timeline(runs / "a", tmp_path / "t.png", since=0, until=8, max_messages=10, notes=notes)
+    assert "drawn aggregated" in notes[0]
+
+
+def test_timeline_compute_bars_are_clipped_to_the_window(runs, tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    from netemu.logtools import timeline
+
+    bars = []
+    original = matplotlib.axes.Axes.broken_barh
+    monkeypatch.setattr(matplotlib.axes.Axes, "broken_barh",
+                        lambda self, xr, yr, **kw: bars.append(xr[0]) or original(self, xr, yr, **kw))
+    timeline(runs / "a", tmp_path / "t.png", since=1.0, until=3.0)
+    assert bars and all(1.0 <= t0 and t0 + d <= 3.0 + 1e-9 for t0, d in bars)
