@@ -458,23 +458,22 @@ def cmd_sweep(args) -> int:
     return EXIT_FAILED if failed else EXIT_INCOMPLETE if incomplete else EXIT_COMPLETE
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _format_warning(message, category, filename, lineno, line=None) -> str:
     """netemu's own warnings as one plain line (`netemu: warning: ...`), others as Python shows them."""
     if category.__module__.startswith("netemu"):
         from netemu.terminal import printable
 
-        print(f"netemu: warning: {printable(message)}", file=file or sys.stderr)
-    else:
-        _python_show_warning(message, category, filename, lineno, file, line)
+        return f"netemu: warning: {printable(message)}\n"
+    return _python_format_warning(message, category, filename, lineno, line)
 
 
-_python_show_warning = warnings.showwarning
+_python_format_warning = warnings.formatwarning
 
 
 def main(argv: list[str] | None = None) -> int:
     from netemu.errors import NetemuError
 
-    warnings.showwarning = _show_warning
+    warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
