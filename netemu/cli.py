@@ -28,6 +28,7 @@ EXAMPLES = """examples:
   netemu log filter runs/quickstart --actor client-3 --kind update --table
   netemu log diff runs/a runs/b
   netemu plot runs/a runs/b --metric mse
+  netemu plot runs/a runs/b --metric mse --x time
   netemu sweep scenarios/quickstart.toml --grid algorithm.lr=0.02,0.05,0.1 --grid run.seed=1..5
   netemu plot runs/quickstart-sweep --metric mse --x algorithm.lr
 """
@@ -160,7 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="learning curves of run folders, or a final metric against a swept parameter")
     plot.add_argument("runs", type=Path, nargs="+", help="run folders (or one sweep folder with --x)")
     plot.add_argument("--metric", required=True, help="metric name, e.g. mse_db")
-    plot.add_argument("--x", help="with a sweep folder: the swept key on the x axis, e.g. algorithm.tau")
+    plot.add_argument("--x", help="x axis: round (default) or time (virtual seconds) for run folders; "
+                      "with a sweep folder: the swept key, e.g. algorithm.tau")
     plot.add_argument("--out", type=Path, help="image file (default: METRIC.png in the current folder)")
     plot.add_argument("--svg", action="store_true", help="write SVG instead of PNG")
     plot.set_defaults(func=cmd_plot)
@@ -354,10 +356,10 @@ def cmd_plot(args) -> int:
     from netemu.report import plot_runs, plot_sweep
 
     fmt = "svg" if args.svg else "png"
-    if args.x:
+    if args.x and args.x not in ("round", "time"):
         out = plot_sweep(args.runs[0], args.metric, args.x, args.out, fmt=fmt)
     else:
-        out = plot_runs(args.runs, args.metric, args.out, fmt=fmt)
+        out = plot_runs(args.runs, args.metric, args.out, fmt=fmt, x=args.x or "round")
     print(out)
     return 0
 

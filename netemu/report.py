@@ -15,7 +15,8 @@ import numpy as np
 from netemu.errors import ReportError
 
 __all__ = [
-    "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "final_values", "plot_curves", "plot_runs", "plot_sweep",
+    "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "curves_time", "final_values", "plot_curves", "plot_runs",
+    "plot_sweep",
     "read_metrics",
     "write_metrics", "write_privacy", "write_summary",
 ]
@@ -99,6 +100,31 @@ def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.nda
     return out
 
 
+def curves_time(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per algorithm: virtual times, mean, min and max over runs of `metric` against time.
+
+    A run's value at time t is the last one it reported at or before t (a metric holds
+    until its next report); the grid is every time any run reported, from the moment
+    every run has reported once.  So runs whose rounds take different times are compared
+    at equal virtual times, not at equal round numbers."""
+    by: dict[str, dict[int, list[tuple[float, int, float]]]] = defaultdict(lambda: defaultdict(list))
+    for alg, run, rnd, t, name, value in rows:
+        if name == metric:
+            by[alg][run].append((t, rnd, value))
+    out = {}
+    for alg, runs in by.items():
+        series = [sorted(v) for _, v in sorted(runs.items())]
+        start = max(s[0][0] for s in series)
+        grid = np.array(sorted({t for s in series for t, _, _ in s if t >= start}))
+        values = np.empty((len(series), len(grid)))
+        for i, s in enumerate(series):
+            times = np.array([t for t, _, _ in s])
+            vals = np.array([v for _, _, v in s])
+            values[i] = vals[np.searchsorted(times, grid, side="right") - 1]
+        out[alg] = (grid, mean_over(metric, values, axis=0), values.min(0), values.max(0))
+    return out
+
+
 def read_metrics(run_dir: Path) -> list[tuple]:
     path = Path(run_dir) / "metrics.csv"
     try:
@@ -115,18 +141,23 @@ def read_metrics(run_dir: Path) -> list[tuple]:
         raise ReportError(f"{path}: malformed row ({exc})") from None
 
 
-def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None) -> Path:
-    """Mean curve per label with a min–max band over runs; a log axis for values spanning decades."""
+def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None, step: bool = False) -> Path:
+    """Mean curve per label with a min–max band over runs (said in the legend); a log
+    axis for values spanning decades; `step`: values hold until the next point."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    banded = False
     for label, (x, mean, lo, hi) in series.items():
-        (line,) = ax.plot(x, mean, label=label, lw=1.5, marker="o" if len(x) <= 30 else None, ms=4)
+        (line,) = ax.plot(x, mean, label=label, lw=1.5, marker="o" if len(x) <= 30 and not step else None, ms=4,
+                          drawstyle="steps-post" if step else "default")
         if np.any(hi > lo):
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+            banded = True
+            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0, step="post" if step else None)
     values = np.concatenate([m for _, m, _, _ in series.values()]) if series else np.array([])
     if values.size and values.min() > 0 and values.max() / values.min() > 100:
         ax.set_yscale("log")
@@ -135,7 +166,11 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if series:
-        ax.legend()
+        handles, labels = ax.get_legend_handles_labels()
+        if banded:
+            handles.append(Patch(color="gray", alpha=0.3, lw=0))
+            labels.append("band: min–max over runs")
+        ax.legend(handles, labels, title="line: mean over runs" if banded else None, fontsize="small", title_fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
     plt.close(fig)
@@ -150,18 +185,23 @@ def plot_curves(rows: list[tuple], out_dir: Path, title: str = "", fmt: str = "p
     ]
 
 
-def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: str = "png") -> Path:
-    """`metric` of every algorithm of every run folder in one figure."""
+def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: str = "png", x: str = "round") -> Path:
+    """`metric` of every algorithm of every run folder in one figure, against rounds or
+    (`x="time"`) virtual time."""
+    if x not in ("round", "time"):
+        raise ReportError(f"--x {x!r}: with run folders, accepted 'round' or 'time' (a swept key needs a sweep folder)")
     series = {}
     for d in run_dirs:
         rows = read_metrics(d)
-        found = curves(rows, metric)
+        found = curves(rows, metric) if x == "round" else curves_time(rows, metric)
         if not found:
             known = ", ".join(sorted({r[4] for r in rows}))
             raise ReportError(f"{d}: no metric {metric!r} in metrics.csv (it has: {known})")
         for alg, c in found.items():
             series[alg if len(run_dirs) == 1 else f"{Path(d).name}: {alg}"] = c
     out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}.{fmt}")
+    if x == "time":
+        return _figure(series, metric, "", out, xlabel="virtual time (s)", step=True)
     return _figure(series, metric, "", out)
 
 

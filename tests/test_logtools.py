@@ -226,3 +226,23 @@ def test_timeline_compute_bars_are_clipped_to_the_window(runs, tmp_path, monkeyp
                         lambda self, xr, yr, **kw: bars.append(xr[0]) or original(self, xr, yr, **kw))
     timeline(runs / "a", tmp_path / "t.png", since=1.0, until=3.0)
     assert bars and all(1.0 <= t0 and t0 + d <= 3.0 + 1e-9 for t0, d in bars)
+
+
+# ------------------------------------------------------------------ plots against virtual time
+
+
+def test_curves_against_time_hold_each_runs_last_value():
+    from netemu.report import curves_time
+
+    rows = [("a", 0, 1, 1.0, "m", 3.0), ("a", 0, 2, 2.0, "m", 2.0), ("a", 0, 3, 3.0, "m", 1.0),
+            ("a", 1, 1, 1.5, "m", 4.0), ("a", 1, 2, 3.0, "m", 0.0)]
+    t, mean, lo, hi = curves_time(rows, "m")["a"]
+    assert t.tolist() == [1.5, 2.0, 3.0]  # from the moment both runs have a value
+    assert mean.tolist() == [3.5, 3.0, 0.5] and lo.tolist() == [3.0, 2.0, 0.0] and hi.tolist() == [4.0, 4.0, 1.0]
+
+
+def test_plot_against_virtual_time_says_what_the_band_is(runs, tmp_path, capsys):
+    out = tmp_path / "mse.svg"
+    assert main(["plot", str(runs / "a"), str(runs / "b"), "--metric", "mse", "--x", "time", "--out", str(out), "--svg"]) == 0
+    text = out.read_text()
+    assert "virtual time (s)" in text and "band: min–max over runs" in text and "mean over runs" in text
