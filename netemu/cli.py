@@ -192,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _print_summary(summary: dict, out: Path) -> None:
     print(f"run folder: {out}")
+    runs = summary.get("runs", 1)
+    print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs' if runs > 1 else ''}")
     for label, metrics in summary["final"].items():
         shown = ", ".join(f"{k} = {v:.6g}" for k, v in metrics.items())
         m = summary["messages"][label]
@@ -404,9 +406,8 @@ def cmd_devices_import(args) -> int:
 def cmd_sweep(args) -> int:
     import signal
 
-    from tqdm import tqdm
-
     from netemu.errors import EXIT_COMPLETE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_TERMINATED
+    from netemu.progress import progress as progress_display
     from netemu.sweep import TLS, SweepError, SweepInterrupted, parse_grid, sweep
 
     tls = None
@@ -427,7 +428,7 @@ def cmd_sweep(args) -> int:
         grid = parse_grid(args.grid, args.max_points)
         sc = load_scenario(args.scenario, args.overrides)
         out = args.out or Path("runs") / f"{sc.name}-sweep"
-        with tqdm(desc="sweep", unit="run", disable=args.quiet or not sys.stderr.isatty()) as bar:
+        with progress_display(None, quiet=args.quiet, label="sweep", unit="run") as bar:
 
             def progress(done: int, total: int) -> None:
                 bar.total = total

@@ -69,9 +69,9 @@ def _scenario_hash(text: str) -> str:
 
 
 def _progress(total: int, quiet: bool, label: str):
-    from tqdm import tqdm
+    from netemu.progress import progress  # a bar on a terminal, a plain line now and then elsewhere
 
-    return tqdm(total=total, desc=label, unit="round", disable=quiet or not sys.stderr.isatty(), leave=False)
+    return progress(total, quiet=quiet, label=label, unit="round", stream=sys.stderr)
 
 
 def execute(

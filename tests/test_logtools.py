@@ -246,3 +246,38 @@ def test_plot_against_virtual_time_says_what_the_band_is(runs, tmp_path, capsys)
     assert main(["plot", str(runs / "a"), str(runs / "b"), "--metric", "mse", "--x", "time", "--out", str(out), "--svg"]) == 0
     text = out.read_text()
     assert "virtual time (s)" in text and "band: min–max over runs" in text and "mean over runs" in text
+
+
+# ------------------------------------------------------------------ progress off a terminal
+
+
+def test_progress_off_a_terminal_prints_plain_lines_at_start_now_and_then_and_end():
+    import io
+
+    from netemu.progress import PlainProgress, progress
+
+    out = io.StringIO()
+    with progress(4, label="quickstart", stream=out, interval=0.0) as bar:
+        assert isinstance(bar, PlainProgress)
+        bar.set_postfix_str("fedavg run 1")
+        bar.update(1)
+        bar.update(3)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "netemu: quickstart: 0/4 rounds (0 %)"
+    assert lines[-1] == "netemu: quickstart: 4/4 rounds (100 %), fedavg run 1" and len(lines) == 3
+    quiet = io.StringIO()
+    with progress(4, quiet=True, stream=quiet) as bar:
+        bar.update(4)
+    assert quiet.getvalue() == ""
+
+
+def test_progress_lines_are_paced_by_the_interval():
+    import io
+
+    from netemu.progress import progress
+
+    out = io.StringIO()
+    with progress(1000, label="x", stream=out, interval=3600.0) as bar:
+        for _ in range(1000):
+            bar.update(1)
+    assert len(out.getvalue().splitlines()) == 2  # the start and the end only
