@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from netemu.errors import LogError
+from netemu.terminal import printable
 
 __all__ = ["LogError", "MAX_LINE", "Quantiles", "diff", "filter_records", "log_path", "natural_key", "read", "summarize"]
 
@@ -218,13 +219,13 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
         t = last_t = r["t"]  # records are in time order
         if first_t is None:
             first_t = t
-        span = spans.get(ctx)
-        if span is None:
-            span = spans[ctx] = [t, t, 0]
-        span[1] = t
-        span[2] += 1
         ev = r["event"]
         try:
+            span = spans.get(ctx)
+            if span is None:
+                span = spans[ctx] = [t, t, 0]
+            span[1] = t
+            span[2] += 1
             if ev == "send":
                 tr = traffic[(r["kind"], r["link"])]
                 tr.sent += 1
@@ -473,7 +474,7 @@ def timeline(
             continue
         ax.broken_barh([(t0c, t1c - t0c)], (y[src] - 0.45, 0.9), color="tab:gray", alpha=0.25,
                        label="link outage" if i == 0 else None)
-        ax.text(t0c, y[src] - 0.3, f" down: {src}->{dst}", fontsize="x-small", va="center", color="dimgray")
+        ax.text(t0c, y[src] - 0.3, printable(f" down: {src}->{dst}"), fontsize="x-small", va="center", color="dimgray")
     colors = {"loss": "tab:red", "outage": "tab:purple", "expired": "tab:orange", "crash": "black"}
     if aggregate:
         import numpy as np
@@ -499,14 +500,14 @@ def timeline(
             for ts, src, td, dst, _ in pts:
                 ax.plot([ts, td], [y[src], y[dst]], color=colors.get(reason, "gray"), lw=0.6, ls=":")
             ax.scatter([d[2] for d in pts], [y[d[3]] for d in pts], marker="x", color=colors.get(reason, "gray"),
-                       label=f"dropped: {reason}", zorder=3)
+                       label=printable(f"dropped: {reason}"), zorder=3)
         if drops or outages:
             ax.legend(loc="upper right", fontsize="small")
-    ax.set_yticks(range(len(order)), order)
+    ax.set_yticks(range(len(order)), [printable(n) for n in order])
     ax.invert_yaxis()
     ax.set_xlim(left, right if right > left else left + 1.0)
     ax.set_xlabel("virtual time (s)")
-    title = _ctx_label(chosen)
+    title = printable(_ctx_label(chosen))
     how = "aggregated per time bin" if aggregate else f"t = {left:g} .. {right:g} s"
     ax.set_title(f"message timeline {title}: {how}".strip(), fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
