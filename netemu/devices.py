@@ -87,7 +87,10 @@ def _read_bytes(path: Path) -> bytes:
         if size > LIMITS["file_bytes"]:
             raise DeviceError(f"{path}: {size} bytes is more than the limit of {LIMITS['file_bytes']} bytes for a trace file")
         with open(path, "rb") as f:
-            return f.read(LIMITS["file_bytes"] + 1)
+            data = f.read(size + 1)  # the size stat gave (a read of the limit would allocate the limit)
+        if len(data) > LIMITS["file_bytes"]:
+            raise DeviceError(f"{path}: more than the limit of {LIMITS['file_bytes']} bytes for a trace file")
+        return data
     except IsADirectoryError:
         raise DeviceError(f"{path}: is a folder, expected a trace file") from None
     except OSError as exc:
@@ -113,9 +116,25 @@ def _reconstruct(path: Path):
         # NumPy pickles an array as an empty _reconstruct(ndarray, (0,), b'b') filled by
         # __setstate__ (which checks the data length against the shape): refuse any other
         # shape, or a crafted file would allocate it before any data is read.
-        if subtype is not np.ndarray or tuple(shape) != (0,):
+        if subtype is not _NDARRAY or tuple(shape) != (0,):
             raise DeviceError(f"{path}: refused a NumPy array reconstruction with shape {shape!r}")
         return np.ndarray.__new__(np.ndarray, (0,), "b")
+
+    return make
+
+
+def _frombuffer(path: Path):
+    import numpy as np
+
+    def make(buf, dtype, shape, order="C"):
+        # pickle protocol 5 writes an array as _frombuffer(bytes, dtype, shape, order): check that
+        # the bytes present hold exactly the declared shape before building anything
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else None
+        if (not isinstance(buf, (bytes, bytearray)) or not isinstance(dtype, np.dtype) or shape is None
+                or not all(isinstance(n, int) and n >= 0 for n in shape) or order not in ("C", "F")
+                or math.prod(shape) * dtype.itemsize != len(buf)):
+            raise DeviceError(f"{path}: refused a NumPy array whose declared shape {shape!r} does not match its {len(buf) if isinstance(buf, (bytes, bytearray)) else '?'} bytes")
+        return np.frombuffer(bytes(buf), dtype=dtype).reshape(shape, order=order).copy()
 
     return make
 
@@ -129,8 +148,15 @@ def _latin1(path: Path):
     return encode
 
 
-class _DataUnpickler(pickle.Unpickler):
-    """Constructs only plain data; any other global in the pickle is refused, unexecuted."""
+_NDARRAY = ("numpy", "ndarray")  # what a pickle's reference to numpy.ndarray becomes: never callable
+
+
+class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpickler, on purpose
+    """Constructs only plain data; any other global in the pickle is refused, unexecuted.
+
+    Built on the pure-Python unpickler: its memo is a dict and it reads lengths from the
+    bytes present, whereas the C unpickler sizes its memo table from the index a file
+    declares (a crafted LONG_BINPUT of 1.5e9 makes it allocate gigabytes)."""
 
     def __init__(self, data: bytes, path: Path):
         super().__init__(io.BytesIO(data))
@@ -143,10 +169,12 @@ class _DataUnpickler(pickle.Unpickler):
             return _reconstruct(self.path)
         if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "scalar":
             return np._core.multiarray.scalar if hasattr(np, "_core") else np.core.multiarray.scalar
+        if module in ("numpy.core.numeric", "numpy._core.numeric") and name == "_frombuffer":
+            return _frombuffer(self.path)
         if module == "numpy" and name == "dtype":
             return _numeric_dtype(self.path)
         if module == "numpy" and name == "ndarray":
-            return np.ndarray
+            return _NDARRAY  # a marker for _reconstruct: calling ndarray(shape) would allocate the shape
         if module == "_codecs" and name == "encode":
             return _latin1(self.path)
         raise DeviceError(f"{self.path}: refused to load {module}.{name} from a pickle: a trace holds only "

@@ -117,11 +117,12 @@ def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path):
     assert not target.exists()
 
 
-def test_numeric_numpy_values_in_a_pickle_are_read(tmp_path):
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_numeric_numpy_values_in_a_pickle_are_read(tmp_path, protocol):
     import numpy as np
 
     rec = {"active": np.array([0.0, 50.0]), "inactive": [np.float64(30.0), np.int64(200)], "finish_time": np.int32(200)}
-    (tmp_path / "b.pkl").write_bytes(pickle.dumps({1: rec}, protocol=2))
+    (tmp_path / "b.pkl").write_bytes(pickle.dumps({1: rec}, protocol=protocol))
     assert from_fedscale(tmp_path / "b.pkl", None)["devices"][0]["online"] == [[0.0, 30.0], [50.0, 200.0]]
 
 
@@ -142,10 +143,38 @@ def test_a_pickle_declaring_a_huge_array_is_refused_before_allocating_it(tmp_pat
         load_pickle(tmp_path / "b.pkl")
 
 
+def test_a_pickle_calling_ndarray_with_a_huge_shape_is_refused(tmp_path):
+    (tmp_path / "b.pkl").write_bytes(b"\x80\x02cnumpy\nndarray\n\x8a\x06\x00\x10\xa5\xd4\xe8\x00\x85\x85R.")
+    with pytest.raises(DeviceError, match=r"b.pkl: not a readable pickle"):
+        load_pickle(tmp_path / "b.pkl")
+
+
+def test_a_protocol_5_array_whose_shape_exceeds_its_bytes_is_refused(tmp_path):
+    import numpy as np
+
+    data = pickle.dumps(np.arange(3.0), protocol=5).replace(b"K\x03\x85", b"\x8a\x06\x00\x10\xa5\xd4\xe8\x00\x85")
+    (tmp_path / "b.pkl").write_bytes(data)
+    with pytest.raises(DeviceError, match=r"declared shape \(1000000000000,\) does not match its 24 bytes"):
+        load_pickle(tmp_path / "b.pkl")
+
+
 def test_a_pickle_declaring_a_huge_string_is_refused_as_truncated(tmp_path):
     (tmp_path / "b.pkl").write_bytes(b"\x80\x04\x8d" + struct.pack("<Q", 1 << 60) + b"abc.")
     with pytest.raises(DeviceError, match=r"b.pkl: not a readable pickle"):
         load_pickle(tmp_path / "b.pkl")
+
+
+def test_a_pickle_declaring_a_huge_memo_index_does_not_allocate_it(tmp_path):
+    import tracemalloc
+
+    # LONG_BINPUT 1,560,701,128: the C unpickler would size its memo table to that index
+    (tmp_path / "b.pkl").write_bytes(b"\x80\x02]r\xc8h\x06]\x94.")
+    tracemalloc.start()
+    try:
+        assert load_pickle(tmp_path / "b.pkl") == []
+        assert tracemalloc.get_traced_memory()[1] < 10_000_000
+    finally:
+        tracemalloc.stop()
 
 
 def test_a_set_in_a_pickle_is_refused_by_type(tmp_path):
