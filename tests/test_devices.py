@@ -362,3 +362,27 @@ def test_a_missing_devices_file_is_a_scenario_error(tmp_path, capsys):
     (tmp_path / "s.toml").write_text(SCENARIO)
     assert main(["validate", str(tmp_path / "s.toml")]) == 2
     assert "devices.file = 'devices.json'" in capsys.readouterr().err
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 99), st.integers(1, 30)), max_size=6),
+    st.integers(20, 100),
+    st.floats(0, 500, allow_nan=False),
+)
+def test_periodic_windows_say_offline_exactly_when_t_mod_period_is_outside_every_interval(spans, period, t):
+    online = [[a, min(a + d, period)] for a, d in spans if a < period]
+    inside = any(a <= t % period < b for a, b in online)
+    windows = offline_windows(online, period=period)
+    offline = False
+    for start, end in windows:
+        if start > t:
+            break
+        if end is None or t < end:
+            offline = True
+            break
+    assert offline == (not inside)
