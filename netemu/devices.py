@@ -288,7 +288,7 @@ def _fedscale_online(path: Path, cid: Any, rec: Any, time_scale: float) -> tuple
     # an `active` without its `inactive` (the last one) stays online until finish_time
     ends = inactive + [finish] * (len(active) - len(inactive))
     online = []
-    for i, (a, b) in enumerate(zip(active, ends)):
+    for i, (a, b) in enumerate(zip(active, ends, strict=True)):
         if b < a:
             raise DeviceError(f"{path}: {where}: interval {i} is reversed: inactive {b:g} comes before active {a:g}; "
                               "accepted: active[i] <= inactive[i]")

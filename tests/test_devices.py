@@ -8,6 +8,8 @@ from itertools import islice
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netemu.cli import main
 from netemu.devices import (
@@ -362,10 +364,6 @@ def test_a_missing_devices_file_is_a_scenario_error(tmp_path, capsys):
     (tmp_path / "s.toml").write_text(SCENARIO)
     assert main(["validate", str(tmp_path / "s.toml")]) == 2
     assert "devices.file = 'devices.json'" in capsys.readouterr().err
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
