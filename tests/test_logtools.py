@@ -281,3 +281,11 @@ def test_progress_lines_are_paced_by_the_interval():
         for _ in range(1000):
             bar.update(1)
     assert len(out.getvalue().splitlines()) == 2  # the start and the end only
+
+
+def test_the_run_summary_says_final_values_are_means_over_runs(tmp_path, capsys):
+    (tmp_path / "s.toml").write_text(SCENARIO)
+    assert main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "r")]) == 0
+    captured = capsys.readouterr()
+    assert "final values: each metric's last-round value, mean over 2 Monte Carlo runs" in captured.out
+    assert captured.err.splitlines()[-1] == "netemu: small: 10/10 rounds (100 %), fedavg run 1"  # plain progress, no bar
