@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -214,15 +215,20 @@ def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fm
             rows = list(csv.DictReader(f))
     except OSError:
         raise ReportError(f"{sweep_dir}: not a sweep folder (no readable sweep.csv)") from None
-    if rows and x not in rows[0]:
-        keys = [k for k in rows[0] if k not in ("folder", "algorithm", "metric", "value")]
+    keys = [k for k in (rows[0] if rows else ()) if k not in ("folder", "status", "error", "algorithm", "metric", "value")]
+    if rows and x not in keys:
         raise ReportError(f"{path}: {x!r} was not swept; swept: {', '.join(keys)}")
     values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    skipped = 0
     for r in rows:
-        if r["metric"] == metric:
+        if r.get("status", "complete") != "complete":  # a failed or early-ended point's values are partial
+            skipped += r["metric"] == metric
+        elif r["metric"] == metric:
             values[r["algorithm"]][float(r[x])].append(float(r["value"]))
     if not values:
-        raise ReportError(f"{path}: no final values of metric {metric!r}")
+        raise ReportError(f"{path}: no final values of metric {metric!r} from complete points ({skipped} from other points)")
+    if skipped:
+        warnings.warn(f"{path}: {skipped} value(s) of {metric!r} from failed or incomplete points are left out of the plot", stacklevel=2)
     series = {}
     for alg, by_x in values.items():
         xs = np.array(sorted(by_x))

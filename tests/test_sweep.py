@@ -87,6 +87,22 @@ def test_plot_draws_a_final_metric_against_a_swept_parameter(scenario, tmp_path,
     assert "'run.seed' was not swept" in capsys.readouterr().err
 
 
+def test_plot_leaves_out_points_that_did_not_complete(scenario, tmp_path):
+    from netemu.report import ReportError, plot_sweep
+
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.csv").write_text(
+        "folder,algorithm.lr,status,error,algorithm,metric,value\n"
+        "a,0.1,complete,,fedavg,mse,1.0\n"
+        "b,0.2,failed,boom,fedavg,mse,99.0\n"
+    )
+    with pytest.warns(UserWarning, match="1 value"):
+        plot_sweep(out, "mse", "algorithm.lr", tmp_path / "p.png")
+    with pytest.raises(ReportError, match="'status' was not swept; swept: algorithm.lr$"):
+        plot_sweep(out, "mse", "status", tmp_path / "q.png")
+
+
 # ------------------------------------------------------------- a bad point, resume, limits
 
 
