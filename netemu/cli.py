@@ -1,9 +1,10 @@
 """The `netemu` command: run, replay and validate scenarios.
 
 Each subcommand is one small function; errors a user can fix (a bad scenario, a
-mismatched trace, a failing actor) are printed without a Python traceback and give
-exit code 2 (bad input) or 1 (the emulation stopped); Ctrl-C gives 130 and leaves a
-valid, incomplete run folder.
+mismatched trace, a failing actor) are printed without a Python traceback.  Exit codes
+(netemu/errors.py, listed in `netemu --help`): 0 complete, 1 the emulation stopped,
+2 bad input, 3 a run ended early, 130 Ctrl-C, 143 SIGTERM; the last three leave a
+valid run folder whose summary.json says complete = false.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from netemu import __version__
-from netemu.scenario import ScenarioError, load_scenario
+from netemu.scenario import load_scenario
 
 __all__ = ["main"]
 
@@ -31,6 +32,14 @@ EXAMPLES = """examples:
   netemu plot runs/a runs/b --metric mse --x time
   netemu sweep scenarios/quickstart.toml --grid algorithm.lr=0.02,0.05,0.1 --grid run.seed=1..5
   netemu plot runs/quickstart-sweep --metric mse --x algorithm.lr
+
+exit codes:
+  0    complete: every run of every algorithm did all its rounds
+  1    failed: an actor raised, or a deadlock stopped the emulation
+  2    bad input: a scenario, trace, log, device file or option was refused
+  3    incomplete: a run ended early without failing (run.until, the horizon run.max_time,
+       a crash without recovery); summary.json says which run and why
+  130  interrupted (Ctrl-C), 143 terminated (SIGTERM): the run folder holds what was done
 """
 
 
@@ -39,6 +48,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario value, e.g. --set run.rounds=200 --set algorithm.lr=0.1 (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary on the terminal")
+    p.add_argument("--no-scripts", action="store_true",
+                   help="refuse a scenario that names a Python script (a scenario with a script is code)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -183,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--max-events", type=int, default=1000, help="most messages + compute spans in the timeline (default 1000)")
     rep.set_defaults(func=cmd_report)
 
-    validate = sub.add_parser("validate", help="check scenario files without running them")
+    validate = sub.add_parser("validate", help="check scenario files without running them (never executes a scenario script)")
     validate.add_argument("scenarios", type=Path, nargs="+", help="scenario TOML files")
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     validate.set_defaults(func=cmd_validate)
@@ -200,28 +211,69 @@ def _print_summary(summary: dict, out: Path) -> None:
         print(f"  {label}: {shown}  |  messages sent {m['sent']}, delivered {m['delivered']}, dropped {m['dropped']}, in flight {m['in_flight']}")
     if "replay" in summary:
         print(f"  replayed fates: {summary['replay']['replayed']}, new draws: {summary['replay']['new']}")
+    print(f"  {_outcome_words(summary)}")
     print(f"  wall time {summary['wall_time_s']:.2f} s")
 
 
+def _outcome_words(summary: dict) -> str:
+    """The outcome in one line: complete, or how many runs ended early and why."""
+    runs = [o for outcomes in summary.get("outcome", {}).values() for o in outcomes]
+    if summary["complete"]:
+        return f"complete: {len(runs)} run(s), every one did its {summary['rounds_planned']} rounds"
+    early = [o for o in runs if not o["complete"]]
+    done = ", ".join(f"{o['rounds_done']}" for o in early[:5])
+    return (f"INCOMPLETE: {len(early)} of {len(runs)} run(s) ended early (rounds done: {done} of "
+            f"{summary['rounds_planned']}); {summary['stopped_by']}")
+
+
+def _announce_script(sc, args) -> None:
+    """Say which script a run will execute (path and BLAKE2 hash), or refuse it with --no-scripts."""
+    from netemu.errors import InputError
+    from netemu.scenario.build import script_hash
+
+    if not sc.table["script"]:
+        return
+    path = sc.resolve(sc.table["script"]).resolve()
+    if getattr(args, "no_scripts", False):
+        raise InputError(f"{sc.path}: script = {sc.table['script']!r}: refused by --no-scripts (a scenario with a script runs its Python code)")
+    print(f"netemu: this scenario executes the Python script {path} (blake2b {script_hash(path)})", file=sys.stderr)
+
+
 def _execute(sc, args, replay=None, source=None) -> int:
-    from netemu.runner import default_out_dir, execute
-    from netemu.world import ActorFailed, DeadlockError
+    from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
+    from netemu.runner import Terminated, default_out_dir, execute, stop_on_signals
 
     out = args.out or default_out_dir(sc)
     if out.exists():
         print(f"netemu: the run folder {out} already exists; choose another --out or remove it", file=sys.stderr)
         return 2
+    _announce_script(sc, args)
     try:
-        summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
+        with stop_on_signals():
+            summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
+    except Terminated:
+        print(f"netemu: terminated (SIGTERM); the run folder {out} holds what was done (summary.json: complete = false)", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print(f"\nnetemu: interrupted; the run folder {out} holds what was done (summary.json: complete = false)", file=sys.stderr)
-        return 130
-    except (ActorFailed, DeadlockError) as exc:
+        return EXIT_INTERRUPTED
+    except RunStopped as exc:
         print(f"netemu: the emulation stopped: {exc}\nthe run folder {out} holds everything logged until then", file=sys.stderr)
-        return 1
+        return exc.exit_code
+    except NetemuError as exc:
+        if not out.is_dir():
+            raise
+        print(f"netemu: {exc}\nthe run folder {out} is incomplete (summary.json: complete = false)", file=sys.stderr)
+        return exc.exit_code
     if not args.quiet:
         _print_summary(summary, out)
-    return 0
+    for warning in summary["warnings"]:
+        print(f"netemu: warning: {warning}", file=sys.stderr)
+    if not summary["complete"]:
+        if args.quiet:
+            print(f"netemu: {_outcome_words(summary)}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_COMPLETE
 
 
 def cmd_run(args) -> int:
@@ -246,16 +298,23 @@ def cmd_replay(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from netemu.errors import NetemuError
+
     failed = 0
     for path in args.scenarios:
         try:
             sc = load_scenario(path, args.overrides)
-        except ScenarioError as exc:
+        except NetemuError as exc:
             failed += 1
             print(exc, file=sys.stderr)
         else:
             labels = ", ".join(a["label"] for a in sc.table["algorithm"])
             print(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})")
+            if sc.table["script"]:
+                from netemu.scenario.build import script_hash
+
+                script = sc.resolve(sc.table["script"]).resolve()
+                print(f"  script {script} (blake2b {script_hash(script)}): not executed by validate; `netemu run` executes it")
     return 2 if failed else 0
 
 
@@ -427,6 +486,7 @@ def cmd_sweep(args) -> int:
     try:
         grid = parse_grid(args.grid, args.max_points)
         sc = load_scenario(args.scenario, args.overrides)
+        _announce_script(sc, args)
         out = args.out or Path("runs") / f"{sc.name}-sweep"
         with progress_display(None, quiet=args.quiet, label="sweep", unit="run") as bar:
 
@@ -488,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print("netemu: " + "\n".join(map(printable, str(exc).split("\n"))), file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("\nnetemu: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

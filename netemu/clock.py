@@ -10,7 +10,10 @@ all run in virtual time, and idle virtual time costs no wall time.
 
 If nothing is ready, no timer is pending and SimPy has no event left, every
 coroutine waits for something that can never happen: `select` raises `Deadlock`
-instead of blocking forever.
+instead of blocking forever.  A timer at virtual time `inf` (e.g. a wait with an
+infinite deadline) can never fire, so it counts as no timer.  asyncio caps every
+wait at one day (MAXIMUM_SELECT_TIMEOUT); when the cap applies, the clock jumps
+straight to the next timer instead of stepping a day at a time.
 
 The loop does no real I/O: callbacks from other threads (`call_soon_threadsafe`,
 `asyncio.to_thread`) are not supported inside an emulation.
@@ -64,6 +67,8 @@ class _VirtualSelector(selectors.DefaultSelector):
             return []
         env, ready = self.env, self.loop._ready  # noqa: SLF001 - the loop's own run queue
         deadline = math.inf if timeout is None else env.now + timeout
+        if timeout is not None and timeout >= asyncio.base_events.MAXIMUM_SELECT_TIMEOUT:
+            deadline = self._next_timer()  # asyncio capped the wait: the real next timer (maybe inf)
         while (t := env.peek()) <= deadline and t != math.inf:
             env.step()
             if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
@@ -72,6 +77,11 @@ class _VirtualSelector(selectors.DefaultSelector):
             raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
         env.advance_to(deadline)
         return []
+
+    def _next_timer(self) -> float:
+        """When the earliest pending asyncio timer is due (inf if none, or only at inf)."""
+        scheduled = [h.when() for h in self.loop._scheduled if not h.cancelled()]  # noqa: SLF001
+        return min(scheduled, default=math.inf)
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):

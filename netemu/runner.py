@@ -4,31 +4,36 @@ Runs are the outer loop, algorithms the inner one; all algorithms of a run share
 environment realization.  The folder (docs/formats.md) holds scenario.toml,
 messages.jsonl, trace.msgpack, metrics.csv, summary.json and curves_*.png.  Whatever
 stops the run — the end, Ctrl-C, a failing actor, a deadlock — the folder is written
-with what was done, and summary.json says whether it is complete.
+with what was done, and summary.json says whether it is complete: per algorithm and
+run, the rounds planned and done and what stopped it (`run_outcome`).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import math
+import signal
 import sys
+import threading
 import time
 from collections import Counter
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import tomli_w
 
 from netemu import __version__
+from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
 from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_privacy, write_summary
 from netemu.rng import Streams
-from netemu.scenario.build import build_graph, build_world, load_script, run_seed
+from netemu.scenario.build import build_graph, build_world, load_script, run_horizon, run_seed
 from netemu.scenario.load import Scenario
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
 
-__all__ = ["default_out_dir", "execute", "resolved_toml"]
+__all__ = ["Terminated", "default_out_dir", "execute", "resolved_toml", "run_outcome", "stop_on_signals"]
 
 
 def default_out_dir(sc: Scenario, root: Path = Path("runs")) -> Path:
@@ -74,6 +79,92 @@ def _progress(total: int, quiet: bool, label: str):
     return progress(total, quiet=quiet, label=label, unit="round", stream=sys.stderr)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same path writes an incomplete folder."""
+
+
+@contextmanager
+def stop_on_signals():
+    """While inside: SIGINT raises KeyboardInterrupt and SIGTERM raises `Terminated`, once;
+    a repeated signal is ignored so the run folder can be closed (log flushed, trace end
+    marker, summary.json).  Only in the main thread (signal handlers live there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum, _frame):
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+
+
+def _stop_reason(exc: BaseException) -> str:
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM)"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"
+
+
+def _waiting(waits: dict[str, str], most: int = 5) -> str:
+    shown = ", ".join(f"{name} on {what}" for name, what in list(waits.items())[:most])
+    more = f" and {len(waits) - most} more" if len(waits) > most else ""
+    return (shown + more) or "nothing"
+
+
+def run_outcome(world, run: int, planned: int, until: float, horizon: float, exc: BaseException | None = None) -> dict:
+    """The outcome of one (algorithm, run): rounds planned and done, complete, why it stopped.
+
+    A round counts as done once a metric was recorded for it (algorithms record their
+    metrics when a round ends).  A run is complete only if every non-daemon actor
+    returned and every planned round is done."""
+    done = world.rounds_done
+    stopped_by = None
+    of = f"after {done} of {planned} rounds"
+    if exc is not None:
+        stopped_by = _stop_reason(exc)
+    elif world.stopped_by == "until":
+        stopped_by = f"run.until = {until:g} virtual seconds reached {of}"
+    elif world.stopped_by == "horizon":
+        stopped_by = (f"horizon run.max_time = {horizon:g} virtual seconds reached {of}; "
+                      f"still waiting: {_waiting(world.stop_waits)}")
+    elif done < planned:
+        crashed = [(name, max((at for at, _rec in node.crashes if at <= world.env.now), default=None))
+                   for name, node in world.network.nodes.items() if not node.up]
+        if crashed:
+            names = ", ".join(f"{n} (at t = {t:g})" if t is not None else n for n, t in crashed[:5])
+            more = f" and {len(crashed) - 5} more" if len(crashed) > 5 else ""
+            stopped_by = f"ended {of}: crashed without recovery: {names}{more}"
+        else:
+            stopped_by = f"ended {of}: the algorithm's actors returned early"
+    return {"run": run, "rounds_planned": planned, "rounds_done": done, "complete": stopped_by is None,
+            "stopped_by": stopped_by, "virtual_time": world.env.now}
+
+
+def _warnings(label: str, messages: dict, final: dict, rows: list[tuple]) -> list[str]:
+    """Outcomes that are legal but rarely meant: nothing delivered, nobody took part, a NaN result."""
+    out = []
+    if messages["delivered"] == 0:
+        out.append(f"{label}: no message was delivered ({messages['sent']} sent, {messages['dropped']} dropped)")
+    participants = [v for alg, _r, _rnd, _t, name, v in rows if alg == label and name == "participants"]
+    if participants and not any(participants):
+        out.append(f"{label}: no client participated in any round (metric participants = 0)")
+    nan = [name for name, v in final.get(label, {}).items() if math.isnan(v)]
+    if nan:
+        out.append(f"{label}: the final value of {', '.join(nan)} is NaN")
+    return out
+
+
 def execute(
     sc: Scenario,
     out: Path,
@@ -82,41 +173,53 @@ def execute(
     replay: Trace | None = None,
     replay_source: str | None = None,
 ) -> dict:
-    """Run `sc` into the folder `out` (created); returns the summary.  Re-raises what stopped it."""
+    """Run `sc` into the folder `out` (created); returns the summary.  Re-raises what stopped it.
+
+    summary["complete"] is true only when every run of every algorithm did all its
+    rounds; summary["outcome"] has, per algorithm, one entry per run (`run_outcome`)."""
     if replay is not None:
         replay.check_scenario(sc.table)  # before anything is written
-    out.mkdir(parents=True, exist_ok=False)
+    try:
+        out.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise InputError(f"the run folder {out} already exists; choose another --out or remove it") from None
+    except OSError as exc:
+        raise InputError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
     run_cfg, algorithms = sc.table["run"], sc.table["algorithm"]
     labels = [a["label"] for a in algorithms]
-    text = resolved_toml(sc)
-    (out / "scenario.toml").write_text(text)
-    graphs = [build_graph(sc, Streams(run_seed(run_cfg["seed"], r))) for r in range(run_cfg["runs"])]
-    if replay is not None:
-        for r, g in enumerate(graphs):
-            replay.check_topology(r, g)
-    setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
-    header = {
-        "netemu": __version__,
-        "scenario": sc.name,
-        "scenario_hash": _scenario_hash(text),
-        "seed": run_cfg["seed"],
-        "algorithms": labels,
-        "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": topology_fingerprint(g)} for r, g in enumerate(graphs)],
-        "network": network_model(sc.table),
-    }
+    planned, until, horizon = run_cfg["rounds"], run_cfg["until"], run_horizon(sc)
     rows: list[tuple] = []
     counts = {label: Counter() for label in labels}
     vtime: dict[str, list[float]] = {label: [] for label in labels}
     privacy: dict[str, list[dict]] = {label: [] for label in labels}
+    outcome: dict[str, list[dict]] = {label: [] for label in labels}
     releases: list[tuple] = []  # (algorithm, run, client, round, rho, rho so far)
-    summary = {"scenario": sc.name, "complete": False, "stopped_by": None}
+    summary = {"scenario": sc.name, "complete": False, "stopped_by": None, "rounds_planned": planned}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    writer = None
     with ExitStack() as stack:
-        log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None
-        base_log = MessageLog(log_file)
-        writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header) if sc.table["output"]["trace"] else None
-        bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * run_cfg["rounds"], quiet, sc.name))
         try:
+            text = resolved_toml(sc)
+            (out / "scenario.toml").write_text(text)
+            graphs = [build_graph(sc, Streams(run_seed(run_cfg["seed"], r))) for r in range(run_cfg["runs"])]
+            if replay is not None:
+                for r, g in enumerate(graphs):
+                    replay.check_topology(r, g)
+            setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
+            header = {
+                "netemu": __version__,
+                "scenario": sc.name,
+                "scenario_hash": _scenario_hash(text),
+                "seed": run_cfg["seed"],
+                "algorithms": labels,
+                "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": topology_fingerprint(g)} for r, g in enumerate(graphs)],
+                "network": network_model(sc.table),
+            }
+            log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None
+            base_log = MessageLog(log_file)
+            stack.callback(base_log.flush)
+            writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header) if sc.table["output"]["trace"] else None
+            bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * planned, quiet, sc.name))
             for r in range(run_cfg["runs"]):
                 for a, label in enumerate(labels):
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
@@ -124,8 +227,12 @@ def execute(
                     world = build_world(sc, a, r, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)
+                    failure: BaseException | None = None
                     try:
-                        world.run(run_cfg["until"] or None)
+                        world.run(until or None, max_time=horizon)
+                    except BaseException as exc:
+                        failure = exc
+                        raise
                     finally:
                         rows.extend(aggregate_metrics(label, r, world.metrics))
                         counts[label].update(world.network.counts)  # (link class, what) -> n
@@ -133,27 +240,32 @@ def execute(
                         vtime[label].append(world.env.now)
                         privacy[label].append(world.privacy.summary())
                         releases.extend((label, r, *rel) for rel in world.privacy.releases())
-            summary["complete"] = True
-        except KeyboardInterrupt:
-            summary["stopped_by"] = "interrupted (Ctrl-C)"
-            raise
-        except Exception as exc:
-            summary["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                        outcome[label].append(run_outcome(world, r, planned, until, horizon, failure))
+            early = [(label, o) for label in labels for o in outcome[label] if not o["complete"]]
+            summary["complete"] = not early
+            if early:
+                label, o = early[0]
+                summary["stopped_by"] = f"{label} run {o['run']}: {o['stopped_by']}"
+        except BaseException as exc:
+            summary["stopped_by"] = _stop_reason(exc)
             raise
         finally:
             if writer is not None:
                 writer.close(summary["complete"])
-            base_log.flush()
+            final = final_values(rows)
+            messages = {label: _message_summary(c) for label, c in counts.items()}
             summary.update(
                 {
                     "netemu": __version__,
                     "seed": run_cfg["seed"],
                     "runs": run_cfg["runs"],
                     "algorithms": labels,
-                    "final": final_values(rows),
-                    "messages": {label: _message_summary(c) for label, c in counts.items()},
+                    "outcome": outcome,
+                    "final": final,
+                    "messages": messages,
                     "virtual_time": vtime,
                     "wall_time_s": round(time.perf_counter() - wall_time_start, 3),
+                    "warnings": [w for label in labels if outcome[label] for w in _warnings(label, messages[label], final, rows)],
                 }
             )
             if any(any(runs) for runs in privacy.values()):

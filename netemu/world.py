@@ -5,7 +5,9 @@
     result = world.run()
 
 `run` ends when every non-daemon actor has returned (daemons are then cancelled), or
-at virtual time `until`.  An exception in an actor stops the run with `ActorFailed`
+at virtual time `until`, or at the horizon `max_time` (a stop for runs whose actors
+only wait on timers that lead nowhere); `RunResult.stopped_by` says which, and
+`rounds_done` how many distinct rounds recorded a metric.  An exception in an actor stops the run with `ActorFailed`
 (actor name, virtual time, traceback); if every actor waits and nothing is scheduled
 the run stops with `DeadlockError` naming what each actor waits for.  Either way
 everything logged so far is flushed, and messages still travelling are logged as
@@ -15,6 +17,7 @@ everything logged so far is flushed, and messages still travelling are logged as
 from __future__ import annotations
 
 import asyncio
+import math
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +58,10 @@ class RunResult:
     virtual_time: float
     messages: dict
     metrics: list[tuple] = field(default_factory=list)  # (actor, round, time, metric, value)
-    complete: bool = True
+    complete: bool = True  # every non-daemon actor returned (not stopped by `until` or the horizon)
+    stopped_by: str | None = None  # None, "until" or "horizon"
+    rounds_done: int = 0  # distinct rounds for which a metric was recorded
+    waits: dict[str, str] = field(default_factory=dict)  # actor -> what it waited for when stopped
 
 
 def _describe_wait(task: asyncio.Task) -> str:
@@ -91,6 +97,9 @@ class World:
         self._failure: asyncio.Future | None = None
         self.on_round: Callable[[int], object] | None = None  # progress: called once per new round
         self._last_round = -1
+        self.rounds_seen: set[int] = set()  # rounds for which a metric was recorded (= rounds done)
+        self.stopped_by: str | None = None  # set by run(): "until" or "horizon" when a deadline stopped it
+        self.stop_waits: dict[str, str] = {}
         for name, node in self.network.nodes.items():
             for crash_at, recover_at in node.crashes:
                 self.crash(name, at=crash_at, recover_at=recover_at)
@@ -136,6 +145,7 @@ class World:
                 for r in range(self._last_round + 1, round + 1):
                     self.on_round(r)
             self._last_round = round
+        self.rounds_seen.add(round)
         self.metrics.append((actor, round, self.env.now, name, value))
         self.log(t=self.env.now, event="metric", actor=actor, round=round, metric=name, value=value)
 
@@ -203,7 +213,13 @@ class World:
                     self.at(start, lambda s=src, d=dst, e=end, c=link.link_class: self.log(
                         t=self.env.now, event="outage", src=s, dst=d, link=c, until=e))
 
-    async def _main(self, until: float | None) -> bool:
+    @property
+    def rounds_done(self) -> int:
+        """How many rounds are done: an algorithm records its metrics when a round ends,
+        so a round counts as done once a metric was recorded for it."""
+        return len(self.rounds_seen)
+
+    async def _main(self, until: float | None, max_time: float | None = None) -> bool:
         loop = asyncio.get_running_loop()
         self._failure = loop.create_future()
         self._log_outages()
@@ -214,14 +230,22 @@ class World:
             elif not self._pending_recoveries.get(actor.name):
                 self._finish(actor.name)
         waits = [asyncio.ensure_future(asyncio.gather(*self._finished.values())), self._failure]
-        if until is not None:
-            deadline = loop.create_future()
-            loop.call_at(until, lambda: deadline.done() or deadline.set_result(None))
-            waits.append(deadline)
+        self._waited = waits
+        deadlines = {}
+        for what, t in (("until", until), ("horizon", max_time)):
+            if t is not None and t < math.inf:
+                deadline = loop.create_future()
+                loop.call_at(t, lambda d=deadline: d.done() or d.set_result(None))
+                waits.append(deadline)
+                deadlines[what] = deadline
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         if self._failure.done():
             raise self._failure.exception()
-        return waits[0] in done
+        if waits[0] in done:
+            return True
+        self.stopped_by = next(what for what, d in deadlines.items() if d in done)
+        self.stop_waits = self._waits()
+        return False
 
     def _waits(self) -> dict[str, str]:
         out = {}
@@ -233,23 +257,33 @@ class World:
                 out[name] = actor.waiting_for or _describe_wait(task)
         return out
 
-    def run(self, until: float | None = None) -> RunResult:
+    def run(self, until: float | None = None, max_time: float | None = None) -> RunResult:
         """Run every actor in virtual time; see the module docstring for how it ends."""
         loop = VirtualTimeLoop(self.env)
         complete = False
         try:
-            complete = loop.run_until_complete(self._main(until))
+            complete = loop.run_until_complete(self._main(until, max_time))
         except Deadlock:
             raise DeadlockError(self.env.now, self._waits()) from None
         finally:
             try:
                 self._cancel_all(loop)
+                self._retrieve_exceptions()
             finally:
                 for rec in self.network.in_flight():
                     self.log(t=self.env.now, event="in_flight", **rec)
                 self.log.flush()
                 loop.close()
-        return RunResult(self.env.now, self.network.message_counts(), self.metrics, complete)
+        return RunResult(self.env.now, self.network.message_counts(), self.metrics, complete,
+                         self.stopped_by, self.rounds_done, self.stop_waits)
+
+    def _retrieve_exceptions(self) -> None:
+        """Mark every finished task's and future's exception as seen: when Ctrl-C or SIGTERM
+        stops the loop inside a task, asyncio would otherwise print "Task exception was
+        never retrieved" with a traceback when the task is collected."""
+        for fut in [*self._tasks.values(), *getattr(self, "_waited", [])]:
+            if fut.done() and not fut.cancelled():
+                fut.exception()
 
     def _cancel_all(self, loop: VirtualTimeLoop) -> None:
         tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]

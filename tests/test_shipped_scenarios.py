@@ -16,3 +16,5 @@ def test_the_scenario_runs(path, tmp_path):
     assert main(["run", str(path), "--out", str(out), "--quiet", "--runs", "1", "--set", "run.rounds=3"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and all(summary["final"][alg] for alg in summary["algorithms"])
+    outcomes = [o for alg in summary["algorithms"] for o in summary["outcome"][alg]]
+    assert [(o["rounds_planned"], o["rounds_done"], o["complete"]) for o in outcomes] == [(3, 3, True)] * len(outcomes)

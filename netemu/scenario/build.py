@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ import networkx as nx
 
 from netemu.algorithms import ALGORITHMS
 from netemu.data import DATASETS
+from netemu.config import ConfigError
 from netemu.devices import attach_devices, read_devices
+from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
@@ -26,7 +29,12 @@ from netemu.rng import Streams
 from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, match_nodes
 from netemu.world import World
 
-__all__ = ["build_graph", "build_links", "build_world", "load_script", "run_seed", "topology_for_validation"]
+__all__ = [
+    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "run_horizon", "run_seed",
+    "script_hash", "topology_for_validation",
+]
+
+DAY = 86400.0  # virtual seconds; the automatic horizon allows one per round
 
 
 def run_seed(seed: int, run: int) -> int:
@@ -50,7 +58,22 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
         return T.random_peers(topo["peers"], topo["avg_degree"], streams.generator("topology"))
     if kind == "geometric":
         return T.geometric(topo["positions"], topo["d_max"])
-    return T.from_graphml(sc.resolve(topo["file"]))
+    return _read_graphml(sc.resolve(topo["file"]))
+
+
+def _read_graphml(path: Path) -> nx.DiGraph:
+    """A GraphML topology; a missing, unreadable or malformed file is an InputError naming it."""
+    try:
+        return T.from_graphml(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such GraphML file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: a directory, not a GraphML file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the GraphML file: {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - networkx/xml raise many types for malformed files
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{path}: not a valid GraphML file ({type(exc).__name__}: {first})") from None
 
 
 def topology_for_validation(sc: Scenario) -> nx.DiGraph:
@@ -115,15 +138,69 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
     return {n: NodeBehaviour(**s, crashes=tuple(crashes.get(n, ()))) for n, s in settings.items()}
 
 
+def run_horizon(sc: Scenario) -> float:
+    """The virtual time at which a run is stopped as "horizon reached": `run.max_time`, or
+    (max_time = 0) one virtual day per round after the last scheduled event of the
+    scenario (crash, recovery, outage end, `until`, the devices' horizon).  It stops runs
+    whose actors only wait on timers that lead nowhere (e.g. an infinite round deadline)."""
+    run = sc.table["run"]
+    if run["max_time"] > 0:
+        return run["max_time"]
+    times = [run["until"]]
+    times += [t for c in sc.table["nodes"]["crash"] for t in (c["at"], c["recover"])]
+    times += [w[1] for _, link in _link_items(sc) for w in link.get("outages", [])]
+    if sc.table["devices"]["file"]:
+        times.append(read_devices(sc.resolve(sc.table["devices"]["file"]))["horizon"])
+    return max(times) + DAY * run["rounds"]
+
+
+def _link_items(sc: Scenario) -> list[tuple[str, dict]]:
+    return [*sc.table["links"].items(), *((f"link[{i}]", t) for i, t in enumerate(sc.table["link"]))]
+
+
+class ScriptError(InputError):
+    """A scenario script that cannot be loaded or whose setup() raised: file, line, error."""
+
+
+def script_hash(path: Path) -> str:
+    """The BLAKE2b hash (16 bytes, hex) of a script file, printed before it is executed."""
+    return hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    """`file:line` of the innermost frame of `exc` in the script `path` (or just the file)."""
+    target = str(Path(path).resolve())
+    if isinstance(exc, SyntaxError) and exc.filename and str(Path(exc.filename).resolve()) == target:
+        return f"{path}:{exc.lineno}"
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if str(Path(f.filename).resolve()) == target]
+    return f"{path}:{lines[-1]}" if lines else str(path)
+
+
 def load_script(path: Path) -> Callable[[World], None]:
-    """The `setup(world)` function of a Python scenario script."""
-    spec = importlib.util.spec_from_file_location(f"netemu_scenario_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The `setup(world)` function of a Python scenario script (this executes the script)."""
+    try:
+        spec = importlib.util.spec_from_file_location(f"netemu_scenario_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ScriptError(f"{path}: a scenario script must be a Python file (.py)")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ScriptError:
+        raise
+    except OSError as exc:
+        raise ScriptError(f"{path}: cannot read the scenario script: {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any error in user code is reported with its place
+        raise ScriptError(f"{_where(exc, path)}: the scenario script raised {type(exc).__name__}: {exc}") from None
     setup = getattr(module, "setup", None)
     if not callable(setup):
-        raise ValueError(f"{path}: a scenario script must define `def setup(world):`")
-    return setup
+        raise ScriptError(f"{path}: a scenario script must define `def setup(world):`")
+
+    def checked_setup(world: World) -> None:
+        try:
+            setup(world)
+        except Exception as exc:  # noqa: BLE001 - user code: report its file and line
+            raise ScriptError(f"{_where(exc, path)}: setup(world) raised {type(exc).__name__}: {exc}") from None
+
+    return checked_setup
 
 
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
@@ -159,8 +236,12 @@ def build_world(
         attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
     entry = sc.table["algorithm"][algorithm]
     spec = ALGORITHMS[entry["name"]]
-    params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
-    spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])
+    try:
+        params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
+        spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])
+    except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
+        where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"
+        raise InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}") from None
     if setup is not None:
         setup(world)
     return world

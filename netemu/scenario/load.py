@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import inspect
+import math
+import os
 import re
 import tomllib
 import typing
@@ -26,7 +28,7 @@ from netemu.data import DATASETS
 from netemu.net import links as L
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import (
-    REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, ScenarioError, Section, validate,
+    INT_MAX, INT_MIN, REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, ScenarioError, Section, validate,
 )
 
 __all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "load_scenario", "match_nodes", "parse_scenario"]
@@ -36,6 +38,14 @@ LATENCY_MODELS = {
     "empirical": L.Empirical, "rounds": L.RoundDelay,
 }
 LOSS_MODELS = {"bernoulli": L.Bernoulli, "gilbert_elliott": L.GilbertElliott}
+SEED_MAX = 2**63 - 1  # seeds feed NumPy's SeedSequence and BLAKE2 run seeds (docs/scenarios.md)
+MAX_NODES = 1_000_000  # sizes refused before anything is allocated (with a memory estimate)
+MAX_RUNS = 100_000
+MAX_ROUNDS = 100_000_000
+NODE_BYTES = 16_000  # measured: ~12 kB per node of a star world (graph, links, actor); rounded up
+GRAPH_BYTES = 1_500  # per node and Monte Carlo run: the topologies of every run are built up front
+METRIC_BYTES = 300  # per recorded metric value (metrics list and metrics.csv rows)
+
 TOPOLOGIES = {
     "star": {"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1")},
     "multi_server": {
@@ -95,6 +105,13 @@ def _params_table(value: dict, key: str, issues: Issues, cls: type, fixed: dict,
     return resolved
 
 
+def _finite(v: Any) -> bool:
+    """A number (not a bool) that is neither NaN nor infinite, and fits in 64 bits if an int."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return INT_MIN <= v <= INT_MAX if isinstance(v, int) else math.isfinite(v)
+
+
 def _model(registry: dict[str, type], what: str) -> Any:
     """Checker of a `{model = "...", <params>}` link-component table.
 
@@ -115,10 +132,10 @@ def _model(registry: dict[str, type], what: str) -> Any:
                 issues.add(f"{key}.{k}", v, f"unknown parameter of the {model} {what} model; accepted: {', '.join(accepted)}")
             elif k == "file" and not isinstance(v, str):
                 issues.add(f"{key}.{k}", v, "expected a path (string)")
-            elif k == "samples" and not (isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)):
-                issues.add(f"{key}.{k}", v, "expected a list of delays in seconds")
-            elif k not in ("file", "samples") and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                issues.add(f"{key}.{k}", v, "expected a number")
+            elif k == "samples" and not (isinstance(v, list) and all(_finite(x) for x in v)):
+                issues.add(f"{key}.{k}", v, "expected a list of finite delays in seconds")
+            elif k not in ("file", "samples") and not _finite(v):
+                issues.add(f"{key}.{k}", v, "expected a finite number (NaN and inf are not accepted)")
         if cls is L.Empirical and len([k for k in params if k in accepted]) != 1:
             issues.add(key, value, "an empirical latency needs exactly one of `samples` or `file`")
         if len(issues.items) == before and "file" not in params:
@@ -140,10 +157,10 @@ def _jitter(value: Any, key: str, issues: Issues) -> Any:
 
 def _outages(value: Any, key: str, issues: Issues) -> Any:
     ok = isinstance(value, list) and all(
-        isinstance(w, list) and len(w) == 2 and all(isinstance(x, (int, float)) for x in w) and 0 <= w[0] < w[1] for w in value
+        isinstance(w, list) and len(w) == 2 and all(_finite(x) for x in w) and 0 <= w[0] < w[1] for w in value
     )
     if not ok:
-        issues.add(key, value, "expected a list of [start, end] windows with 0 <= start < end")
+        issues.add(key, value, "expected a list of [start, end] windows of finite times with 0 <= start < end")
     return value
 
 
@@ -164,7 +181,73 @@ BEHAVIOUR_FIELDS = {
 def _topology(value: Any, key: str, issues: Issues) -> Any:
     if not _selects(value, key, issues, "kind", TOPOLOGIES):
         return value
-    return validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), value, key, issues)
+    value = validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), value, key, issues)
+    if value.get("kind") == "geometric" and isinstance(value.get("positions"), dict):
+        for name, pos in value["positions"].items():
+            if not (isinstance(pos, list) and len(pos) == 2 and all(_finite(x) for x in pos)):
+                issues.add(f"{key}.positions.{name}", pos, "expected [x, y]: two finite numbers")
+    return value
+
+
+def _node_count(topo: dict) -> tuple[str, int] | None:
+    """(key, number of nodes) of a topology, computed without building it."""
+    kind = topo["kind"]
+    if kind == "star":
+        return "topology.clients", topo["clients"] + 1
+    if kind == "multi_server":
+        return "topology.clients_per_server", topo["servers"] * (topo["clients_per_server"] + 1)
+    if kind == "random_peers":
+        return "topology.peers", topo["peers"]
+    if kind == "geometric":
+        return "topology.positions", len(topo["positions"])
+    return None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.3g} GB" if n >= 1e8 else f"{n / 1e6:.3g} MB"
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_estimate(table: dict, nodes: int) -> int:
+    """A rough upper estimate (bytes) of what a run of the scenario holds in memory:
+    one World at a time, the topologies of every run, the data, every metric value."""
+    run, data = table["run"], table["data"]
+    dim = data.get("dim", 64) if isinstance(data.get("dim", 64), int) else 64
+    samples = max((v for k, v in data.items() if k in ("samples_max", "samples") and isinstance(v, int)), default=100)
+    test = data.get("test_samples", 1000) if isinstance(data.get("test_samples", 1000), int) else 1000
+    data_bytes = 8 * dim * (nodes * samples + test)
+    reporters = nodes if table["topology"]["kind"] in ("random_peers", "geometric", "graphml") else max(1, nodes // 100)
+    metric_bytes = METRIC_BYTES * 3 * reporters * run["rounds"] * run["runs"] * len(table["algorithm"])
+    return nodes * NODE_BYTES + run["runs"] * nodes * GRAPH_BYTES + data_bytes + metric_bytes
+
+
+def _check_sizes(table: dict, issues: Issues) -> bool:
+    """Refuse sizes that cannot fit before anything is allocated; True if the sizes are fine."""
+    counted = _node_count(table["topology"])
+    if counted is None:  # graphml: the file's size bounds the graph
+        return True
+    key, nodes = counted
+    estimate = memory_estimate(table, nodes)
+    if nodes > MAX_NODES:
+        issues.add(key, table["topology"].get(key.split(".")[-1]),
+                   f"at most {MAX_NODES:,} nodes in all (this topology has {nodes:,}; a run would need about {_gb(estimate)} of memory)")
+        return False
+    physical = _physical_memory()
+    if physical is not None and estimate > physical:
+        run = table["run"]
+        issues.add("run", f"{nodes:,} nodes x {run['runs']:,} runs x {run['rounds']:,} rounds",
+                   f"a scenario that fits in memory: it would need about {_gb(estimate)}, this machine has {_gb(physical)}")
+        return False
+    return True
+
+
+MAX_GRAPHML_BYTES = 200_000_000
 
 
 def _data(value: Any, key: str, issues: Issues) -> Any:
@@ -187,10 +270,12 @@ SCHEMA = Section(
             {
                 "name": Field(str, ""),
                 "description": Field(str, ""),
-                "seed": Field(int, 0, lambda v: v >= 0, ">= 0"),
-                "rounds": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
-                "runs": Field(int, 1, lambda v: v >= 1, ">= 1 (Monte Carlo runs)"),
+                "seed": Field(int, 0, lambda v: 0 <= v <= SEED_MAX, f"in 0 .. 2**63-1 = {SEED_MAX}"),
+                "rounds": Field(int, REQUIRED, lambda v: 1 <= v <= MAX_ROUNDS, f"in 1 .. {MAX_ROUNDS:,}"),
+                "runs": Field(int, 1, lambda v: 1 <= v <= MAX_RUNS, f"in 1 .. {MAX_RUNS:,} (Monte Carlo runs)"),
                 "until": Field(float, 0.0, lambda v: v >= 0, ">= 0 virtual seconds (0 = no limit)"),
+                "max_time": Field(float, 0.0, lambda v: v >= 0, allow_inf=True,
+                                  accepts=">= 0 virtual seconds: the horizon (0 = automatic, inf = no horizon)"),
             }
         ),
         "topology": Custom(_topology),
@@ -283,6 +368,20 @@ def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], i
             issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
 
 
+def _graphml_size_ok(sc: Scenario, issues: Issues) -> bool:
+    topo = sc.table["topology"]
+    if topo["kind"] != "graphml":
+        return True
+    try:
+        size = sc.resolve(topo["file"]).stat().st_size
+    except OSError:
+        return True  # reported when the graph is read
+    if size > MAX_GRAPHML_BYTES:
+        issues.add("topology.file", topo["file"], f"a GraphML file of at most {MAX_GRAPHML_BYTES:,} bytes (this one has {size:,})")
+        return False
+    return True
+
+
 def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario:
     from netemu.scenario.build import topology_for_validation  # the one place that needs graphs
 
@@ -290,7 +389,7 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
     raw = apply_overrides(raw, list(overrides), file)
     issues = Issues(file)
     table = validate(SCHEMA, raw, "", issues)
-    if not issues.items:
+    if not issues.items and _check_sizes(table, issues) and _graphml_size_ok(Scenario(table, path), issues):
         sc = Scenario(table, path)
         for i, alg in enumerate(table["algorithm"]):
             spec = ALGORITHMS[alg["name"]]
@@ -301,7 +400,7 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
             issues.add("algorithm", label, "unique labels: give compared variants a distinct `label`")
         try:
             graph = topology_for_validation(sc)
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # InputError is a ValueError
             issues.add("topology", table["topology"], str(exc))
         else:
             if not nx.is_weakly_connected(graph):
@@ -338,12 +437,24 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
     return Scenario(table, path)
 
 
+MAX_SCENARIO_BYTES = 50_000_000
+
+
 def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text())
+        if path.is_dir():
+            raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
+        if path.exists() and path.stat().st_size > MAX_SCENARIO_BYTES:
+            raise ScenarioError([Issue(str(path), "(file)", f"{path.stat().st_size:,} bytes", f"a scenario file of at most {MAX_SCENARIO_BYTES:,} bytes")])
+        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise ScenarioError([Issue(str(path), "(file)", str(path), "an existing scenario file")]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError([Issue(str(path), "(encoding)", f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}",
+                                   "a UTF-8 text file (TOML)")]) from None
+    except OSError as exc:
+        raise ScenarioError([Issue(str(path), "(file)", str(path), f"a readable scenario file ({exc.strerror or exc})")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError([Issue(str(path), "(syntax)", str(exc), "valid TOML")]) from None
     return parse_scenario(raw, path, overrides)

@@ -33,6 +33,9 @@ def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
         keys, value = path.strip().split("."), parse_value(text.strip())
         if keys[0] == "algorithm":
             entries = table.setdefault("algorithm", [])
+            if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+                issues.add(path, value, "algorithm overrides need [[algorithm]] entries (an array of tables)")
+                continue
             labels = [e.get("label", e.get("name")) for e in entries]
             if len(keys) == 3:
                 if keys[1] not in labels:
@@ -45,6 +48,9 @@ def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
                 continue
             for e in entries:
                 e[keys[1]] = value
+            continue
+        if not all(keys):
+            issues.add(path, value, "expected a dotted key such as run.rounds")
             continue
         node = table
         for k in keys[:-1]:

@@ -8,6 +8,7 @@ appends an `Issue` — file, dotted key, value, what is accepted — for each pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,9 @@ class ScenarioError(InputError):
         super().__init__(f"{n} problem{'s' if n > 1 else ''} in the scenario:\n" + "\n".join(f"  {i}" for i in issues))
 
 
+INT_MAX = 2**63 - 1  # TOML integers are 64-bit; larger ones overflow NumPy later
+INT_MIN = -(2**63)
+
 _TYPE_NAMES = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a table"}
 
 
@@ -56,6 +60,7 @@ class Field:
     check: Callable[[Any], bool] | None = None
     accepts: str = ""
     doc: str = ""
+    allow_inf: bool = False  # only keys that document inf (e.g. "inf = no horizon") accept it; NaN never
 
     def type_ok(self, value: Any) -> bool:
         types = self.types if isinstance(self.types, tuple) else (self.types,)
@@ -123,8 +128,14 @@ def validate(spec: Any, value: Any, key: str, issues: Issues) -> Any:
         if not spec.type_ok(value):
             issues.add(key, value, f"expected {spec.describe()}")
             return value
+        if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+            issues.add(key, value, f"expected {spec.describe()} (a 64-bit integer: {INT_MIN} .. {INT_MAX})")
+            return value
         if spec.types is float and isinstance(value, int):
             value = float(value)
+        if isinstance(value, float) and (math.isnan(value) or (math.isinf(value) and not spec.allow_inf)):
+            issues.add(key, value, f"expected {spec.describe()} (a finite number; NaN and inf are not accepted)")
+            return value
         if spec.check is not None and not spec.check(value):
             issues.add(key, value, f"expected {spec.describe()}")
         return value
