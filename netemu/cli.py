@@ -258,7 +258,8 @@ def _execute(sc, args, replay=None, source=None) -> int:
         print(f"\nnetemu: interrupted; the run folder {out} holds what was done (summary.json: complete = false)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except RunStopped as exc:
-        print(f"netemu: the emulation stopped: {exc}\nthe run folder {out} holds everything logged until then", file=sys.stderr)
+        more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
+        print(f"netemu: the emulation stopped: {exc}\nthe run folder {out} holds everything logged until then{more}", file=sys.stderr)
         return exc.exit_code
     except NetemuError as exc:
         if not out.is_dir():

@@ -93,10 +93,20 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super().__init__(selector)
         selector.loop = self
         self.env = env
-        self._clock_resolution = 1e-9
 
     def time(self) -> float:
         return self.env.now
+
+    @property
+    def _clock_resolution(self) -> float:
+        """How close a timer must be to count as due: 1 ns, or one float step of the clock
+        once virtual time is so large (> ~1.6e7 s) that 1 ns no longer changes it — else a
+        timer due exactly now would never fire and the loop would spin."""
+        return max(1e-9, math.ulp(self.env.now))
+
+    @_clock_resolution.setter
+    def _clock_resolution(self, _value: float) -> None:
+        """asyncio sets the wall clock's resolution in __init__; virtual time has its own."""
 
 
 def run(main: Coroutine[Any, Any, T], env: VirtualEnvironment | None = None) -> T:

@@ -248,6 +248,8 @@ def execute(
                 summary["stopped_by"] = f"{label} run {o['run']}: {o['stopped_by']}"
         except BaseException as exc:
             summary["stopped_by"] = _stop_reason(exc)
+            if getattr(exc, "details", None):  # ActorFailed: the actor's traceback, for whoever debugs it
+                summary["failure"] = exc.details
             raise
         finally:
             if writer is not None:

@@ -37,10 +37,12 @@ __all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
 
 
 class ActorFailed(RunStopped):
-    """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback)."""
+    """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback);
+    the message is one line: the error and where it was raised (file:line, function)."""
 
-    def __init__(self, actor: str, time: float, details: str) -> None:
-        super().__init__(f"actor {actor!r} failed at virtual time {time:g}:\n{details}")
+    def __init__(self, actor: str, time: float, details: str, where: str = "") -> None:
+        error = details.strip().splitlines()[-1] if details.strip() else "an error"
+        super().__init__(f"actor {actor!r} failed at virtual time {time:g}: {error}{f' ({where})' if where else ''}")
         self.actor, self.time, self.details = actor, time, details
 
 
@@ -166,7 +168,9 @@ class World:
         except Exception as exc:  # noqa: BLE001 - any actor error stops the run
             if not self._failure.done():
                 details = "".join(traceback.format_exception(exc))
-                self._failure.set_exception(ActorFailed(actor.name, self.env.now, details))
+                frames = traceback.extract_tb(exc.__traceback__)
+                where = f"{frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name}" if frames else ""
+                self._failure.set_exception(ActorFailed(actor.name, self.env.now, details, where))
             return
         self._finish(actor.name)
 

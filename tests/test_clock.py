@@ -1,6 +1,7 @@
 """Virtual time: every asyncio primitive runs on the SimPy clock."""
 
 import asyncio
+import math
 import time
 
 import pytest
@@ -94,3 +95,31 @@ def test_waiting_forever_with_nothing_scheduled_is_a_deadlock_not_a_hang():
 
     with pytest.raises(Deadlock, match="virtual time 4"):
         run(main())
+
+
+def test_a_timer_at_infinity_never_fires_so_waiting_on_it_alone_is_a_deadlock():
+    async def main():
+        await asyncio.sleep(2)
+        async with asyncio.timeout(math.inf):  # e.g. a round deadline of inf
+            await asyncio.Event().wait()
+
+    with pytest.raises(Deadlock, match="virtual time 2"):
+        run(main())
+
+
+def test_a_timer_far_away_is_reached_in_one_jump_not_one_virtual_day_at_a_time():
+    env = VirtualEnvironment()
+    selects = []
+    loop = VirtualTimeLoop(env)
+    select = loop._selector.select
+    loop._selector.select = lambda timeout=None: selects.append(timeout) or select(timeout)
+
+    async def main():
+        await asyncio.sleep(1e12)  # 11.6 million virtual days
+        return env.now
+
+    try:
+        assert loop.run_until_complete(main()) == 1e12
+    finally:
+        loop.close()
+    assert len(selects) < 10

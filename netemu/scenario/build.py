@@ -188,6 +188,8 @@ def load_script(path: Path) -> Callable[[World], None]:
         raise
     except OSError as exc:
         raise ScriptError(f"{path}: cannot read the scenario script: {exc.strerror or exc}") from None
+    except SystemExit as exc:
+        raise ScriptError(f"{_where(exc, path)}: the scenario script called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - any error in user code is reported with its place
         raise ScriptError(f"{_where(exc, path)}: the scenario script raised {type(exc).__name__}: {exc}") from None
     setup = getattr(module, "setup", None)
@@ -197,6 +199,8 @@ def load_script(path: Path) -> Callable[[World], None]:
     def checked_setup(world: World) -> None:
         try:
             setup(world)
+        except SystemExit as exc:
+            raise ScriptError(f"{_where(exc, path)}: setup(world) called sys.exit({exc.code!r})") from None
         except Exception as exc:  # noqa: BLE001 - user code: report its file and line
             raise ScriptError(f"{_where(exc, path)}: setup(world) raised {type(exc).__name__}: {exc}") from None
 

@@ -99,8 +99,9 @@ def _selects(value: Any, key: str, issues: Issues, selector: str, choices, accep
 
 def _params_table(value: dict, key: str, issues: Issues, cls: type, fixed: dict, defaults: dict | None = None) -> Any:
     """A table of `cls` parameters beside the `fixed` keys; `cls` checks its own ranges."""
+    before = len(issues.items)
     resolved = validate(Section({**fixed, **_params_of(cls, defaults)}), value, key, issues)
-    if isinstance(resolved, dict):
+    if isinstance(resolved, dict) and len(issues.items) == before:  # types fine: let the class check ranges
         _construct(cls, {k: v for k, v in resolved.items() if k not in fixed}, key, issues)
     return resolved
 
