@@ -89,7 +89,7 @@ def _construct(cls: type, values: dict, key: str, issues: Issues) -> None:
 
 def _selects(value: Any, key: str, issues: Issues, selector: str, choices, accepts: str = "") -> bool:
     """Whether the table `value` names one of `choices` under `selector`; reports it if not."""
-    if isinstance(value, dict) and value.get(selector) in choices:
+    if isinstance(value, dict) and isinstance(value.get(selector), str) and value[selector] in choices:
         return True
     got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
     where = f"{key}.{selector}" if isinstance(value, dict) or not accepts else key

@@ -1,0 +1,173 @@
+"""Fuzzing the front door: mutated shipped scenarios and `--set` overrides through
+`netemu validate` and `netemu run`.
+
+The property (issue 13): every input ends in a clear one-line error (exit 2), or a run
+with a known exit code — never a traceback, never a hang, and never `complete: true`
+for a run that did fewer rounds than planned.  Hypothesis mutates the shipped files:
+values replaced by hostile ones (NaN, inf, huge or negative numbers, wrong types),
+keys removed or added, bytes flipped, inserted or cut.  Runs use tiny sizes (one run of
+two rounds, no plots) and the scenarios that build fastest, so the suite takes seconds.
+"""
+
+import contextlib
+import copy
+import io
+import itertools
+import json
+import math
+import os
+import signal
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from netemu.cli import main
+
+SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.toml"))
+FAST = [p for p in SCENARIOS if p.stem in ("quickstart", "zcdpnfl_stragglers", "pgfl_faults")]
+TEXTS = {p: p.read_text() for p in SCENARIOS}
+TABLES = {p: tomllib.loads(t) for p, t in TEXTS.items()}
+SCALE = int(os.environ.get("NETEMU_FUZZ_SCALE", "1"))  # e.g. NETEMU_FUZZ_SCALE=50 for a long fuzzing session
+TIME_LIMIT = 30  # wall seconds per command; a command that takes longer counts as a hang
+
+HOSTILE = [math.nan, math.inf, -math.inf, -1, 0, -0.5, 1e308, 5e-324, 2**63, 2**70, -(2**70), True, "", "x",
+           "../../etc/passwd", [], [math.nan], {}, {"model": "nope"}, 1, 2, 0.5, 3.0]
+RUNNABLE = [v for v in HOSTILE if not (isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > 1e6)]
+# huge finite numbers are refused by validation, or ask for that much work (e.g. local_steps = 2**62):
+# validate sees them all, run only the ones that cannot legitimately mean "compute for years"
+
+
+def paths(table, prefix=()):
+    """Every dotted key path in a table, arrays of tables indexed."""
+    for k, v in table.items():
+        yield (*prefix, k)
+        if isinstance(v, dict):
+            yield from paths(v, (*prefix, k))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for i, x in enumerate(v):
+                yield from paths(x, (*prefix, k, i))
+
+
+def mutate(table, path, action, value):
+    value = copy.deepcopy(value)  # never share (and later mutate) the HOSTILE values themselves
+    node = table
+    for k in path[:-1]:
+        node = node[k]
+    last = path[-1]
+    if action == "set":
+        node[last] = value
+    elif action == "delete":
+        del node[last]
+    elif isinstance(node, dict):
+        node[f"{last}_unknown"] = value
+
+
+def toml_value(v):
+    """`v` in TOML syntax, as a user would type it after --set KEY=."""
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return tomli_w.dumps({"v": v}).partition("=")[2].strip()
+
+
+EXAMPLES = itertools.count()
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    def alarm(_signum, _frame):
+        raise Hang(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def cli(args):
+    """(exit code, stderr) of `netemu ARGS` run in this process, within the time limit."""
+    err, out = io.StringIO(), io.StringIO()
+    with time_limit(TIME_LIMIT), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(args)
+    return code, err.getvalue()
+
+
+def check_clean(code, err, allowed):
+    assert code in allowed, err
+    assert "Traceback" not in err and "never retrieved" not in err, err
+
+
+def check_honest(out):
+    """complete = true only if every run of every algorithm did every round planned."""
+    s = json.loads((out / "summary.json").read_text())
+    outcomes = [o for runs in s["outcome"].values() for o in runs]
+    assert s["complete"] == all(o["rounds_done"] >= o["rounds_planned"] and o["stopped_by"] is None for o in outcomes)
+    assert s["complete"] == (s["stopped_by"] is None)
+    return s
+
+
+mutations = st.tuples(st.sampled_from(["set", "set", "set", "delete", "add"]), st.integers(0, 10**6), st.sampled_from(HOSTILE))
+
+
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(scenario=st.sampled_from(SCENARIOS), edits=st.lists(mutations, min_size=1, max_size=3))
+def test_validate_answers_every_mutated_scenario_in_one_clear_line(tmp_path, scenario, edits):
+    table = json.loads(json.dumps(TABLES[scenario]))
+    for action, pick, value in edits:
+        keys = list(paths(table))
+        if keys:
+            mutate(table, keys[pick % len(keys)], action, value)
+    path = tmp_path / "fuzz.toml"
+    path.write_text(tomli_w.dumps(table))
+    check_clean(*cli(["validate", str(path)]), allowed={0, 2})
+
+
+@settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(scenario=st.sampled_from(SCENARIOS), where=st.integers(0, 10**6), cut=st.integers(0, 40), junk=st.binary(max_size=12))
+def test_validate_answers_a_scenario_with_damaged_bytes_in_one_clear_line(tmp_path, scenario, where, cut, junk):
+    data = TEXTS[scenario].encode()
+    at = where % (len(data) + 1)
+    path = tmp_path / "fuzz.toml"
+    path.write_bytes(data[:at] + junk + data[at + cut:])
+    check_clean(*cli(["validate", str(path)]), allowed={0, 2})
+
+
+@settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(scenario=st.sampled_from(FAST), picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(RUNNABLE)), min_size=1, max_size=2))
+def test_run_with_mutated_overrides_ends_cleanly_and_honestly(tmp_path, scenario, picks):
+    keys = [".".join(str(k) for k in p) for p in paths(TABLES[scenario]) if not any(isinstance(k, int) for k in p)]
+    keys = [k for k in keys if not k.startswith(("run.runs", "run.rounds", "output", "script"))]
+    sets = [f"{keys[i % len(keys)]}={toml_value(v)}" for i, v in picks]
+    out = tmp_path / f"out-{next(EXAMPLES)}"  # tmp_path is shared by every example of the test
+    args = ["run", str(scenario), "--out", str(out), "--quiet", "--runs", "1", "--set", "run.rounds=2", "--set", "output.plots=false"]
+    for s in sets:
+        args += ["--set", s]
+    code, err = cli(args)
+    check_clean(code, err, allowed={0, 1, 2, 3})
+    if code != 2 or out.exists():
+        s = check_honest(out)
+        assert (code == 0) == s["complete"]
+
+
+@pytest.mark.parametrize("override", ["run.until=1", "run.max_time=3", "nodes.participation=0",
+                                      'links.uplink.loss={model="bernoulli",p=1.0}', "algorithm.round_time=1e200"])
+def test_runs_that_end_early_are_never_complete(tmp_path, override):
+    out = tmp_path / "out"
+    quickstart = next(p for p in FAST if p.stem == "quickstart")
+    code, err = cli(["run", str(quickstart), "--out", str(out),
+                     "--quiet", "--runs", "1", "--set", "run.rounds=3", "--set", "output.plots=false", "--set", override])
+    check_clean(code, err, allowed={0, 3})
+    s = check_honest(out)
+    assert code == (0 if s["complete"] else 3)
