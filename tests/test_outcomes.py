@@ -117,7 +117,7 @@ def test_the_automatic_horizon_is_one_virtual_day_per_round_after_the_last_sched
 
 def test_a_run_with_no_participant_warns(tmp_path, capsys):
     assert run(write(tmp_path), tmp_path / "out", "--set", "nodes.participation=0") == EXIT_COMPLETE
-    warning = "fedavg: no client participated in any round (metric participants = 0)"
+    warning = "fedavg: no participant in any round (metric participants = 0 throughout: no client took part or answered in time)"
     assert summary(tmp_path / "out")["warnings"] == [warning]
     assert f"netemu: warning: {warning}" in capsys.readouterr().err
 
@@ -273,8 +273,9 @@ def test_seeds_are_in_the_documented_range(tmp_path, seed, ok):
 
 @pytest.mark.parametrize(("override", "message"), [
     ("topology.clients=1000000000", "at most 1,000,000 nodes in all (this topology has 1,000,000,001; a run would need about"),
-    ("run.runs=100000000000000000000", "run.runs"),
-    ("run.rounds=1000000000000", "in 1 .. 100,000,000"),
+    ("run.runs=100000000000000000000", "run.runs = 100000000000000000000: expected an integer >= 1 Monte Carlo runs (at most 100,000) (a 64-bit integer"),
+    ("run.runs=1000000000", "run.runs = 1000000000: at most 100,000 Monte Carlo runs (a run would need about"),
+    ("run.rounds=1000000000000", "run.rounds = 1000000000000: at most 100,000,000 rounds (a run would need about"),
     ("data.dim=1000000000", "a scenario that fits in memory: it would need about"),
 ])
 def test_sizes_are_refused_before_anything_is_allocated(tmp_path, override, message):

@@ -235,13 +235,22 @@ def _check_sizes(table: dict, issues: Issues) -> bool:
         return True
     key, nodes = counted
     estimate = memory_estimate(table, nodes)
+    need = f"a run would need about {_gb(estimate)} of memory"
+    run = table["run"]
+    ok = True
+    if run["runs"] > MAX_RUNS:
+        issues.add("run.runs", run["runs"], f"at most {MAX_RUNS:,} Monte Carlo runs ({need})")
+        ok = False
+    if run["rounds"] > MAX_ROUNDS:
+        issues.add("run.rounds", run["rounds"], f"at most {MAX_ROUNDS:,} rounds ({need})")
+        ok = False
     if nodes > MAX_NODES:
-        issues.add(key, table["topology"].get(key.split(".")[-1]),
-                   f"at most {MAX_NODES:,} nodes in all (this topology has {nodes:,}; a run would need about {_gb(estimate)} of memory)")
+        issues.add(key, table["topology"].get(key.split(".")[-1]), f"at most {MAX_NODES:,} nodes in all (this topology has {nodes:,}; {need})")
+        ok = False
+    if not ok:
         return False
     physical = _physical_memory()
     if physical is not None and estimate > physical:
-        run = table["run"]
         issues.add("run", f"{nodes:,} nodes x {run['runs']:,} runs x {run['rounds']:,} rounds",
                    f"a scenario that fits in memory: it would need about {_gb(estimate)}, this machine has {_gb(physical)}")
         return False
@@ -272,8 +281,8 @@ SCHEMA = Section(
                 "name": Field(str, ""),
                 "description": Field(str, ""),
                 "seed": Field(int, 0, lambda v: 0 <= v <= SEED_MAX, f"in 0 .. 2**63-1 = {SEED_MAX}"),
-                "rounds": Field(int, REQUIRED, lambda v: 1 <= v <= MAX_ROUNDS, f"in 1 .. {MAX_ROUNDS:,}"),
-                "runs": Field(int, 1, lambda v: 1 <= v <= MAX_RUNS, f"in 1 .. {MAX_RUNS:,} (Monte Carlo runs)"),
+                "rounds": Field(int, REQUIRED, lambda v: v >= 1, f">= 1 (at most {MAX_ROUNDS:,})"),
+                "runs": Field(int, 1, lambda v: v >= 1, f">= 1 Monte Carlo runs (at most {MAX_RUNS:,})"),
                 "until": Field(float, 0.0, lambda v: v >= 0, ">= 0 virtual seconds (0 = no limit)"),
                 "max_time": Field(float, 0.0, lambda v: v >= 0, allow_inf=True,
                                   accepts=">= 0 virtual seconds: the horizon (0 = automatic, inf = no horizon)"),
