@@ -7,8 +7,9 @@
 `run` ends when every non-daemon actor has returned (daemons are then cancelled), or
 at virtual time `until`, or at the horizon `max_time` (a stop for runs whose actors
 only wait on timers that lead nowhere); `RunResult.stopped_by` says which, and
-`rounds_done` how many distinct rounds recorded a metric.  An exception in an actor stops the run with `ActorFailed`
-(actor name, virtual time, traceback); if every actor waits and nothing is scheduled
+`rounds_done` how many distinct rounds recorded a metric.  An exception in an actor
+stops the run with `ActorFailed` (actor name, virtual time, traceback); if every
+actor waits and nothing is scheduled
 the run stops with `DeadlockError` naming what each actor waits for.  Either way
 everything logged so far is flushed, and messages still travelling are logged as
 ``in_flight``.
@@ -248,7 +249,8 @@ class World:
         if waits[0] in done:
             return True
         self.stopped_by = next(what for what, d in deadlines.items() if d in done)
-        self.stop_waits = self._waits()
+        waits = self._waits()  # the actors the run waits for first, then the daemons
+        self.stop_waits = dict(sorted(waits.items(), key=lambda kv: self.actors[kv[0]].daemon))
         return False
 
     def _waits(self) -> dict[str, str]:

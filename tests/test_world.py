@@ -150,3 +150,29 @@ def test_a_time_limit_ends_the_run_and_reports_messages_in_flight():
     result = world.run(until=1e-3)
     assert not result.complete and result.virtual_time == 1e-3
     assert result.messages["total"]["in_flight"] == 1
+
+
+class Waiter(Actor):
+    """Records round 0, then waits for a message that never comes, with a deadline far away."""
+
+    async def run(self):
+        self.metric("m", 1.0)
+        await self.recv("never", timeout=1e15)
+
+
+def test_the_horizon_stops_a_run_that_only_waits_and_says_who_waits():
+    world = World(star(1), seed=0)
+    world.add(Waiter("server"))
+    result = world.run(max_time=1000.0)
+    assert (result.complete, result.stopped_by, result.virtual_time, result.rounds_done) == (False, "horizon", 1000.0, 1)
+    assert result.waits == {"server": "recv(kind='never')"}
+
+
+def test_until_comes_before_the_horizon_and_a_natural_end_has_no_stop_reason():
+    world = World(star(1), seed=0)
+    world.add(Waiter("server"))
+    assert world.run(until=10.0, max_time=1000.0).stopped_by == "until"
+    done = World(star(1), seed=0)
+    done.add(Waiter("server"))
+    result = done.run(max_time=2e15)  # the wait times out at 1e15, the actor returns
+    assert (result.complete, result.stopped_by, result.virtual_time) == (True, None, 1e15)
