@@ -318,3 +318,16 @@ def test_an_unwritable_run_folder_is_one_clear_line(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert run(write(tmp_path), tmp_path / "file" / "out") == EXIT_BAD_INPUT
     assert "cannot create the run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["x = " + "[" * 100000 + "]" * 100000, "x = " + "{a=" * 5000 + "1" + "}" * 5000,
+                                  "[" + ".".join(["a"] * 100000) + "]"])
+def test_a_scenario_nested_absurdly_deep_is_refused_not_a_recursion_error(tmp_path, capsys, text):
+    assert main(["validate", str(write(tmp_path, text + "\n"))]) == EXIT_BAD_INPUT
+    assert "nested at most 32 levels deep" in capsys.readouterr().err
+
+
+def test_a_huge_bad_value_is_shown_cut_short(tmp_path, capsys):
+    assert main(["validate", str(write(tmp_path)), "--set", f"run.rounds=\"{'x' * 100000}\""]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert len(err) < 1000 and "(100,002 characters)" in err

@@ -43,6 +43,7 @@ MAX_NODES = 1_000_000  # sizes refused before anything is allocated (with a memo
 MAX_RUNS = 100_000
 MAX_ROUNDS = 100_000_000
 NODE_BYTES = 16_000  # measured: ~12 kB per node of a star world (graph, links, actor); rounded up
+EDGE_BYTES = 2_000  # per directed link: its Link and the graph's edge dictionaries (order of magnitude)
 GRAPH_BYTES = 1_500  # per node and Monte Carlo run: the topologies of every run are built up front
 METRIC_BYTES = 300  # per recorded metric value (metrics list and metrics.csv rows)
 
@@ -223,9 +224,17 @@ def memory_estimate(table: dict, nodes: int) -> int:
     samples = max((v for k, v in data.items() if k in ("samples_max", "samples") and isinstance(v, int)), default=100)
     test = data.get("test_samples", 1000) if isinstance(data.get("test_samples", 1000), int) else 1000
     data_bytes = 8 * dim * (nodes * samples + test)
-    reporters = nodes if table["topology"]["kind"] in ("random_peers", "geometric", "graphml") else max(1, nodes // 100)
+    topo = table["topology"]
+    reporters = nodes if topo["kind"] in ("random_peers", "geometric", "graphml") else max(1, nodes // 100)
     metric_bytes = METRIC_BYTES * 3 * reporters * run["rounds"] * run["runs"] * len(table["algorithm"])
-    return nodes * NODE_BYTES + run["runs"] * nodes * GRAPH_BYTES + data_bytes + metric_bytes
+    edges = 0  # directed links beyond the star's two per client, which NODE_BYTES covers
+    if topo["kind"] == "random_peers":
+        edges = int(nodes * min(topo["avg_degree"], nodes))
+    elif topo["kind"] == "geometric":  # up to every pair, and an n x n distance matrix while building
+        edges, data_bytes = nodes * nodes, data_bytes + 24 * nodes * nodes
+    elif topo["kind"] == "multi_server":
+        edges = int(topo["servers"] * min(topo["server_degree"], topo["servers"]))
+    return nodes * NODE_BYTES + edges * EDGE_BYTES * (1 + run["runs"]) + run["runs"] * nodes * GRAPH_BYTES + data_bytes + metric_bytes
 
 
 def _check_sizes(table: dict, issues: Issues) -> bool:
@@ -397,6 +406,8 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
 
     file = str(path)
     raw = apply_overrides(raw, list(overrides), file)
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise ScenarioError([Issue(file, "(nesting)", f"more than {MAX_DEPTH} levels", f"tables and arrays nested at most {MAX_DEPTH} levels deep")])
     issues = Issues(file)
     table = validate(SCHEMA, raw, "", issues)
     if not issues.items and _check_sizes(table, issues) and _graphml_size_ok(Scenario(table, path), issues):
@@ -448,6 +459,22 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
 
 
 MAX_SCENARIO_BYTES = 50_000_000
+MAX_DEPTH = 32  # no scenario key nests deeper than ~5; a deeper file is hostile (and would exhaust the stack)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep tables and arrays nest in `value` (iteratively: a hostile file cannot exhaust the stack)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_DEPTH:
+            return d
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return deepest
 
 
 def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
@@ -458,6 +485,8 @@ def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
         if path.exists() and path.stat().st_size > MAX_SCENARIO_BYTES:
             raise ScenarioError([Issue(str(path), "(file)", f"{path.stat().st_size:,} bytes", f"a scenario file of at most {MAX_SCENARIO_BYTES:,} bytes")])
         raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise ScenarioError([Issue(str(path), "(syntax)", "(nesting)", f"TOML nested at most {MAX_DEPTH} levels deep")]) from None
     except FileNotFoundError:
         raise ScenarioError([Issue(str(path), "(file)", str(path), "an existing scenario file")]) from None
     except UnicodeDecodeError as exc:

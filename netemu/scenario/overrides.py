@@ -14,7 +14,7 @@ def parse_value(text: str) -> Any:
     """A command-line value in TOML syntax; a bare word is a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # nested too deep: kept as a string, refused by the schema
         return text
 
 

@@ -34,8 +34,17 @@ class Issue:
     accepts: str
 
     def __str__(self) -> str:
-        shown = "(missing)" if self.value is REQUIRED else repr(self.value)
-        return f"{self.file}: {self.key} = {shown}: {self.accepts}"
+        shown = "(missing)" if self.value is REQUIRED else _short(self.value)
+        return f"{self.file}: {self.key if len(self.key) <= 200 else self.key[:200] + '...'} = {shown}: {self.accepts}"
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    """repr(value), cut to `limit` characters: a hostile value must not flood the terminal."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "(nested too deep to show)"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class ScenarioError(InputError):
