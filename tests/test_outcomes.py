@@ -331,3 +331,12 @@ def test_a_huge_bad_value_is_shown_cut_short(tmp_path, capsys):
     assert main(["validate", str(write(tmp_path)), "--set", f"run.rounds=\"{'x' * 100000}\""]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert len(err) < 1000 and "(100,002 characters)" in err
+
+
+@pytest.mark.parametrize("override", [None, 'topology={kind="graphml",file="/dev/zero"}',
+                                      'links.uplink.latency={model="empirical",file="/dev/zero"}', 'devices.file="/dev/zero"'])
+def test_a_device_file_instead_of_a_file_is_refused_before_it_is_read(tmp_path, capsys, override):
+    """/dev/zero never ends and a FIFO blocks: reading either would hang or fill memory."""
+    args = ["validate", "/dev/zero"] if override is None else ["validate", str(write(tmp_path)), "--set", override]
+    assert main(args) == EXIT_BAD_INPUT
+    assert "/dev/zero: not a regular file (a device, FIFO or socket)" in capsys.readouterr().err

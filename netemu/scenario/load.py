@@ -387,16 +387,33 @@ def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], i
             issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
 
 
+MAX_DATA_FILE_BYTES = 1_000_000_000  # latency samples and devices files
+
+
+def _regular_file(path: Path, limit: int) -> None:
+    """Refuse what is not a regular file of at most `limit` bytes (a FIFO, /dev/zero or a
+    socket would block or never end) before anything reads it.  Missing files pass:
+    their readers report them."""
+    import stat
+
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"{path}: not a regular file (a device, FIFO or socket)")
+    if st.st_size > limit:
+        raise OSError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} accepted")
+
+
 def _graphml_size_ok(sc: Scenario, issues: Issues) -> bool:
     topo = sc.table["topology"]
     if topo["kind"] != "graphml":
         return True
     try:
-        size = sc.resolve(topo["file"]).stat().st_size
-    except OSError:
-        return True  # reported when the graph is read
-    if size > MAX_GRAPHML_BYTES:
-        issues.add("topology.file", topo["file"], f"a GraphML file of at most {MAX_GRAPHML_BYTES:,} bytes (this one has {size:,})")
+        _regular_file(sc.resolve(topo["file"]), MAX_GRAPHML_BYTES)
+    except OSError as exc:
+        issues.add("topology.file", topo["file"], f"a GraphML file: {exc}")
         return False
     return True
 
@@ -438,6 +455,7 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
             latency = link.get("latency") or {}
             if latency.get("model") == "empirical" and "file" in latency:
                 try:
+                    _regular_file(sc.resolve(latency["file"]), MAX_DATA_FILE_BYTES)
                     L.Empirical.from_file(sc.resolve(latency["file"]))
                 except (OSError, ValueError) as exc:
                     issues.add(f"{where}.latency.file", latency["file"], f"a readable file of delays (one per line): {exc}")
@@ -445,8 +463,9 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
             from netemu.devices import DeviceError, read_devices
 
             try:
+                _regular_file(sc.resolve(table["devices"]["file"]), MAX_DATA_FILE_BYTES)
                 read_devices(sc.resolve(table["devices"]["file"]))
-            except DeviceError as exc:
+            except (DeviceError, OSError) as exc:
                 issues.add("devices.file", table["devices"]["file"], str(exc))
         source = table["data"].get("source", "sklearn")
         if table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not sc.resolve(source).exists():
@@ -482,8 +501,7 @@ def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
     try:
         if path.is_dir():
             raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
-        if path.exists() and path.stat().st_size > MAX_SCENARIO_BYTES:
-            raise ScenarioError([Issue(str(path), "(file)", f"{path.stat().st_size:,} bytes", f"a scenario file of at most {MAX_SCENARIO_BYTES:,} bytes")])
+        _regular_file(path, MAX_SCENARIO_BYTES)
         raw = tomllib.loads(path.read_bytes().decode("utf-8"))
     except RecursionError:
         raise ScenarioError([Issue(str(path), "(syntax)", "(nesting)", f"TOML nested at most {MAX_DEPTH} levels deep")]) from None
@@ -494,6 +512,8 @@ def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
                                    "a UTF-8 text file (TOML)")]) from None
     except OSError as exc:
         raise ScenarioError([Issue(str(path), "(file)", str(path), f"a readable scenario file ({exc.strerror or exc})")]) from None
+    except MemoryError:
+        raise ScenarioError([Issue(str(path), "(file)", str(path), "a scenario file that fits in memory")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError([Issue(str(path), "(syntax)", str(exc), "valid TOML")]) from None
     return parse_scenario(raw, path, overrides)
