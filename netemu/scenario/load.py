@@ -230,11 +230,27 @@ def memory_estimate(table: dict, nodes: int) -> int:
     edges = 0  # directed links beyond the star's two per client, which NODE_BYTES covers
     if topo["kind"] == "random_peers":
         edges = int(nodes * min(topo["avg_degree"], nodes))
-    elif topo["kind"] == "geometric":  # up to every pair, and an n x n distance matrix while building
-        edges, data_bytes = nodes * nodes, data_bytes + 24 * nodes * nodes
+    elif topo["kind"] == "geometric":  # the links it will have, and an n x n distance matrix while building
+        edges, data_bytes = _geometric_links(topo), data_bytes + 24 * nodes * nodes
     elif topo["kind"] == "multi_server":
         edges = int(topo["servers"] * min(topo["server_degree"], topo["servers"]))
     return nodes * NODE_BYTES + edges * EDGE_BYTES * (1 + run["runs"]) + run["runs"] * nodes * GRAPH_BYTES + data_bytes + metric_bytes
+
+
+def _geometric_links(topo: dict, exact_up_to: int = 20_000) -> int:
+    """Directed links of a geometric topology: counted in blocks of rows (no n x n matrix)
+    up to `exact_up_to` nodes; above, every pair (an upper bound)."""
+    import numpy as np
+
+    pos = np.array(list(topo["positions"].values()), dtype=float).reshape(-1, 2)
+    n = len(pos)
+    if n > exact_up_to:
+        return n * (n - 1)
+    count = 0
+    for start in range(0, n, 1000):
+        block = np.linalg.norm(pos[start:start + 1000, None, :] - pos[None, :, :], axis=-1) < topo["d_max"]
+        count += int(block.sum()) - min(1000, n - start)  # not a node's link to itself
+    return count
 
 
 def _check_sizes(table: dict, issues: Issues) -> bool:
