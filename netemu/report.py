@@ -82,8 +82,20 @@ def final_values(rows: list[tuple]) -> dict[str, dict[str, float]]:
     return {alg: {name: float(mean_over(name, v)) for name, v in sorted(m.items())} for alg, m in out.items()}
 
 
+def _finite_or_null(x):
+    """JSON has no NaN or infinity: such a number is written as null (summary.json's
+    `warnings` says which final metric was NaN)."""
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite_or_null(v) for v in x]
+    return x
+
+
 def write_summary(path: Path, summary: dict) -> None:
-    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n")
+    path.write_text(json.dumps(_finite_or_null(summary), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:

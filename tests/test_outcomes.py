@@ -129,6 +129,17 @@ def test_a_run_that_delivered_nothing_warns(tmp_path):
     assert any("no message was delivered" in w for w in summary(tmp_path / "out")["warnings"])
 
 
+def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
+    assert run(write(tmp_path), tmp_path / "out", "--set", "algorithm.lr=1e155", "--runs", "1") == EXIT_COMPLETE
+    text = (tmp_path / "out" / "summary.json").read_text()
+    def refuse(token):  # JSON has no NaN or Infinity: a non-finite number is written as null
+        raise AssertionError(f"summary.json holds the non-JSON number {token}")
+
+    s = json.loads(text, parse_constant=refuse)
+    assert s["final"]["fedavg"]["mse"] is None
+    assert any("fedavg: the final value of mse is NaN" in w for w in s["warnings"])
+
+
 def test_a_build_time_requirement_ends_with_one_line_and_an_incomplete_folder(tmp_path, capsys):
     assert main(["run", str(Path(__file__).parent.parent / "scenarios" / "paofed_fig4_2a.toml"), "--out", str(tmp_path / "o"),
                  "--quiet", "--runs", "1", "--set", "run.rounds=3000"]) == EXIT_BAD_INPUT
