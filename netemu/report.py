@@ -236,7 +236,10 @@ def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fm
         if r.get("status", "complete") != "complete":  # a failed or early-ended point's values are partial
             skipped += r["metric"] == metric
         elif r["metric"] == metric:
-            values[r["algorithm"]][float(r[x])].append(float(r["value"]))
+            try:
+                values[r["algorithm"]][float(r[x])].append(float(r["value"]))
+            except (TypeError, ValueError):
+                raise ReportError(f"{path}: folder {r.get('folder')!r}: {x} = {r.get(x)!r}, value = {r.get('value')!r}: expected numbers") from None
     if not values:
         raise ReportError(f"{path}: no final values of metric {metric!r} from complete points ({skipped} from other points)")
     if skipped:

@@ -459,7 +459,8 @@ def _write_csv(out: Path, grid: dict, points: list, results: dict[str, PointResu
             r = results.get(name)
             if r is None:
                 continue
-            values = [(alg, metric, repr(value)) for alg, metrics in r.final.items() for metric, value in metrics.items()]
+            values = [(alg, metric, "nan" if value is None else repr(value))  # summary.json writes a NaN as null
+                      for alg, metrics in r.final.items() for metric, value in metrics.items()]
             for alg, metric, value in values or [("", "", "")]:
                 w.writerow([name, *(point[k] for k in keys), r.status, r.error, alg, metric, value])
     return path
