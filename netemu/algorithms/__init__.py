@@ -1,8 +1,7 @@
-"""Algorithm families.  `ALGORITHMS` maps a scenario's algorithm name to its spec."""
+"""Algorithm families.  Each module exports its `AlgorithmSpec`s (`SPEC` or `SPECS`),
+registered through `netemu.algorithms` entry points in netemu's pyproject.toml, the same
+way users' plug-ins register (look algorithms up with `netemu.plugins.algorithm`)."""
 
-from netemu.algorithms import fedavg, graphfl, nfl, npfl, online_fl, pgfl
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import AlgorithmSpec, Requirement, Setting
 
-ALGORITHMS: dict[str, AlgorithmSpec] = {spec.name: spec for spec in (fedavg.SPEC, *online_fl.SPECS, *pgfl.SPECS, *nfl.SPECS, *npfl.SPECS, *graphfl.SPECS)}
-
-__all__ = ["ALGORITHMS", "AlgorithmSpec"]
+__all__ = ["AlgorithmSpec", "Requirement", "Setting"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.actors import Actor
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import require
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
 from netemu.world import World
@@ -88,4 +88,5 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int) -> 
             world.add(FedAvgClient(name, params, task.parts[name]))
 
 
-SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__)
+SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__,
+                     requires=(ONE_SERVER,))

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.actors import Actor
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
 from netemu.kernels.graphfilter import (
@@ -338,7 +338,12 @@ VARIANTS: dict[str, dict] = {
     "local": {"filter": "identity"},
 }
 
+#: G-Fedfilt's client graph from positions needs data that places the clients.
+POSITIONS = Requirement('data.partition = "rooms" when graph = "positions" (only rooms give clients positions)',
+                        lambda s: s.params.graph != "positions" or s.data.get("partition") == "rooms", key="data.partition")
+
 SPECS = [
-    AlgorithmSpec(name, GraphFLParams, build, datasets=("digits_fl",), roles=("server", "client"), doc=__doc__, defaults=preset)
+    AlgorithmSpec(name, GraphFLParams, build, datasets=("digits_fl",), roles=("server", "client"), doc=__doc__, defaults=preset,
+                  requires=(ONE_SERVER, POSITIONS))
     for name, preset in VARIANTS.items()
 ]

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import CONNECTED_PEERS, AlgorithmSpec
 from netemu.algorithms.peers import ExchangeParams, Peer, peer_names
 from netemu.config import require
 from netemu.kernels.admm import accuracy, nmsd
@@ -227,6 +227,7 @@ VARIANTS: dict[str, dict] = {
 }
 
 SPECS = [
-    AlgorithmSpec(name, NFLParams, build, datasets=("linear",), roles=("peer",), doc=__doc__, defaults=preset)
+    AlgorithmSpec(name, NFLParams, build, datasets=("linear",), roles=("peer",), doc=__doc__, defaults=preset,
+                  requires=(CONNECTED_PEERS,))
     for name, preset in VARIANTS.items()
 ]

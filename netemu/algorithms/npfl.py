@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import CONNECTED_PEERS, AlgorithmSpec, Requirement
 from netemu.algorithms.peers import ExchangeParams, Peer, peer_names
 from netemu.config import require
 from netemu.kernels.admm import nmsd
@@ -184,7 +184,12 @@ VARIANTS: dict[str, dict] = {
     "npfl-brl-sac": {"policy": "sac", "epochs": 3, "sac_rate": 0.04},
 }
 
+#: NPFL-RL's policies evaluate actions on each peer's validation set.
+VALIDATION = Requirement("data.validation = true for the learned-τ variants (policy dpg or sac)",
+                         lambda s: s.params.policy == "fixed" or bool(s.data.get("validation")), key="data.validation")
+
 SPECS = [
-    AlgorithmSpec(name, NPFLParams, build, datasets=("clustered_linear",), roles=("peer",), doc=__doc__, defaults=preset)
+    AlgorithmSpec(name, NPFLParams, build, datasets=("clustered_linear",), roles=("peer",), doc=__doc__, defaults=preset,
+                  requires=(CONNECTED_PEERS, VALIDATION))
     for name, preset in VARIANTS.items()
 ]

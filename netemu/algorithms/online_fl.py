@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.actors import Actor
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
 from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
 from netemu.net.network import Message
@@ -272,7 +272,12 @@ VARIANTS: dict[str, dict] = {
     "signsgd": {"sharing": "full", "uplink": "sign", "local_learning": False, "aggregation": "pooled"},
 }
 
+#: the data stream must last the run (a CSV stream's length is known only once it is read).
+ROUNDS_IN_STREAM = Requirement("run.rounds <= data.iterations (each iteration consumes the stream's samples of that time)",
+                               lambda s: bool(s.data.get("csv")) or s.rounds <= s.data["iterations"], key="run.rounds")
+
 SPECS = [
-    AlgorithmSpec(name, OnlineFLParams, build, datasets=("online",), roles=("server", "client"), doc=__doc__, defaults=preset)
+    AlgorithmSpec(name, OnlineFLParams, build, datasets=("online",), roles=("server", "client"), doc=__doc__, defaults=preset,
+                  requires=(ONE_SERVER, ROUNDS_IN_STREAM))
     for name, preset in VARIANTS.items()
 ]

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.actors import Actor
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.config import require
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
 from netemu.privacy import noise_variance, zcdp_of_gaussian
@@ -293,6 +293,6 @@ VARIANTS: dict[str, dict] = {
 
 SPECS = [
     AlgorithmSpec(name, PGFLParams, build, datasets=("clustered_linear", "digits"), roles=("server", "client"),
-                  doc=__doc__, defaults=preset)
+                  doc=__doc__, defaults=preset, requires=(SERVERS_WITH_CLIENTS,))
     for name, preset in VARIANTS.items()
 ]

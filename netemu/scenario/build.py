@@ -16,8 +16,7 @@ from typing import Any
 
 import networkx as nx
 
-from netemu.algorithms import ALGORITHMS
-from netemu.data import DATASETS
+from netemu import plugins
 from netemu.config import ConfigError
 from netemu.devices import attach_devices, read_devices
 from netemu.errors import InputError
@@ -208,12 +207,12 @@ def load_script(path: Path) -> Callable[[World], None]:
 
 
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
-    params_cls, make = DATASETS[sc.table["data"]["kind"]]
-    params = params_cls(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
+    spec = plugins.data_kind(sc.table["data"]["kind"])
+    params = spec.params(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
     if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
         params = params.with_paths(lambda p: str(sc.resolve(p)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server"]
-    return make(params, clients, streams)
+    return spec.make(params, clients, streams)
 
 
 def build_world(
@@ -239,7 +238,7 @@ def build_world(
     if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
         attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
     entry = sc.table["algorithm"][algorithm]
-    spec = ALGORITHMS[entry["name"]]
+    spec = plugins.algorithm(entry["name"])
     try:
         params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
         spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])

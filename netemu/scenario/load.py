@@ -22,9 +22,10 @@ from typing import Any
 
 import networkx as nx
 
-from netemu.algorithms import ALGORITHMS
+from netemu import plugins
+from netemu.algorithms.base import AlgorithmSpec, Setting
 from netemu.config import ConfigError
-from netemu.data import DATASETS
+from netemu.data.base import DataSpec
 from netemu.net import links as L
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import (
@@ -285,17 +286,40 @@ def _check_sizes(table: dict, issues: Issues) -> bool:
 MAX_GRAPHML_BYTES = 200_000_000
 
 
+def _lookup(value: Any, key: str, issues: Issues, selector: str, what: str) -> Any:
+    """The spec a `name` / `kind` names (registered, or "package.module:attribute"); reports it if none."""
+    reg = plugins.registry()
+    if not isinstance(value, dict) or not isinstance(value.get(selector), str):
+        got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
+        issues.add(f"{key}.{selector}" if isinstance(value, dict) else key, got, reg.unknown(what, ""))
+        return None
+    name = value[selector]
+    kind = AlgorithmSpec if what == "algorithm" else DataSpec
+    if ":" in name:
+        try:
+            return plugins.resolve(name, kind)
+        except plugins.PluginError as exc:
+            issues.add(f"{key}.{selector}", name, f"an importable \"package.module:attribute\" naming a {kind.__name__}: {exc}")
+            return None
+    specs = reg.algorithms if what == "algorithm" else reg.data
+    if name not in specs:
+        issues.add(f"{key}.{selector}", name, reg.unknown(what, name))
+        return None
+    return specs[name]
+
+
 def _data(value: Any, key: str, issues: Issues) -> Any:
-    if not _selects(value, key, issues, "kind", DATASETS):
+    spec = _lookup(value, key, issues, "kind", "data")
+    if spec is None:
         return value
-    return _params_table(value, key, issues, DATASETS[value["kind"]][0], {"kind": Field(str)})
+    return _params_table(value, key, issues, spec.params, {"kind": Field(str)})
 
 
 def _algorithm(value: Any, key: str, issues: Issues) -> Any:
-    if not _selects(value, key, issues, "name", ALGORITHMS):
+    spec = _lookup(value, key, issues, "name", "algorithm")
+    if not isinstance(spec, AlgorithmSpec):
         return value
-    spec = ALGORITHMS[value["name"]]
-    fixed = {"name": Field(str), "label": Field(str, value["name"])}
+    fixed = {"name": Field(str), "label": Field(str, value["name"] if ":" not in value["name"] else spec.name)}
     return _params_table(value, key, issues, spec.params, fixed, spec.defaults)
 
 
@@ -434,6 +458,18 @@ def _graphml_size_ok(sc: Scenario, issues: Issues) -> bool:
     return True
 
 
+def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, graph: nx.DiGraph, issues: Issues) -> None:
+    """The algorithm's own requirements (graph shape, data, rounds), each at the key it concerns."""
+    alg = table["algorithm"][i]
+    params = spec.make_params({k: v for k, v in alg.items() if k not in ("name", "label")})
+    setting = Setting(graph, params, table["data"], table["run"]["rounds"])
+    for req in spec.unmet(setting):
+        value: Any = table
+        for part in req.key.split("."):
+            value = value.get(part, REQUIRED) if isinstance(value, dict) else REQUIRED
+        issues.add(req.key, value, f"algorithm[{i}] = {alg['name']!r} needs {req.needs}")
+
+
 def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario:
     from netemu.scenario.build import topology_for_validation  # the one place that needs graphs
 
@@ -445,10 +481,11 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
     table = validate(SCHEMA, raw, "", issues)
     if not issues.items and _check_sizes(table, issues) and _graphml_size_ok(Scenario(table, path), issues):
         sc = Scenario(table, path)
-        for i, alg in enumerate(table["algorithm"]):
-            spec = ALGORITHMS[alg["name"]]
-            if table["data"]["kind"] not in spec.datasets:
-                issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r}")
+        specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
+        for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+            if spec.datasets and table["data"]["kind"] not in spec.datasets:
+                issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r} "
+                           f"({alg['name']} learns data.kind = {' | '.join(spec.datasets)})")
         labels = [a["label"] for a in table["algorithm"]]
         for label in {x for x in labels if labels.count(x) > 1}:
             issues.add("algorithm", label, "unique labels: give compared variants a distinct `label`")
@@ -463,10 +500,12 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
             classes = {c for _, _, c in graph.edges(data="link_class")}
             _check_nodes(table, sorted(graph.nodes), classes, issues)
             roles = {r for _, r in graph.nodes(data="role")}
-            for i, alg in enumerate(table["algorithm"]):
-                need = set(ALGORITHMS[alg["name"]].roles)
+            for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+                need = set(spec.roles)
                 if not need <= roles:
                     issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
+                else:
+                    _check_requirements(table, i, spec, graph, issues)
         for where, link in _link_tables(table):
             latency = link.get("latency") or {}
             if latency.get("model") == "empirical" and "file" in latency:
