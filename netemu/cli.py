@@ -43,6 +43,20 @@ exit codes:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: `--help` ends with the registered algorithms and data kinds
+    (read only when help is shown, so other commands do not import every plug-in)."""
+
+    def format_help(self) -> str:
+        from netemu.plugins import registry
+
+        reg = registry()
+        lines = [f"algorithms (netemu algorithms lists their parameters): {', '.join(reg.algorithms)}",
+                 f"data kinds: {', '.join(reg.data)}"]
+        lines += [f"plug-in not loaded: {b}" for b in reg.broken]
+        return super().format_help() + "\n" + "\n".join(lines) + "\n"
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="run folder to create (default: runs/NAME, numbered if taken)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -53,7 +67,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="netemu",
         description="Emulate networked federated learning: actors in virtual time over impaired links.",
         epilog=EXAMPLES,
@@ -194,6 +208,15 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--max-events", type=int, default=1000, help="most messages + compute spans in the timeline (default 1000)")
     rep.set_defaults(func=cmd_report)
 
+    algs = sub.add_parser(
+        "algorithms",
+        help="list the algorithms and data kinds (built-in and plug-ins) with their parameters and defaults",
+        description="List every registered algorithm (netemu's own and installed plug-ins, entry point group "
+        "netemu.algorithms) and data kind (netemu.data): where it comes from, what it needs, its parameters and defaults.",
+    )
+    algs.add_argument("names", nargs="*", help="only these algorithms (default: all)")
+    algs.set_defaults(func=cmd_algorithms)
+
     validate = sub.add_parser("validate", help="check scenario files without running them (never executes a scenario script)")
     validate.add_argument("scenarios", type=Path, nargs="+", help="scenario TOML files")
     validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -317,6 +340,38 @@ def cmd_validate(args) -> int:
                 script = sc.resolve(sc.table["script"]).resolve()
                 print(f"  script {script} (blake2b {script_hash(script)}): not executed by validate; `netemu run` executes it")
     return 2 if failed else 0
+
+
+def _parameters(params: type, defaults: dict) -> str:
+    import dataclasses
+
+    shown = []
+    for f in dataclasses.fields(params):
+        default = defaults.get(f.name, f.default)
+        shown.append(f.name if default is dataclasses.MISSING else f"{f.name} = {default!r}")
+    return ", ".join(shown)
+
+
+def cmd_algorithms(args) -> int:
+    from netemu.plugins import algorithm, registry
+
+    reg = registry()
+    for spec in [algorithm(name) for name in args.names or reg.algorithms]:  # an unknown name: PluginError
+        doc = (spec.doc.strip().splitlines() or [""])[0]
+        print(f"{spec.name}  ({reg.origin.get(('algorithm', spec.name), 'module:attribute')})")
+        if doc:
+            print(f"    {doc}")
+        print(f"    data.kind: {' | '.join(spec.datasets) or 'any'}; roles: {', '.join(spec.roles) or 'any'}")
+        for req in spec.requires:
+            print(f"    needs: {req.needs}")
+        print(f"    parameters: {_parameters(spec.params, spec.defaults)}")
+    if not args.names:
+        print("\ndata kinds:")
+        for name, data in reg.data.items():
+            print(f"{name}  ({reg.origin[('data kind', name)]})\n    {data.doc}\n    parameters: {_parameters(data.params, {})}")
+    for line in reg.broken:
+        print(f"netemu: plug-in not loaded: {line}", file=sys.stderr)
+    return 2 if reg.broken else 0
 
 
 def cmd_log_summary(args) -> int:

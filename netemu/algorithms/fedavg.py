@@ -18,6 +18,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import require
+from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
 from netemu.world import World
 
@@ -50,16 +51,12 @@ class FedAvgServer(Actor):
         for r in range(self.rounds):
             self.round = r
             self.broadcast("model", self.w)
-            deadline = self.now + self.p.round_time
-            models, sizes = [], []
-            while len(models) < len(clients) and (msg := await self.recv("update", until=deadline)) is not None:
-                if msg.round == r:
-                    models.append(msg.payload["w"])
-                    sizes.append(msg.payload["n"])
-            if models:
-                self.w = weighted_average(np.array(models), np.array(sizes))
+            replies = await gather(self, "update", self.now + self.p.round_time, round=r, quorum=len(clients))
+            if replies:
+                models = [m.payload["w"] for m in replies.messages]
+                self.w = weighted_average(np.array(models), np.array([m.payload["n"] for m in replies.messages]))
             self.metric("mse", mse(self.w, *self.task.test))
-            self.metric("participants", len(models))
+            self.metric("participants", len(replies))
 
 
 class FedAvgClient(Actor):

@@ -62,6 +62,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
+from netemu.coordination import gather
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
 from netemu.kernels.graphfilter import (
     hard_filter,
@@ -73,6 +74,7 @@ from netemu.kernels.graphfilter import (
     statistics_graph,
     weighted_filter,
 )
+from netemu.net.network import Message
 from netemu.system import draw_devices, heterogeneity, optimize, rate
 from netemu.wire.codec import encode_envelope, encode_from
 from netemu.wire.partial import PartialModel
@@ -224,6 +226,10 @@ class GraphFLState:
         return weighted_filter(soft_filter(self.spectrum, *p.nu(t)), self.zeta, stack)
 
 
+def dense(u: np.ndarray | PartialModel) -> np.ndarray:
+    return u.to_dense() if isinstance(u, PartialModel) else np.asarray(u, dtype=float)
+
+
 class GraphFLServer(Actor):
     def __init__(self, name: str, state: GraphFLState, rounds: int) -> None:
         super().__init__(name)
@@ -239,16 +245,10 @@ class GraphFLServer(Actor):
             start = self.now
             for k in st.clients:
                 self.send(k, "model", {"w": self.Psi[index[k]]})
-            updates, arrivals = {}, []
-            until = start + st.deadline
-            while len(updates) < len(st.clients) and (msg := await self.recv("update", until=until)) is not None:
-                u = msg.payload["u"]
-                u = u.to_dense() if isinstance(u, PartialModel) else np.asarray(u, dtype=float)
-                if msg.round == t:
-                    updates[msg.src] = u
-                    arrivals.append(self.now)
-                elif p.late == "carry":
-                    self.carried[msg.src] = self.carried.get(msg.src, 0) + u
+            got = await gather(self, "update", start + st.deadline, round=t, expected=st.clients,
+                               on_message=lambda m, t=t: self.carry(m, t))
+            updates = {m.src: dense(m.payload["u"]) for m in got.messages}
+            arrivals = got.times
             late = len(st.clients) - len(updates)
             for k, u in self.carried.items():  # late updates of earlier rounds, applied now
                 updates[k] = updates.get(k, 0) + u
@@ -261,6 +261,11 @@ class GraphFLServer(Actor):
             else:
                 self.Psi = self.Psi + st.aggregate(t, delta)
             self.report(late, start, arrivals)
+
+    def carry(self, msg: Message, t: int) -> None:
+        """A late update of an earlier round, kept to be applied now (`late = "carry"`)."""
+        if msg.round != t and self.state.p.late == "carry":
+            self.carried[msg.src] = self.carried.get(msg.src, 0) + dense(msg.payload["u"])
 
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state

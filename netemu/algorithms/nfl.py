@@ -57,12 +57,13 @@ import numpy as np
 from netemu.algorithms.base import CONNECTED_PEERS, AlgorithmSpec
 from netemu.algorithms.peers import ExchangeParams, Peer, peer_names
 from netemu.config import require
+from netemu.coordination import gaussian_release
 from netemu.kernels.admm import accuracy, nmsd
 from netemu.kernels.nfl import (
     OBJECTIVES, Objective, centralized, dgd_step, dual_step, exact_ridge_primal, linearized_primal, metropolis_weights,
     sensitivity,
 )
-from netemu.privacy import dynamic_total, epsilon_from_zcdp, gaussian_sigma_epsdelta, noise_variance, zcdp_of_gaussian
+from netemu.privacy import dynamic_total, epsilon_from_zcdp, gaussian_sigma_epsdelta, noise_variance
 from netemu.world import World
 
 if TYPE_CHECKING:
@@ -181,10 +182,7 @@ class NFLPeer(Peer):
         if p.phi1 == 0:
             return w
         delta = sensitivity(p.grad_bound, self.y.shape[0], curvature)
-        variance = self.state.noise.variance(delta, n)
-        self.world.privacy.spend(self.name, n, zcdp_of_gaussian(delta, variance))
-        noise = self.world.streams.generator(f"privacy/{self.name}/{n}").standard_normal(self.dim)
-        return w + math.sqrt(variance) * noise
+        return gaussian_release(self, w, delta, self.state.noise.variance(delta, n), n)
 
     async def run(self) -> None:
         st, p = self.state, self.state.p

@@ -44,6 +44,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
+from netemu.coordination import gather, keep_each, participants
 from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
 from netemu.net.network import Message
 from netemu.wire.partial import PartialModel
@@ -143,12 +144,9 @@ class OnlineServer(Actor):
         self.w = np.zeros(state.p.rff_dim)
 
     def available(self, n: int) -> list[int]:
-        st, p, net = self.state, self.state.p, self.world.network
-        out = [int(k) for k in st.stream.with_data(n) if net.participates(st.clients[k], n)]
-        if p.select < 1:
-            draws = self.world.streams.keyed("schedule")
-            out = [k for k in out if draws.uniform(st.clients[k], n) < p.select]
-        return out
+        st = self.state
+        present = participants(self, [st.clients[k] for k in st.stream.with_data(n)], n)
+        return [st.index[c] for c in keep_each(self, "schedule", present, st.p.select, n)]
 
     async def run(self) -> None:
         st, p = self.state, self.state.p
@@ -162,9 +160,7 @@ class OnlineServer(Actor):
                 else:
                     payload = self.w
                 self.send(st.clients[k], "model", payload)
-            updates = []
-            while (msg := await self.recv("update", until=n * T + T / 2)) is not None:
-                updates.append(self.decode(msg, n))
+            updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
             if p.aggregation == "pooled":  # eq. (6) over K_n, every update arriving now (Publication 4, eq. 9)
                 updates = [(k, 0, idx, v) for k, l, idx, v in updates if l <= p.l_max]

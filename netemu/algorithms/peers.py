@@ -49,6 +49,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.config import require
+from netemu.coordination import gather
 
 __all__ = ["ACK_WINDOW", "ExchangeParams", "Exchanged", "Peer", "peer_names"]
 
@@ -133,11 +134,8 @@ class Peer(Actor):
         else:
             fresh = lambda nb: max(self.heard[nb]) >= n
         waiting = {nb for nb in neighbours if not fresh(nb)}
-        until = self.now + (p.timeout if p.sync else 0.0)
-        while waiting and (msg := await self.recv("model", until=until)) is not None:
-            self._keep(msg)
-            if fresh(msg.src):
-                waiting.discard(msg.src)
+        await gather(self, "model", self.now + (p.timeout if p.sync else 0.0), counts=lambda m: fresh(m.src), expected=waiting,
+                     on_message=self._keep)
         self._drain()
         waiting = {nb for nb in waiting if not fresh(nb)}
         used, models = [], []

@@ -55,8 +55,10 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.config import require
+from netemu.coordination import gather, gaussian_release, sample, send_each
+from netemu.net.network import Message
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
-from netemu.privacy import noise_variance, zcdp_of_gaussian
+from netemu.privacy import noise_variance
 from netemu.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
@@ -146,12 +148,7 @@ class PGFLServer(Actor):
     def schedule(self, n: int) -> frozenset[str]:
         """Clients taking part in iteration n: the `scheduled` smallest keyed draws (drawn once per n)."""
         if n not in self._picks:
-            k = self.state.p.scheduled
-            if k == 0 or k >= len(self.clients):
-                self._picks[n] = frozenset(self.clients)
-            else:
-                draws = self.world.streams.keyed(f"schedule/{self.name}")
-                self._picks[n] = frozenset(sorted(self.clients, key=lambda c: (draws.uniform(c, n), c))[:k])
+            self._picks[n] = frozenset(sample(self, f"schedule/{self.name}", self.clients, self.state.p.scheduled, n))
             self._picks.pop(n - 2, None)
         return self._picks[n]
 
@@ -160,9 +157,8 @@ class PGFLServer(Actor):
         now = self.schedule(n) if n > 0 else frozenset()
         nxt = self.schedule(n + 1) if n < self.iterations else frozenset()
         groups = self.state.groups
-        for c in self.clients:
-            if c in now or c in nxt:
-                self.send(c, "model", {"w": self.models[groups[c]], "next": c in nxt}, round=n)
+        send_each(self, "model", {c: {"w": self.models[groups[c]], "next": c in nxt} for c in self.clients if c in now or c in nxt},
+                  round=n)
 
     async def run(self) -> None:
         p = self.state.p
@@ -184,14 +180,15 @@ class PGFLServer(Actor):
                 self.metric("missing", len(servers) - len(fresh))
 
     async def collect_updates(self, n: int) -> None:
-        expected = set(self.schedule(n))  # a copy: discarded from as updates come
-        until = self.now + self.state.p.client_timeout
-        while expected and (msg := await self.recv("update", until=until)) is not None:
-            if msg.round >= self.latest.get(msg.src, (-1,))[0]:
-                body = msg.payload
-                self.latest[msg.src] = (msg.round, contribution(body["w"], body["phi"], self.state.p.rho))
-            if msg.round == n:
-                expected.discard(msg.src)
+        """Until the clients scheduled at n answered or `client_timeout` passed; every update,
+        of any iteration, refreshes its client's last available term."""
+        await gather(self, "update", self.now + self.state.p.client_timeout, round=n, expected=self.schedule(n),
+                     on_message=self.keep_update)
+
+    def keep_update(self, msg: Message) -> None:
+        if msg.round >= self.latest.get(msg.src, (-1,))[0]:
+            body = msg.payload
+            self.latest[msg.src] = (msg.round, contribution(body["w"], body["phi"], self.state.p.rho))
 
     def aggregate(self) -> tuple[np.ndarray, np.ndarray]:
         """w̃_s,(q) (5.8)/(5.12) per group over the last available client terms, and which groups have one."""
@@ -207,13 +204,13 @@ class PGFLServer(Actor):
     async def collect_aggregates(self, n: int, servers: list[str]) -> set[str]:
         """Wait for the neighbours' aggregates of iteration n; returns the servers heard fresh."""
         fresh = {s for s in servers if self.heard.get(s, (-1,))[0] >= n}
-        until = self.now + self.state.p.server_timeout
-        while len(fresh) < len(servers) and (msg := await self.recv("aggregate", until=until)) is not None:
-            if msg.round >= self.heard.get(msg.src, (-1,))[0]:
-                self.heard[msg.src] = (msg.round, msg.payload["w"], msg.payload["known"])
-            if msg.round >= n:
-                fresh.add(msg.src)
-        return fresh
+        got = await gather(self, "aggregate", self.now + self.state.p.server_timeout, counts=lambda m: m.round >= n,
+                           expected=[s for s in servers if s not in fresh], on_message=self.keep_aggregate)
+        return fresh | got.sources
+
+    def keep_aggregate(self, msg: Message) -> None:
+        if msg.round >= self.heard.get(msg.src, (-1,))[0]:
+            self.heard[msg.src] = (msg.round, msg.payload["w"], msg.payload["known"])
 
     def inter_server(self, own: np.ndarray, known: np.ndarray, servers: list[str], fresh: set[str]) -> np.ndarray:
         """ŵ_s,(q) (5.9): the mean of the known aggregates of s and its neighbours."""
@@ -252,9 +249,7 @@ class PGFLClient(Actor):
             return w
         delta = sensitivity(p.grad_bound, p.rho, self.y.shape[0])
         variance = noise_variance(delta, p.phi0) * p.zeta ** (n - 1)
-        self.world.privacy.spend(self.name, n, zcdp_of_gaussian(delta, variance))  # (5.32), added up as (5.33)
-        noise = self.world.streams.generator(f"privacy/{self.name}/{n}").standard_normal(w.shape)
-        return w + np.sqrt(variance) * noise
+        return gaussian_release(self, w, delta, variance, n)  # zCDP (5.32), added up as (5.33)
 
     async def run(self) -> None:
         p = self.state.p
