@@ -21,7 +21,18 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
+
+
+def __getattr__(name: str):  # noqa: ANN202 - lazy: the runner sits below everything imported above
+    """`netemu.run_folder(world_or_scenario, out)` = `netemu.runner.write_run_folder` (docs/actors.md)."""
+    if name == "run_folder":
+        from netemu.runner import write_run_folder
+
+        return write_run_folder
+    raise AttributeError(f"module 'netemu' has no attribute {name!r}")
+
+
 __all__ = [
     "Actor", "ActorFailed", "Deadlock", "DeadlockError", "MessageLog", "PartialModel", "RunResult", "Streams",
-    "VirtualEnvironment", "VirtualTimeLoop", "WireError", "World", "decode", "encode", "__version__", *_net_all,
+    "VirtualEnvironment", "VirtualTimeLoop", "WireError", "World", "decode", "encode", "run_folder", "__version__", *_net_all,
 ]

@@ -32,8 +32,9 @@ from netemu.rng import Streams
 from netemu.scenario.build import build_graph, build_world, load_script, run_horizon, run_seed
 from netemu.scenario.load import Scenario
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
+from netemu.world import World
 
-__all__ = ["Terminated", "default_out_dir", "execute", "resolved_toml", "run_outcome", "stop_on_signals"]
+__all__ = ["Terminated", "default_out_dir", "execute", "resolved_toml", "run_outcome", "stop_on_signals", "write_run_folder"]
 
 
 def default_out_dir(sc: Scenario, root: Path = Path("runs")) -> Path:
@@ -280,6 +281,72 @@ def execute(
             write_summary(out / "summary.json", summary)
             if rows and sc.table["output"]["plots"]:
                 plot_curves(rows, out, title=sc.name)
+    return summary
+
+
+def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
+                     until: float | None = None, quiet: bool = True) -> dict:
+    """Run `source` into the run folder `out` (created), the folder `netemu run` writes, so that
+    `netemu log`, `netemu plot` and the report work on it; returns the summary.
+
+    `source` is a scenario (`netemu.scenario.load_scenario`; this is `execute`) or a World built
+    in Python that has not run yet: its messages are logged to messages.jsonl (as algorithm
+    `label`, run 0), every random fate it draws is recorded in trace.msgpack, and it runs until
+    its actors end (or virtual time `until`); metrics.csv, summary.json (`name` defaults to the
+    folder's name) and the curves follow.  A World's folder has no scenario.toml, so
+    `netemu replay` cannot rerun it; replay it in Python with `World(..., fates=Trace.read(path).fates(label, 0))`.
+    Whatever stops the run, the folder is written and the exception re-raised, as `execute` does.
+    """
+    out = Path(out)
+    if out.exists():
+        raise InputError(f"{out}: the run folder already exists; choose another folder or remove it")
+    if isinstance(source, Scenario):
+        return execute(source, out, quiet=quiet)
+    world = source
+    if world.env.now > 0 or world.metrics or world.network.counts:
+        raise InputError(f"{out}: this World has already run; build a new one and pass it before calling run()")
+    out.mkdir(parents=True)
+    graph, seed = world.network.graph, world.streams.seed
+    header = {"netemu": __version__, "scenario": name or out.name, "scenario_hash": "", "seed": seed, "algorithms": [label],
+              "runs": [{"seed": seed, "topology": topology_fingerprint(graph)}]}
+    summary: dict = {"scenario": name or out.name, "complete": False, "stopped_by": None}
+    wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
+        writer = TraceWriter(trace_file, header)
+        log = MessageLog(log_file).bind(algorithm=label, run=0)
+        world.log = world.network.emit = log
+        inner = world.network.fates
+        world.network.fates = writer.fates(label, 0, None if inner is draw_now else inner)
+        try:
+            result = world.run(until)
+            summary["complete"] = result.complete
+            if not result.complete:
+                summary["stopped_by"] = f"until = {until} virtual seconds"
+        except KeyboardInterrupt:
+            summary["stopped_by"] = "interrupted (Ctrl-C)"
+            raise
+        except Exception as exc:
+            summary["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            raise
+        finally:
+            writer.close(summary["complete"])
+            log.flush()
+            rows = aggregate_metrics(label, 0, world.metrics)
+            counts = Counter(world.network.counts)
+            counts.update((m["link"], "in_flight") for m in world.network.in_flight())
+            privacy = world.privacy.summary()
+            summary.update({"netemu": __version__, "seed": seed, "runs": 1, "algorithms": [label], "final": final_values(rows),
+                            "messages": {label: _message_summary(counts)}, "virtual_time": {label: [world.env.now]},
+                            "wall_time_s": round(time.perf_counter() - wall_time_start, 3)})
+            if privacy:
+                summary["privacy"] = {label: _privacy_summary([privacy])}
+            write_metrics(out / "metrics.csv", rows)
+            releases = [(label, 0, *rel) for rel in world.privacy.releases()]
+            if releases:
+                write_privacy(out / "privacy.csv", releases)
+            write_summary(out / "summary.json", summary)
+            if rows:
+                plot_curves(rows, out, title=name or out.name)
     return summary
 
 
