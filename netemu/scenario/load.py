@@ -482,8 +482,9 @@ def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario
     if not issues.items and _check_sizes(table, issues) and _graphml_size_ok(Scenario(table, path), issues):
         sc = Scenario(table, path)
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
+        kind = plugins.data_kind(table["data"]["kind"]).name  # a "module:attribute" kind goes by its spec's name
         for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
-            if spec.datasets and table["data"]["kind"] not in spec.datasets:
+            if spec.datasets and kind not in spec.datasets:
                 issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r} "
                            f"({alg['name']} learns data.kind = {' | '.join(spec.datasets)})")
         labels = [a["label"] for a in table["algorithm"]]

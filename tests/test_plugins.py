@@ -1,0 +1,251 @@
+"""Plug-ins: algorithms and data kinds from entry points or "package.module:attribute" get
+everything a built-in gets — validation, listing, run, sweep, replay, plot.
+
+The example package (examples/netemu-fedasync) is installed by a session fixture, from the
+local folder, the way a user installs a plug-in (`pip install -e`), so that
+`python3 -m pytest` alone (the README's test command) tests it on a fresh checkout; the
+commands then run as subprocesses, as a user runs them, because an editable install made
+during a process is seen only by processes started after it.
+"""
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from netemu import plugins
+from netemu.cli import main
+from netemu.runner import execute
+from netemu.scenario import ScenarioError, load_scenario
+from netemu.scenario.build import build_world
+
+ROOT = Path(__file__).parent.parent
+EXAMPLE = ROOT / "examples" / "netemu-fedasync"
+SCENARIO = EXAMPLE / "scenarios" / "fedasync_vs_fedavg.toml"
+NETEMU = [sys.executable, "-m", "netemu.cli"]
+SMALL = ["--set", "run.rounds=4", "--set", "run.runs=1"]
+
+
+@pytest.fixture(scope="session")
+def fedasync():
+    """The example plug-in, installed editable from examples/ if it is not yet."""
+    try:
+        dist = importlib.metadata.distribution("netemu-fedasync")
+        installed = any(ep.value == "netemu_fedasync:SPEC" for ep in dist.entry_points)
+    except importlib.metadata.PackageNotFoundError:
+        installed = False
+    if not installed:
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(EXAMPLE)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"pip install -e {EXAMPLE} failed:\n{done.stderr}"
+    return EXAMPLE
+
+
+def netemu(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*NETEMU, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+# ----------------------------------------------------------------------- the example package
+
+
+def test_an_installed_plug_in_is_listed_with_its_parameters_and_defaults(fedasync):
+    out = netemu("algorithms", "fedasync")
+    assert out.returncode == 0, out.stderr
+    assert "fedasync  (entry point fedasync = 'netemu_fedasync:SPEC'" in out.stdout
+    assert "alpha = 0.6, staleness = 'polynomial'" in out.stdout and "needs: one server" in out.stdout
+    assert "fedasync" in netemu("--help").stdout
+
+
+def test_an_installed_plug_in_is_validated_like_a_built_in(fedasync):
+    assert netemu("validate", SCENARIO).returncode == 0
+    bad = netemu("validate", SCENARIO, "--set", "algorithm.fedasync.alpha=2", "--set", "algorithm.fedasync.alhpa=0.5")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert f"{SCENARIO}: algorithm[1].alpha = 2.0: in (0, 1]" in bad.stderr
+    assert "algorithm[1].alhpa = 0.5: unknown key; accepted keys here: name, label, alpha, staleness" in bad.stderr
+
+
+def test_an_installed_plug_in_runs_replays_and_plots(fedasync, tmp_path):
+    run = netemu("run", SCENARIO, *SMALL, "--quiet", "--out", tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["complete"] and set(summary["final"]["fedasync"]) == {"mse", "updates", "staleness"}
+    replay = netemu("replay", tmp_path / "run" / "trace.msgpack", "--scenario", SCENARIO, *SMALL, "--quiet", "--out", tmp_path / "again")
+    assert replay.returncode == 0, replay.stderr
+    assert (tmp_path / "run" / "messages.jsonl").read_bytes() == (tmp_path / "again" / "messages.jsonl").read_bytes()
+    plot = netemu("plot", tmp_path / "run", "--metric", "mse", "--out", tmp_path / "mse.png")
+    assert plot.returncode == 0 and (tmp_path / "mse.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_an_installed_plug_in_sweeps(fedasync, tmp_path, executor):
+    out = netemu("sweep", SCENARIO, "--grid", "algorithm.fedasync.alpha=0.3,0.9", "--set", "run.rounds=3", "--set", "run.runs=1",
+                 "--executor", executor, "--workers", "2", "--quiet", "--out", tmp_path / "sweep")
+    assert out.returncode == 0, out.stderr
+    rows = (tmp_path / "sweep" / "sweep.csv").read_text()
+    assert "alpha=0.3" in rows and "alpha=0.9" in rows and "fedasync" in rows
+
+
+# ----------------------------------------------------------------------- "package.module:attribute"
+
+MODULE = '''
+from dataclasses import dataclass
+
+from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
+from netemu.algorithms.fedavg import SPEC as FEDAVG
+from netemu.config import require
+from netemu.data.base import DataSpec
+from netemu.data.synthetic import make_linear, LinearData
+
+
+@dataclass(frozen=True)
+class Params:
+    lr: float = 0.05
+    local_steps: int = 2
+    round_time: float = 10.0
+
+    def __post_init__(self):
+        require(self.lr > 0, "lr", "> 0")
+
+
+ALGORITHM = AlgorithmSpec("my-fedavg", Params, FEDAVG.build, datasets=("linear", "my-linear"), roles=("server", "client"),
+                        requires=(ONE_SERVER,))
+DATA = DataSpec("my-linear", LinearData, make_linear)
+NOT_A_SPEC = 42
+'''
+
+TEXT = """
+[run]
+rounds = 3
+[topology]
+kind = "star"
+clients = 3
+[data]
+kind = "{data}"
+[[algorithm]]
+name = "{name}"
+"""
+
+
+@pytest.fixture
+def my_module(tmp_path, monkeypatch):
+    (tmp_path / "my_plugins.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def write(tmp_path, name="my_plugins:ALGORITHM", data="linear", extra=""):
+    path = tmp_path / "s.toml"
+    path.write_text(TEXT.format(name=name, data=data) + extra)
+    return path
+
+
+def test_a_scenario_names_an_algorithm_as_module_attribute(my_module, tmp_path):
+    sc = load_scenario(write(tmp_path))
+    assert sc.table["algorithm"][0]["label"] == "my-fedavg" and sc.table["algorithm"][0]["local_steps"] == 2
+    summary = execute(sc, tmp_path / "run", quiet=True)
+    assert summary["complete"] and "mse" in summary["final"]["my-fedavg"]
+
+
+def test_a_scenario_names_a_data_kind_as_module_attribute(my_module, tmp_path):
+    path = write(tmp_path, data="my_plugins:DATA")
+    sc = load_scenario(path, ["data.dim=3"])
+    assert build_world(sc, 0, 0).actors["server"].task.w_star.shape == (3,)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path, ["data.dimm=3"])
+    assert [(i.key, i.value) for i in info.value.issues] == [("data.dimm", 3)]
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, name="fedavg", data="my_plugins:DATA"))
+    assert [(i.key, i.value) for i in info.value.issues] == [("algorithm[0].name", "fedavg")]
+
+
+def test_a_module_attribute_plug_in_gets_parameter_errors_with_file_key_value(my_module, tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path), ["algorithm.lr=-1", "algorithm.steps=3"])
+    found = {(i.key, i.value): i.accepts for i in info.value.issues}
+    assert found[("algorithm[0].lr", -1)] == "> 0"
+    assert "unknown key; accepted keys here: name, label, lr, local_steps, round_time" in found[("algorithm[0].steps", 3)]
+    assert all(i.file == str(tmp_path / "s.toml") for i in info.value.issues)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("my_plugins:MISSING", "AttributeError"),
+    ("no_such_package.mod:SPEC", "ModuleNotFoundError"),
+    ("my_plugins:NOT_A_SPEC", "expected a AlgorithmSpec"),
+    ("my_plugins:DATA", "expected a AlgorithmSpec"),
+])
+def test_a_module_attribute_that_is_not_an_algorithm_is_refused(my_module, tmp_path, name, says):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, name=name))
+    (issue,) = info.value.issues
+    assert (issue.key, issue.value) == ("algorithm[0].name", name) and says in issue.accepts
+
+
+def test_an_unknown_name_lists_what_is_registered(tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, name="fedavgg"))
+    (issue,) = info.value.issues
+    assert issue.key == "algorithm[0].name" and "one of fedavg, " in issue.accepts and "package.module:attribute" in issue.accepts
+
+
+# ----------------------------------------------------------------------- entry points that fail
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """Installs a distribution with the given entry points (a dist-info folder on sys.path)
+    for one test, and reads the registry again after it."""
+    added = []
+
+    def install(entry_points: str, module: str = "") -> None:
+        info = tmp_path / "fake_plugin-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+        if module:
+            (tmp_path / "fake_plugin.py").write_text(module)
+        sys.path.insert(0, str(tmp_path))
+        added.append(str(tmp_path))
+        plugins.refresh()
+
+    yield install
+    for path in added:
+        sys.path.remove(path)
+    sys.modules.pop("fake_plugin", None)
+    plugins.refresh()
+
+
+def fake_lines() -> list[str]:
+    """The registry's complaints about this test's plug-in (a plug-in installed by another
+    test during this process may also be listed: its editable path is not on sys.path here)."""
+    return [line for line in plugins.registry().broken if "fake_plugin" in line]
+
+
+def test_a_plug_in_that_fails_to_import_is_named_with_its_exception(installed, tmp_path, capsys):
+    installed("[netemu.algorithms]\nbroken = fake_plugin:SPEC\n", "raise RuntimeError('needs a GPU')\n")
+    (line,) = fake_lines()
+    assert line == "entry point broken = 'fake_plugin:SPEC' (netemu.algorithms): RuntimeError: needs a GPU"
+    assert "fedavg" in plugins.registry().algorithms  # the others still load
+    assert main(["algorithms"]) == 2
+    err = capsys.readouterr().err
+    assert "plug-in not loaded: entry point broken" in err and "Traceback" not in err
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, name="broken"))
+    assert "plug-ins that failed to load: entry point broken = 'fake_plugin:SPEC'" in info.value.issues[0].accepts
+
+
+def test_a_plug_in_cannot_take_a_built_in_name(installed):
+    installed("[netemu.algorithms]\nmine = fake_plugin:SPEC\n",
+              "from netemu.algorithms.fedavg import SPEC as FEDAVG\nfrom dataclasses import replace\nSPEC = replace(FEDAVG, doc='mine')\n")
+    assert plugins.registry().algorithms["fedavg"].doc != "mine"
+    (line,) = fake_lines()
+    assert "algorithm 'fedavg' is already registered by entry point fedavg = 'netemu.algorithms.fedavg:SPEC'" in line
+
+
+def test_an_entry_point_to_something_else_is_refused(installed):
+    installed("[netemu.data]\nodd = fake_plugin:THING\n", "THING = {'name': 'odd'}\n")
+    (line,) = fake_lines()
+    assert line.endswith("expected a DataSpec (or a list of them), got dict")
