@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
@@ -89,6 +89,9 @@ class Actor:
 
     daemon: bool = False
     networked: bool = True  # False: a process with no node (e.g. a vectorized client pool); no send/recv
+    #: the World the actor was added to (set by `World.add`, before `run()` starts; not Optional,
+    #: so code in `run()` uses it directly)
+    world: World
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -96,7 +99,6 @@ class Actor:
         self.inbox = Inbox()
         self.incarnation = 0  # how many times the actor has recovered from a crash
         self.waiting_for: str | None = None
-        self.world: World | None = None
         self._computes = RoundCounter()  # per round, computes so far: keys compute-time draws
 
     # -------------------------------------------------------------- context
@@ -132,6 +134,12 @@ class Actor:
         r = self.round if round is None else round
         net = self.world.network
         return [net.send(self.name, dst, kind, r, data) for dst in dsts]
+
+    @overload
+    async def recv(self, kind: Kinds = None, timeout: None = None, *, until: None = None) -> Message: ...
+
+    @overload
+    async def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Message | None: ...
 
     async def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Message | None:
         """The next delivered message of `kind` (a name, a tuple of names, or None for any).

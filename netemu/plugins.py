@@ -60,7 +60,7 @@ class Registry:
         return accepts
 
 
-def _check(obj: Any, kind: type, where: str) -> None:
+def _check(obj: Any, kind: type[AlgorithmSpec] | type[DataSpec], where: str) -> None:
     if not isinstance(obj, kind):
         raise PluginError(f"{where}: expected a {kind.__name__} (or a list of them), got {type(obj).__name__}")
     if not (isinstance(obj.params, type) and dataclasses.is_dataclass(obj.params)):

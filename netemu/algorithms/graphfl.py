@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -246,7 +247,7 @@ class GraphFLServer(Actor):
             for k in st.clients:
                 self.send(k, "model", {"w": self.Psi[index[k]]})
             got = await gather(self, "update", start + st.deadline, round=t, expected=st.clients,
-                               on_message=lambda m, t=t: self.carry(m, t))
+                               on_message=partial(self.carry, t=t))
             updates = {m.src: dense(m.payload["u"]) for m in got.messages}
             arrivals = got.times
             late = len(st.clients) - len(updates)

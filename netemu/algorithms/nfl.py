@@ -166,6 +166,7 @@ class NFLPeer(Peer):
         """Step 1 and the curvature of its sensitivity."""
         st, p = self.state, self.state.p
         K, used, nbrs = len(st.peers), self.used, self.nbr_models
+        assert used is not None  # set when run() starts
         if p.step == "exact":
             w = exact_ridge_primal(self.X, self.y, self.shared, nbrs, self.gamma, p.rho, st.objective.l2, K)
             return w, 2 * p.rho * len(used) + 2 * st.objective.l2 / K

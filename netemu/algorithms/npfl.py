@@ -112,6 +112,7 @@ class NPFLPeer(Peer):
         """(6.11)'s inputs from the neighbour models of the last exchange (6.3)."""
         st = self.state
         g = st.group[self.name]
+        assert self.nbrs is not None  # set when run() starts
         same = [w for nb, w in self.nbrs.items() if st.group[nb] == g]
         others = []
         for r in range(st.Q):
@@ -159,6 +160,7 @@ class NPFLPeer(Peer):
 
     def report(self, late: int) -> None:
         st = self.state
+        assert st.task.w_star is not None  # clustered_linear tasks have their true models
         w_q = st.task.w_star[st.task.clusters[self.name]]
         self.metric("test_mse", float(nmsd(self.w, w_q)))
         if st.p.personalized:

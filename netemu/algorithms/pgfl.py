@@ -48,7 +48,7 @@ model on its cluster's test set), and `missing` (neighbour aggregates not fresh)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -56,8 +56,8 @@ from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.config import require
 from netemu.coordination import gather, gaussian_release, sample, send_each
-from netemu.net.network import Message
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
+from netemu.net.network import Message
 from netemu.privacy import noise_variance
 from netemu.world import World
 
@@ -129,6 +129,7 @@ class PGFLState:
         t = self.task
         rows = [self.index[c] for c in clients]
         if t.loss == "ridge":
+            assert t.w_star is not None  # ridge tasks have their true models
             q = [t.clusters[c] for c in clients]
             return dict(zip(clients, nmsd(self.W[rows], t.w_star[q]).tolist()))
         return {c: accuracy(self.W[self.index[c]], *t.tests[t.clusters[c]]) for c in clients}
@@ -217,8 +218,8 @@ class PGFLServer(Actor):
         use = [s for s in servers if s in fresh or (self.state.p.missing == "reuse" and s in self.heard)]
         stacks = [own] + [self.heard[s][1] for s in use]
         masks = [known] + [self.heard[s][2] for s in use]
-        total = sum(m[:, None] * w for w, m in zip(stacks, masks))
-        count = sum(m.astype(int) for m in masks)
+        total = cast(np.ndarray, sum(m[:, None] * w for w, m in zip(stacks, masks)))
+        count = cast(np.ndarray, sum(m.astype(int) for m in masks))
         return np.where(count[:, None] > 0, total / np.maximum(count, 1)[:, None], self.models)
 
 

@@ -16,6 +16,7 @@ import os
 import re
 import tomllib
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -470,7 +471,7 @@ def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, graph: nx.DiGr
         issues.add(req.key, value, f"algorithm[{i}] = {alg['name']!r} needs {req.needs}")
 
 
-def parse_scenario(raw: dict, path: Path, overrides: list[str] = ()) -> Scenario:
+def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scenario:
     from netemu.scenario.build import topology_for_validation  # the one place that needs graphs
 
     file = str(path)
@@ -552,7 +553,7 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
-def load_scenario(path: str | Path, overrides: list[str] = ()) -> Scenario:
+def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
     path = Path(path)
     try:
         if path.is_dir():

@@ -111,7 +111,7 @@ class ArrayOf:
 class Custom:
     """`fn(value, key, issues) -> resolved` for values whose shape depends on content."""
 
-    fn: Callable[[Any, str, "Issues"], Any]
+    fn: Callable[[Any, str, Issues], Any]
     default: Any = REQUIRED
 
 
