@@ -25,6 +25,7 @@ EXAMPLES = """examples:
   netemu run scenarios/quickstart.toml --runs 10 --seed 3 --set algorithm.lr=0.02 --out runs/lr002
   netemu replay runs/quickstart/trace.msgpack --scenario scenarios/quickstart.toml
   netemu validate scenarios/*.toml
+  netemu algorithms pgfl
   netemu log summary runs/quickstart
   netemu log filter runs/quickstart --actor client-3 --kind update --table
   netemu log diff runs/a runs/b
