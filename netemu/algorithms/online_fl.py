@@ -44,7 +44,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
-from netemu.coordination import gather, keep_each, participants
+from netemu.coordination import gather, keep_each, participants, send_each
 from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
 from netemu.net.network import Message
 from netemu.wire.partial import PartialModel
@@ -154,12 +154,8 @@ class OnlineServer(Actor):
         for n in range(self.iterations):
             await self.sleep(n * T - self.now)
             self.round = n
-            for k in self.available(n):
-                if p.partial_down:
-                    payload = st.share(self.w, selection(d, p.m, n, k, p.coordinated))
-                else:
-                    payload = self.w
-                self.send(st.clients[k], "model", payload)
+            send_each(self, "model", {st.clients[k]: st.share(self.w, selection(d, p.m, n, k, p.coordinated)) if p.partial_down else self.w
+                                      for k in self.available(n)})
             updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
             if p.aggregation == "pooled":  # eq. (6) over K_n, every update arriving now (Publication 4, eq. 9)
