@@ -142,3 +142,16 @@ def test_gaussian_release_adds_the_streams_noise_and_records_its_zcdp():
     expected = w + math.sqrt(0.5) * world.streams.generator("privacy/server/3").standard_normal(4)
     assert np.array_equal(out, expected)
     assert world.privacy.spent["server"] == {3: pytest.approx(2.0**2 / (2 * 0.5))}
+
+
+def test_no_family_keeps_its_own_collect_loop_or_noise_code():
+    """The collection loop and the DP release are written once, here; the families call them."""
+    import re
+    from pathlib import Path
+
+    import netemu.algorithms
+
+    for path in Path(netemu.algorithms.__file__).parent.glob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"while .*await self\.recv\(", text), f"{path.name}: a collect loop; use coordination.gather"
+        assert "privacy.spend(" not in text, f"{path.name}: DP noise by hand; use coordination.gaussian_release"
