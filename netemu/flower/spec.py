@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import ConfigError, require
 from netemu.flower.work import WorkModel
 from netemu.world import World
@@ -86,4 +86,5 @@ def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
                app_dir=params.app_dir or None)
 
 
-SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__)
+SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__,
+                     requires=(ONE_SERVER,))  # add_flower: one server (the SuperLink side), its clients the Flower nodes

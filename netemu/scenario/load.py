@@ -76,6 +76,9 @@ def _params_of(cls: type, defaults: dict | None = None) -> dict[str, Field]:
         t = hints[f.name]
         types = t if t in (bool, int, float, str) else (list, dict, str, float, int)
         default = (defaults or {}).get(f.name, f.default)
+        factory: Any = f.default_factory
+        if default is dataclasses.MISSING and factory is not dataclasses.MISSING:  # e.g. field(default_factory=dict)
+            default = factory()
         out[f.name] = Field(types, default if default is not dataclasses.MISSING else REQUIRED)
     return out
 
