@@ -4,11 +4,15 @@ A fenced block tagged `python` is executed; the blocks of one file run in order 
 namespace (like a notebook), in a fresh working directory.  A block whose first line is
 `# file: PATH` is a file: if PATH is in the repository the block must equal it verbatim,
 otherwise it is written to PATH in the working directory and imported by later blocks.
-A block that cannot run is preceded by `<!-- not run: why -->`.  Python outside a
+A block that cannot run is preceded by `<!-- not run: why -->`; one that needs an optional
+extra by `<!-- needs: module -->` (skipped when the module is not installed).  The working
+directory links the repository's `examples/` and `scenarios/`, so paths written "from the
+repository root" work.  Python outside a
 `python` block (an indented block with imports or definitions) is refused, so examples
 cannot escape the test by their formatting.
 """
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -19,19 +23,23 @@ ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 SKIP = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->\s*$")
+NEEDS = re.compile(r"<!--\s*needs:\s*([\w.]+)\s*-->\s*$")
 PYTHONISH = re.compile(r"^    (import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|async def )", re.M)
 
 
 def python_blocks(path: Path) -> list[tuple[int, str, str | None]]:
-    """(line, code, why it is not run or None) of every ```python block."""
+    """(line, code, why it is not run or None) of every ```python block (a missing module it needs is a why)."""
     text = path.read_text()
     out = []
     for m in FENCE.finditer(text):
         if m.group(1) != "python":
             continue
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        skip = SKIP.search(before)
-        out.append((text.count("\n", 0, m.start()) + 1, m.group(2), skip.group(1) if skip else None))
+        skip, needs = SKIP.search(before), NEEDS.search(before)
+        why = skip.group(1) if skip else None
+        if needs and importlib.util.find_spec(needs.group(1)) is None:
+            why = f"needs {needs.group(1)}, not installed"
+        out.append((text.count("\n", 0, m.start()) + 1, m.group(2), why))
     return out
 
 
@@ -43,6 +51,8 @@ def test_no_python_hides_outside_a_python_block(path):
 
 @pytest.mark.parametrize("path", [p for p in DOCS if python_blocks(p)], ids=lambda p: p.name)
 def test_every_python_block_runs(path, tmp_path, monkeypatch):
+    for top in ("examples", "scenarios"):
+        (tmp_path / top).symlink_to(ROOT / top)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": f"docs_{path.stem}"}
