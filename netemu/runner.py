@@ -308,6 +308,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
     out.mkdir(parents=True)
     graph, seed = world.network.graph, world.streams.seed
     header = {"netemu": __version__, "scenario": name or out.name, "scenario_hash": "", "seed": seed, "algorithms": [label],
+              "network": {"python": "a World built in Python: no scenario table describes its random models"},
               "runs": [{"seed": seed, "topology": topology_fingerprint(graph)}]}
     summary: dict = {"scenario": name or out.name, "complete": False, "stopped_by": None}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
