@@ -285,15 +285,17 @@ def execute(
 
 
 def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
-                     until: float | None = None, quiet: bool = True) -> dict:
+                     rounds: int | None = None, until: float | None = None, max_time: float | None = None,
+                     quiet: bool = True) -> dict:
     """Run `source` into the run folder `out` (created), the folder `netemu run` writes, so that
-    `netemu log`, `netemu plot` and the report work on it; returns the summary.
+    `netemu log`, `netemu plot` and `netemu report` work on it; returns the summary.
 
     `source` is a scenario (`netemu.scenario.load_scenario`; this is `execute`) or a World built
     in Python that has not run yet: its messages are logged to messages.jsonl (as algorithm
     `label`, run 0), every random fate it draws is recorded in trace.msgpack, and it runs until
-    its actors end (or virtual time `until`); metrics.csv, summary.json (`name` defaults to the
-    folder's name) and the curves follow.  A World's folder has no scenario.toml, so
+    its actors end (or virtual time `until`, or the horizon `max_time`); metrics.csv,
+    summary.json (`name` defaults to the folder's name; `rounds` is the rounds planned, by
+    default those done) and the curves follow.  A World's folder has no scenario.toml, so
     `netemu replay` cannot rerun it; replay it in Python with `World(..., fates=Trace.read(path).fates(label, 0))`.
     Whatever stops the run, the folder is written and the exception re-raised, as `execute` does.
     """
@@ -312,6 +314,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
               "runs": [{"seed": seed, "topology": topology_fingerprint(graph)}]}
     summary: dict = {"scenario": name or out.name, "complete": False, "stopped_by": None}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    failure: BaseException | None = None
     with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
         writer = TraceWriter(trace_file, header)
         log = MessageLog(log_file).bind(algorithm=label, run=0)
@@ -319,26 +322,27 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
         inner = world.network.fates
         world.network.fates = writer.fates(label, 0, None if inner is draw_now else inner)
         try:
-            result = world.run(until)
-            summary["complete"] = result.complete
-            if not result.complete:
-                summary["stopped_by"] = f"until = {until} virtual seconds"
-        except KeyboardInterrupt:
-            summary["stopped_by"] = "interrupted (Ctrl-C)"
-            raise
-        except Exception as exc:
-            summary["stopped_by"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            world.run(until, max_time=max_time)
+        except BaseException as exc:
+            failure = exc
+            if getattr(exc, "details", None):  # ActorFailed: the actor's traceback
+                summary["failure"] = exc.details
             raise
         finally:
+            planned = rounds if rounds is not None else world.rounds_done
+            outcome = run_outcome(world, 0, planned, until or 0.0, max_time or math.inf, failure)
+            summary.update({"complete": outcome["complete"], "stopped_by": outcome["stopped_by"], "rounds_planned": planned})
             writer.close(summary["complete"])
             log.flush()
             rows = aggregate_metrics(label, 0, world.metrics)
             counts = Counter(world.network.counts)
             counts.update((m["link"], "in_flight") for m in world.network.in_flight())
+            final, messages = final_values(rows), {label: _message_summary(counts)}
+            summary.update({"netemu": __version__, "seed": seed, "runs": 1, "algorithms": [label], "outcome": {label: [outcome]},
+                            "final": final, "messages": messages, "virtual_time": {label: [world.env.now]},
+                            "wall_time_s": round(time.perf_counter() - wall_time_start, 3),
+                            "warnings": _warnings(label, messages[label], final, rows)})
             privacy = world.privacy.summary()
-            summary.update({"netemu": __version__, "seed": seed, "runs": 1, "algorithms": [label], "final": final_values(rows),
-                            "messages": {label: _message_summary(counts)}, "virtual_time": {label: [world.env.now]},
-                            "wall_time_s": round(time.perf_counter() - wall_time_start, 3)})
             if privacy:
                 summary["privacy"] = {label: _privacy_summary([privacy])}
             write_metrics(out / "metrics.csv", rows)
