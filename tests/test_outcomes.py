@@ -140,12 +140,13 @@ def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
     assert any("fedavg: the final value of mse is NaN" in w for w in s["warnings"])
 
 
-def test_a_build_time_requirement_ends_with_one_line_and_an_incomplete_folder(tmp_path, capsys):
+def test_an_algorithms_requirement_is_refused_before_anything_runs(tmp_path, capsys):
+    """PAO-Fed declares run.rounds <= data.iterations (issue 14): validate refuses it, so no folder is started."""
     assert main(["run", str(Path(__file__).parent.parent / "scenarios" / "paofed_fig4_2a.toml"), "--out", str(tmp_path / "o"),
                  "--quiet", "--runs", "1", "--set", "run.rounds=3000"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert "run.rounds" in err and "<= data.iterations = 2000" in err and "Traceback" not in err
-    assert summary(tmp_path / "o")["complete"] is False
+    assert "run.rounds = 3000" in err and "needs run.rounds <= data.iterations" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
 
 
 # ------------------------------------------------------------------ exit codes
