@@ -171,3 +171,72 @@ def test_runs_that_end_early_are_never_complete(tmp_path, override):
     check_clean(code, err, allowed={0, 3})
     s = check_honest(out)
     assert code == (0 if s["complete"] else 3)
+
+
+# ------------------------------------------------------------- logs and traces people share
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A small recorded run: its messages.jsonl and trace.msgpack are what the mutations start from."""
+    out = tmp_path_factory.mktemp("fuzz") / "run"
+    quickstart = next(p for p in FAST if p.stem == "quickstart")
+    code, err = cli(["run", str(quickstart), "--out", str(out), "--quiet", "--runs", "2", "--set", "run.rounds=3", "--set", "output.plots=false"])
+    assert code == 0, err
+    return out
+
+
+LOG_HOSTILE = [None, math.nan, -1, 2**70, "", "x\x1b[31m", [], {}, True, 1e308]
+
+
+def mutate_record(line: bytes, pick: int, value) -> bytes:
+    """One field of a JSON record replaced by a hostile value, removed, or the record's type changed."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(record, dict) or not record:
+        return line
+    key = sorted(record)[pick % len(record)]
+    if pick % 5 == 0:
+        del record[key]
+    elif pick % 7 == 0:
+        return json.dumps(list(record.values())).encode()
+    else:
+        record[key] = value
+    return json.dumps(record).encode()  # NaN is written as the bare NaN JavaScript has and JSON lacks
+
+
+log_edits = st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.sampled_from(LOG_HOSTILE))
+
+
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(edits=st.lists(log_edits, min_size=1, max_size=4), junk=st.binary(max_size=8), where=st.integers(0, 10**7))
+def test_log_commands_answer_every_mutated_log_cleanly(recorded, tmp_path, edits, junk, where):
+    lines = (recorded / "messages.jsonl").read_bytes().splitlines()
+    for line_pick, field_pick, value in edits:
+        i = line_pick % len(lines)
+        lines[i] = mutate_record(lines[i], field_pick, value)
+    data = b"\n".join(lines) + b"\n"
+    at = where % (len(data) + 1)
+    path = tmp_path / f"log-{next(EXAMPLES)}.jsonl"
+    path.write_bytes(data[:at] + junk + data[at:])
+    for args in (["log", "summary", str(path)], ["log", "filter", str(path), "--actor", "client-1"],
+                 ["log", "diff", str(recorded / "messages.jsonl"), str(path)]):
+        code, err = cli(args)
+        check_clean(code, err, allowed={0, 1, 2})
+
+
+@settings(max_examples=8 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(where=st.integers(0, 10**6), cut=st.integers(0, 16), junk=st.binary(max_size=8))
+def test_replay_answers_every_damaged_trace_in_one_clear_line(recorded, tmp_path, where, cut, junk):
+    data = (recorded / "trace.msgpack").read_bytes()
+    at = where % (len(data) + 1)
+    damaged = data[:at] + junk + data[at + cut:]
+    path = tmp_path / f"trace-{next(EXAMPLES)}.msgpack"
+    path.write_bytes(damaged)
+    out = tmp_path / f"replay-{next(EXAMPLES)}"
+    code, err = cli(["replay", str(path), "--scenario", str(recorded / "scenario.toml"), "--out", str(out), "--quiet"])
+    check_clean(code, err, allowed={0, 2})
+    if damaged != data:
+        assert code == 2, "a damaged trace was replayed as if it were whole"
