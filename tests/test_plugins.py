@@ -42,6 +42,11 @@ def fedasync():
         done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(EXAMPLE)],
                               capture_output=True, text=True)
         assert done.returncode == 0, f"pip install -e {EXAMPLE} failed:\n{done.stderr}"
+        # an editable install reaches sys.path at interpreter start-up: make this process see the
+        # entry point it just registered too, or the registry here reports it as broken
+        sys.path.insert(0, str(EXAMPLE))
+        importlib.invalidate_caches()
+        plugins.refresh()
     return EXAMPLE
 
 
