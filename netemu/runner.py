@@ -153,16 +153,16 @@ def run_outcome(world, run: int, planned: int, until: float, horizon: float, exc
 
 
 def _warnings(label: str, messages: dict, final: dict, rows: list[tuple]) -> list[str]:
-    """Outcomes that are legal but rarely meant: nothing delivered, nobody took part, a NaN result."""
+    """Outcomes that are legal but rarely meant: nothing delivered, nobody took part, a NaN or infinite result."""
     out = []
     if messages["delivered"] == 0:
         out.append(f"{label}: no message was delivered ({messages['sent']} sent, {messages['dropped']} dropped)")
     participants = [v for alg, _r, _rnd, _t, name, v in rows if alg == label and name == "participants"]
     if participants and not any(participants):
         out.append(f"{label}: no participant in any round (metric participants = 0 throughout: no client took part or answered in time)")
-    nan = [name for name, v in final.get(label, {}).items() if math.isnan(v)]
-    if nan:
-        out.append(f"{label}: the final value of {', '.join(nan)} is NaN")
+    bad = [f"{name} is {v}" for name, v in final.get(label, {}).items() if not math.isfinite(v)]
+    if bad:
+        out.append(f"{label}: the final value of {', '.join(bad)}")
     return out
 
 

@@ -131,10 +131,16 @@ def _folder(point: dict) -> str:
 
 
 def grid_points(grid: dict[str, list]) -> Iterator[tuple[str, dict]]:
-    keys = list(grid)
+    """(folder name, point) for every combination; two points that would share a folder are refused."""
+    keys, seen = list(grid), {}
     for values in itertools.product(*(grid[k] for k in keys)):
         point = dict(zip(keys, values))
-        yield _folder(point), point
+        name = _folder(point)
+        if name in seen:
+            raise SweepError(f"--grid: the points {seen[name]} and {point} would both run in the folder {name!r}; "
+                             "give each value once (e.g. 0.1 and 0.10 are one value)")
+        seen[name] = point
+        yield name, point
 
 
 def _toml(value) -> str:
@@ -379,6 +385,9 @@ def _execute_local(todo: list[tuple], workers: int | None, done: Callable[[str, 
             r.process.terminate()
         for r in running:
             r.process.join(5)
+            if r.process.is_alive():  # deaf to SIGTERM: it must not outlive the sweep
+                r.process.kill()
+                r.process.join()
         raise
 
 

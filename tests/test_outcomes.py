@@ -4,6 +4,7 @@ bad or hostile input ends in one clear line, never a traceback."""
 
 import csv
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -137,7 +138,14 @@ def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
 
     s = json.loads(text, parse_constant=refuse)
     assert s["final"]["fedavg"]["mse"] is None
-    assert any("fedavg: the final value of mse is NaN" in w for w in s["warnings"])
+    assert "fedavg: the final value of mse is nan" in s["warnings"]
+
+
+def test_an_infinite_final_metric_warns_too():
+    from netemu.runner import _warnings
+
+    messages = {"sent": 4, "delivered": 4, "dropped": 0}
+    assert _warnings("fedavg", messages, {"fedavg": {"mse": math.inf, "acc": 0.5}}, []) == ["fedavg: the final value of mse is inf"]
 
 
 def test_an_algorithms_requirement_is_refused_before_anything_runs(tmp_path, capsys):

@@ -38,6 +38,11 @@ def test_grids_parse_lists_and_inclusive_ranges():
     assert next(grid_points(grid))[0] == "lr=0.1__seed=1__label=a"
 
 
+def test_two_values_that_would_share_a_folder_are_refused():
+    with pytest.raises(SweepError, match="would both run in the folder 'lr=0.1'"):
+        list(grid_points(parse_grid(["algorithm.lr=0.1,0.10"])))
+
+
 @pytest.mark.parametrize("bad", ["run.seed", "run.seed=", "run.seed=5..1"])
 def test_a_bad_grid_says_what_is_expected(bad):
     with pytest.raises(SweepError, match="run.seed"):
