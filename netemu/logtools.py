@@ -512,6 +512,10 @@ def timeline(
     ax.set_title(f"message timeline {title}: {how}".strip(), fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
-    plt.close(fig)
+    try:
+        fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
+    except OSError as exc:
+        raise LogError(f"{out}: cannot write the timeline ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)
     return Path(out)

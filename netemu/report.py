@@ -185,8 +185,12 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
             labels.append("band: min–max over runs")
         ax.legend(handles, labels, title="line: mean over runs" if banded else None, fontsize="small", title_fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -289,3 +289,13 @@ def test_the_run_summary_says_final_values_are_means_over_runs(tmp_path, capsys)
     captured = capsys.readouterr()
     assert "final values: each metric's last-round value, mean over 2 Monte Carlo runs" in captured.out
     assert captured.err.splitlines()[-1] == "netemu: small: 10/10 rounds (100 %), fedavg run 1"  # plain progress, no bar
+
+
+@pytest.mark.parametrize("command", [["plot", "{run}", "--metric", "mse"], ["plot", "{run}", "--metric", "mse", "--x", "time"],
+                                     ["log", "timeline", "{run}"]])
+def test_an_unwritable_image_is_one_clear_line(runs, tmp_path, capsys, command):
+    target = tmp_path / "missing-folder" / "out.png"
+    args = [a.format(run=runs / "a") for a in command] + ["--out", str(target)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{target}: cannot write" in err
