@@ -100,8 +100,9 @@ def test_run_until_stops_the_run_early_and_says_so(tmp_path, capsys):
 
 
 def test_the_horizon_stops_a_run_that_only_waits_and_names_the_waiting_actors(tmp_path):
-    # a client that does not take part never answers: the server waits for the round deadline, 1e300 s
-    args = ["--set", "algorithm.round_time=1e300", "--set", "nodes.participation=0.5", "--runs", "1"]
+    # a client that does not take part never answers: the server waits for the round deadline, 1e300 s,
+    # far past the horizon (the automatic horizon would allow 2e300 s per round: see the next test)
+    args = ["--set", "algorithm.round_time=1e300", "--set", "nodes.participation=0.5", "--runs", "1", "--set", f"run.max_time={8 * DAY}"]
     assert run(write(tmp_path), tmp_path / "out", *args) == EXIT_INCOMPLETE
     o = summary(tmp_path / "out")["outcome"]["fedavg"][0]
     assert o["rounds_done"] == 0 and o["virtual_time"] == 8 * DAY
@@ -113,6 +114,7 @@ def test_the_automatic_horizon_is_one_virtual_day_per_round_after_the_last_sched
     sc = load_scenario(write(tmp_path, SCENARIO + '[[nodes.crash]]\nnode = "client-1"\nat = 1.0\nrecover = 5000.0\n'))
     assert run_horizon(sc) == 5000.0 + 8 * DAY
     assert run_horizon(load_scenario(write(tmp_path), ["run.max_time=30"])) == 30.0
+    assert run_horizon(load_scenario(write(tmp_path), ["algorithm.round_time=100000"])) == 8 * 200000.0  # rounds longer than a day
     assert run_horizon(load_scenario(write(tmp_path), ["run.max_time=inf"])) == float("inf")
 
 

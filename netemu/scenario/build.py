@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
+import re
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -137,11 +139,15 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
     return {n: NodeBehaviour(**s, crashes=tuple(crashes.get(n, ()))) for n, s in settings.items()}
 
 
+_DEADLINE = re.compile(r"(time|timeout|deadline)$")  # algorithm parameters that bound a round's length
+
+
 def run_horizon(sc: Scenario) -> float:
     """The virtual time at which a run is stopped as "horizon reached": `run.max_time`, or
-    (max_time = 0) one virtual day per round after the last scheduled event of the
-    scenario (crash, recovery, outage end, `until`, the devices' horizon).  It stops runs
-    whose actors only wait on timers that lead nowhere (e.g. an infinite round deadline)."""
+    (max_time = 0) per round one virtual day, or twice the algorithms' longest deadline
+    (a parameter named *time, *timeout or *deadline) when that is longer, after the last
+    scheduled event of the scenario (crash, recovery, outage end, `until`, the devices'
+    horizon).  It stops runs whose actors only wait on timers that lead nowhere."""
     run = sc.table["run"]
     if run["max_time"] > 0:
         return run["max_time"]
@@ -150,7 +156,9 @@ def run_horizon(sc: Scenario) -> float:
     times += [w[1] for _, link in _link_items(sc) for w in link.get("outages", [])]
     if sc.table["devices"]["file"]:
         times.append(read_devices(sc.resolve(sc.table["devices"]["file"]))["horizon"])
-    return max(times) + DAY * run["rounds"]
+    deadlines = [v for a in sc.table["algorithm"] for k, v in a.items()
+                 if _DEADLINE.search(k) and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
+    return max(times) + max(DAY, 2 * max(deadlines, default=0.0)) * run["rounds"]
 
 
 def _link_items(sc: Scenario) -> list[tuple[str, dict]]:
