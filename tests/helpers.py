@@ -47,19 +47,26 @@ def records(buf):
     return [orjson.loads(line) for line in buf.getvalue().splitlines()]
 
 
-def run_curves(scenario, out):
+def run_curves(scenario, out, labels=None, overrides=()):
     """Run a shipped scenario without log, trace or plots into `out`; per metric and
     algorithm, the metric per round averaged over Monte Carlo runs (for the slow
-    ordering tests)."""
+    ordering tests).  `labels` keeps only those algorithms; `overrides` are `--set`
+    values (e.g. "run.seed=7": another root seed gives independent data and noise)."""
     import csv
+    import tomllib
     from collections import defaultdict
+    from pathlib import Path
 
     import numpy as np
 
     from netemu.runner import execute
-    from netemu.scenario import load_scenario
+    from netemu.scenario.load import parse_scenario
 
-    execute(load_scenario(scenario, ["output.log=false", "output.trace=false", "output.plots=false"]), out, quiet=True)
+    raw = tomllib.loads(Path(scenario).read_text())
+    if labels is not None:
+        raw["algorithm"] = [a for a in raw["algorithm"] if a.get("label", a["name"]) in labels]
+    quiet = ["output.log=false", "output.trace=false", "output.plots=false"]
+    execute(parse_scenario(raw, Path(scenario), quiet + list(overrides)), out, quiet=True)
     by = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     with open(out / "metrics.csv") as f:
         for r in csv.DictReader(f):

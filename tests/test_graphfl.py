@@ -12,7 +12,10 @@ from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
 from netemu.config import ConfigError
 from netemu.data.federated import FederatedDigits, make_federated_digits
 from netemu.kernels.classifiers import MLP, Softmax, sgd
-from netemu.kernels.graphfilter import hard_filter, laplacian, position_graph, soft_filter, spectrum, statistics, statistics_graph, weighted_filter
+from netemu.kernels.graphfilter import (
+    components, hard_filter, join_components, laplacian, paper_filter, position_graph, soft_filter, spectrum, statistics,
+    statistics_graph, weighted_filter,
+)
 from netemu.net import links as L
 from netemu.net.topology import star
 from netemu.rng import Streams
@@ -195,3 +198,77 @@ def test_g_fedfilt_reaches_fedavg_and_local_training_at_its_limits():
         runs[label] = final_models(world)
     np.testing.assert_allclose(runs["inf"], runs["fedavg"], atol=1e-6)
     np.testing.assert_allclose(runs["zero"], runs["local"], atol=1e-12)
+
+
+def test_clients_send_their_statistics_and_the_server_builds_the_graph_from_the_messages():
+    world, params, task = setup("fedpnp-soft")
+    sent = []
+    send = world.network.send
+
+    def spy(src, dst, kind, rnd, payload):
+        sent.append((src, dst, kind, rnd, len(payload)))
+        return send(src, dst, kind, rnd, payload)
+
+    world.network.send = spy
+    world.run()
+    st = world.actors["server"].state
+    stats = [s for s in sent if s[2] == "stats"]
+    assert sorted(s[0] for s in stats) == sorted(st.clients) and {(s[1], s[3]) for s in stats} == {("server", 0)}
+    assert all(s[4] > 4 * 64 * 8 for s in stats)  # 4 statistics x 64 features of float64 travel
+    expected = statistics_graph([statistics(task.parts[k][0]) for k in st.clients])
+    np.testing.assert_allclose(st.A, expected, atol=1e-12)
+    # and their bytes are in the network's count beside the models and updates
+    assert world.network.message_counts()["total"]["payload_bytes"] == sum(s[4] for s in sent)
+
+
+def test_a_client_whose_statistics_are_lost_gets_no_edges():
+    lossy = lambda g: {e: L.Link(L.Constant(0.01), loss=L.Bernoulli(1.0) if e == ("client-3", "server") else None) for e in g.edges}
+    world, _, _ = setup("fedpnp-soft", links=lossy, rounds=1, deadline=5.0)
+    world.run()
+    st = world.actors["server"].state
+    i = st.clients.index("client-3")
+    assert not st.A[i].any() and not st.A[:, i].any()
+    assert st.components == 2
+
+
+ROOMS = FederatedDigits(partition="rooms", rooms=2, room_size=10.0, labels_per_client=4, samples=60, test_samples=30)
+
+
+def test_a_disconnected_graph_averages_each_component_on_its_own_or_is_joined():
+    runs, comps = {}, {}
+    for label, variant, overrides in [("components", "g-fedfilt", {"beta1": 1e9, "d_max": 10.0}),
+                                      ("join", "g-fedfilt", {"beta1": 1e9, "d_max": 10.0, "disconnected": "join"}),
+                                      ("join0", "g-fedfilt", {"beta1": 0.0, "d_max": 10.0, "disconnected": "join"}),
+                                      ("fedavg", "fedprox", {"mu": 0.0}), ("local", "local", {})]:
+        world, _, _ = setup(variant, data=ROOMS, **overrides)
+        world.run()
+        runs[label] = final_models(world)
+        st = world.actors["server"].state
+        comps[label] = components(position_graph(np.array([st.task.positions[k] for k in st.clients]), 10.0))
+    label = comps["components"]
+    assert label.max() >= 1  # rooms 10 m apart never connect at d_max = 10 m
+    for c in range(label.max() + 1):  # mu_s -> oo: FedAvg within each component ...
+        rows = runs["components"][label == c]
+        np.testing.assert_allclose(rows, np.tile(rows[0], (len(rows), 1)), atol=1e-6)
+    assert not np.allclose(runs["components"], runs["fedavg"], atol=1e-3)  # ... which is not the global FedAvg
+    np.testing.assert_allclose(runs["join"], runs["fedavg"], atol=1e-6)  # joined: the global FedAvg
+    np.testing.assert_allclose(runs["join0"], runs["local"], atol=1e-12)  # and mu_s = 0 is still local training
+
+
+def test_the_printed_g_fedfilt_filter_reaches_fedavg_but_not_local_training():
+    rng = np.random.default_rng(5)
+    A = statistics_graph([statistics(rng.standard_normal((20, 4)) * (1 + k)) for k in range(6)])
+    spec, stack = spectrum(laplacian(A)), rng.standard_normal((6, 9))
+    zeta = np.full(6, 1 / 6)
+    mean = zeta @ stack
+    np.testing.assert_allclose(paper_filter(soft_filter(spec, 1e9), zeta, stack), np.tile(mean, (6, 1)), atol=1e-7)
+    # mu_s = 0: G/K + (1 - 1/K) mean (eqs. 45-46 with an all-pass h): the own update weighs 1/K
+    np.testing.assert_allclose(paper_filter(soft_filter(spec, 0.0), zeta, stack), stack / 6 + (5 / 6) * mean, atol=1e-12)
+
+
+def test_components_and_joining():
+    A = np.zeros((5, 5))
+    A[0, 1] = A[1, 0] = A[3, 4] = A[4, 3] = 1.0
+    assert components(A).tolist() == [0, 0, 1, 2, 2]
+    J = join_components(A, 0.01)
+    assert components(J).max() == 0 and J[0, 1] == 1.0 and J[0, 2] == 0.01 and J[0, 0] == 0.0

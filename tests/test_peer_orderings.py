@@ -15,12 +15,17 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    """results(scenario, metric, labels=None, seed=None): per algorithm the metric per
+    iteration, averaged over runs; `labels` keeps only those algorithms, `seed` replaces
+    the root seed (independent data, graph and noise draws)."""
     cache = {}
 
-    def get(name, metric):
-        if name not in cache:
-            cache[name] = run_curves(SCENARIOS / f"{name}.toml", tmp_path_factory.mktemp(name) / "run")
-        return cache[name][metric]
+    def get(name, metric, labels=None, seed=None):
+        key = (name, tuple(labels) if labels else None, seed)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(name) / "run"
+            cache[key] = run_curves(SCENARIOS / f"{name}.toml", out, labels, [f"run.seed={seed}"] if seed else [])
+        return cache[key][metric]
 
     return get
 
@@ -29,28 +34,39 @@ def final(curve: np.ndarray, last: int = 10) -> float:
     return float(np.mean(curve[-last:]))
 
 
+# The (ε,δ) and P-ADMM arms run with another root seed than the zCDP-NFL arm: each variant
+# has its own data, graph and noise draws, so the comparisons test the algorithms and their
+# calibrations, not one set of Gaussian draws scaled by the ratio of the two σ's.
+OTHER_SEED = 101
+
+
 @pytest.mark.parametrize("scenario", ["zcdpnfl_fig3_1a", "zcdpnfl_fig3_2"])
 def test_zcdp_nfl_beats_the_subgradient_method_and_epsilon_delta_calibration_on_nonsmooth_objectives(results, scenario):
     r = {alg: final(c) for alg, c in results(scenario, "error").items()}
+    eps = final(results(scenario, "error", ["epsdelta-nfl"], OTHER_SEED)["epsdelta-nfl"])
     assert r["zcdp-nfl"] < r["zcdp-grad-nfl"] / 3  # "significantly outperforms" (≥ 5 dB)
-    assert r["zcdp-nfl"] < r["epsdelta-nfl"] / 3
+    assert r["zcdp-nfl"] < eps / 3
+
+
+BUDGETS = ["0.0001", "0.0003", "0.001", "0.003", "0.01"]
 
 
 def test_zcdp_calibration_beats_epsilon_delta_at_every_total_privacy(results):
-    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error").items()}
-    budgets = ["0.0001", "0.0003", "0.001", "0.003", "0.01"]
-    for phi in budgets:
-        assert r[f"zcdp-nfl-phi{phi}"] < r[f"epsdelta-nfl-phi{phi}"]
-    zcdp = [r[f"zcdp-nfl-phi{phi}"] for phi in budgets]
+    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error", [f"zcdp-nfl-phi{b}" for b in BUDGETS]).items()}
+    eps = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error", [f"epsdelta-nfl-phi{b}" for b in BUDGETS], OTHER_SEED).items()}
+    for phi in BUDGETS:
+        assert r[f"zcdp-nfl-phi{phi}"] < eps[f"epsdelta-nfl-phi{phi}"] / 3  # ≥ 5 dB at every budget (measured 11–17 dB)
+    zcdp = [r[f"zcdp-nfl-phi{phi}"] for phi in BUDGETS]
     assert zcdp == sorted(zcdp, reverse=True)  # more privacy (smaller budget), more error
 
 
 def test_on_ridge_zcdp_nfl_beats_p_admm_at_every_total_privacy(results):
-    r = {alg: final(c) for alg, c in results("zcdpnfl_fig3_3a", "error").items()}
-    assert r["zcdp-nfl"] < r["p-admm"]
-    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_3b", "error").items()}
-    for phi in ("0.0001", "0.0003", "0.001", "0.003", "0.01"):
-        assert r[f"zcdp-nfl-phi{phi}"] < r[f"p-admm-phi{phi}"]
+    r = final(results("zcdpnfl_fig3_3a", "error", ["zcdp-nfl"])["zcdp-nfl"])
+    assert r < final(results("zcdpnfl_fig3_3a", "error", ["p-admm"], OTHER_SEED)["p-admm"])
+    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_3b", "error", [f"zcdp-nfl-phi{b}" for b in BUDGETS]).items()}
+    p = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_3b", "error", [f"p-admm-phi{b}" for b in BUDGETS], OTHER_SEED).items()}
+    for phi in BUDGETS:
+        assert r[f"zcdp-nfl-phi{phi}"] < p[f"p-admm-phi{phi}"]
 
 
 def test_npfl_small_tau_beats_tau_0_early_large_tau_degrades_the_steady_state_and_nfl_is_worst(results):

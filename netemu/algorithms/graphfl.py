@@ -26,10 +26,28 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
    * `"mean"`: the ζ-weighted mean for every client (FedAvg, FedProx);
    * `"identity"`: Ψ = Ω̂ (local training).
 
-The client graph: `graph = "statistics"` — from the clients' per-feature mean, variance,
-skewness and kurtosis, sent once at the start (FedPnP appendix A.5, eqs. 27–28, turned
-into a similarity, see `statistics_graph`); `graph = "positions"` — A_ij = 1[d_ij <
-d_max] from the devices' positions (G-Fedfilt eq. 1; data `partition = "rooms"`).
+The client graph is built from what the clients *send*: before round 1 (round 0) each
+client sends a `stats` message with its sample count (the weight ζ_k) and, for the soft
+and hard filters, either its per-feature mean, variance, skewness and kurtosis
+(`graph = "statistics"`: FedPnP Algorithm 1's initialization and appendix A.5, eqs.
+27–28, turned into a similarity, see `statistics_graph`) or its position
+(`graph = "positions"`: A_ij = 1[d_ij < d_max], G-Fedfilt eq. 1; data `partition =
+"rooms"`).  These bytes cross the uplink and are in the message log.  The server waits
+for them until `deadline`; a client whose statistics did not arrive gets no edges and
+the mean sample count of the others.  The server never reads a client's data.
+
+A disconnected graph (`disconnected`): with `"components"` (default) every connected
+component is its own federation — the soft filter's μ_s → ∞ (β → ∞) limit is the
+ζ-weighted FedAvg *within each component*, and the hard filter's τ = 1 projects on one
+arbitrary vector of the null space; with `"join"` every two clients of different
+components get an edge of weight `join_weight`, so the graph is connected, β → ∞ is the
+global FedAvg and β = 0 still local training.  The server reports the number of
+components of the graph it filters with (`components`, round 1).
+
+`normalize` (soft filter): `"rows"` (default) divides each row of H diag(ζ) by its sum
+(β = 0 is local training); `"paper"` applies G-Fedfilt's printed H diag(κ) with the
+constant DC eigenvector of ones (eqs. 12, 43–46, `paper_filter`), whose μ_s scale is the
+paper's: the personal part of each update is scaled by about 1/K (docs/fidelity.md).
 
 System heterogeneity (G-Fedfilt eqs. 15–20, Table III; `netemu.system`): with
 `system = "table3"` every client gets a device drawn from Table III (ranges shrunk to
@@ -66,8 +84,11 @@ from netemu.config import require
 from netemu.coordination import gather
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
 from netemu.kernels.graphfilter import (
+    components,
     hard_filter,
+    join_components,
     laplacian,
+    paper_filter,
     position_graph,
     soft_filter,
     spectrum,
@@ -107,6 +128,9 @@ class GraphFLParams:
     share: str = "models"  # "models" (FedPnP) | "updates" (G-Fedfilt)
     graph: str = "statistics"  # "statistics" | "positions"
     d_max: float = 15.0  # metres, for graph = "positions"
+    disconnected: str = "components"  # "components" | "join" (module docstring)
+    join_weight: float = 0.01  # edge weight between components, disconnected = "join"
+    normalize: str = "rows"  # soft filter: "rows" | "paper" (G-Fedfilt eqs. 43–46)
     sparsity: float = 1.0  # share of update entries sent (1 = dense)
     deadline: float = 60.0  # virtual seconds the server waits for updates
     late: str = "drop"  # "drop" | "carry"
@@ -139,6 +163,9 @@ class GraphFLParams:
         require(self.share in ("models", "updates"), "share", '"models" or "updates"')
         require(self.graph in ("statistics", "positions"), "graph", '"statistics" or "positions"')
         require(self.d_max > 0, "d_max", "> 0 metres")
+        require(self.disconnected in ("components", "join"), "disconnected", '"components" or "join"')
+        require(self.join_weight > 0, "join_weight", "> 0")
+        require(self.normalize in ("rows", "paper"), "normalize", '"rows" or "paper"')
         require(0 < self.sparsity <= 1, "sparsity", "in (0, 1]")
         require(self.deadline > 0, "deadline", "> 0 virtual seconds")
         require(self.late in ("drop", "carry"), "late", '"drop" or "carry"')
@@ -168,14 +195,13 @@ class GraphFLState:
         d, C = task.dim, task.classes
         self.model = Softmax(d, C) if p.model == "softmax" else MLP(d, p.hidden, C)
         self.theta0 = self.model.init(world.streams.generator("model/init"))
-        sizes = np.array([task.parts[k][1].size for k in self.clients], dtype=float)
-        self.zeta = sizes / sizes.sum()
         if p.graph == "positions":
             require(task.positions is not None, "graph", '"statistics" unless data.partition = "rooms" gives positions')
-            A = position_graph(np.array([task.positions[k] for k in self.clients]), p.d_max)
-        else:
-            A = statistics_graph([statistics(task.parts[k][0]) for k in self.clients])
-        self.A, self.spectrum = A, spectrum(laplacian(A))
+        # set by the server from the clients' `stats` messages (set_graph)
+        self.zeta: np.ndarray | None = None
+        self.A: np.ndarray | None = None
+        self.spectrum: tuple[np.ndarray, np.ndarray] | None = None
+        self.components = 0
         n = len(self.clients)
         self.plan = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
         self.devices, self.deadline, self.H = None, p.deadline, None
@@ -215,6 +241,46 @@ class GraphFLState:
             world.network.nodes[k].speed = d.speed
             world.network.link(k, server).bandwidth = rate(d)
 
+    @property
+    def needs_graph(self) -> bool:
+        return self.p.filter in ("soft", "hard")
+
+    def report_of(self, name: str) -> dict:
+        """What client `name` sends before round 1: its sample count and, when the filter
+        needs a graph, its data statistics or its position (module docstring)."""
+        X, y = self.task.parts[name]
+        out: dict = {"n": int(y.size)}
+        if self.needs_graph:
+            if self.p.graph == "positions":
+                out["pos"] = np.asarray(self.task.positions[name], dtype=float)
+            else:
+                out["s"] = statistics(X)
+        return out
+
+    def set_graph(self, reports: dict[str, dict]) -> None:
+        """ζ, the client graph and its spectrum from the received reports; a client
+        without a report gets the others' mean sample count and no edges."""
+        p, K = self.p, len(self.clients)
+        known = [reports[k]["n"] for k in self.clients if k in reports]
+        fill = float(np.mean(known)) if known else 1.0
+        sizes = np.array([reports[k]["n"] if k in reports else fill for k in self.clients], dtype=float)
+        self.zeta = sizes / sizes.sum()
+        if not self.needs_graph:  # the mean and identity filters use no graph
+            self.A = np.zeros((K, K))
+            return
+        have = [i for i, k in enumerate(self.clients) if k in reports]
+        A = np.zeros((K, K))
+        if have:
+            if p.graph == "positions":
+                sub = position_graph(np.array([reports[self.clients[i]]["pos"] for i in have]), p.d_max)
+            else:
+                sub = statistics_graph([np.asarray(reports[self.clients[i]]["s"]) for i in have])
+            A[np.ix_(have, have)] = sub
+        self.components = int(components(A).max()) + 1
+        if p.disconnected == "join" and self.components > 1:
+            A = join_components(A, p.join_weight)
+        self.A, self.spectrum = A, spectrum(laplacian(A))
+
     def aggregate(self, t: int, stack: np.ndarray) -> np.ndarray:
         """F applied to the K × B stack (module docstring, step 4)."""
         p = self.p
@@ -224,7 +290,10 @@ class GraphFLState:
             return np.broadcast_to(self.zeta @ stack, stack.shape).copy()
         if p.filter == "hard":
             return hard_filter(self.spectrum, min(p.tau, t, len(self.clients))) @ stack
-        return weighted_filter(soft_filter(self.spectrum, *p.nu(t)), self.zeta, stack)
+        H = soft_filter(self.spectrum, *p.nu(t))
+        if p.normalize == "paper":
+            return paper_filter(H, self.zeta, stack)
+        return weighted_filter(H, self.zeta, stack)
 
 
 def dense(u: np.ndarray | PartialModel) -> np.ndarray:
@@ -241,6 +310,7 @@ class GraphFLServer(Actor):
     async def run(self) -> None:
         st, p = self.state, self.state.p
         index = {k: i for i, k in enumerate(st.clients)}
+        await self.gather_reports()
         for t in range(1, self.rounds + 1):
             self.round = t
             start = self.now
@@ -268,8 +338,17 @@ class GraphFLServer(Actor):
         if msg.round != t and self.state.p.late == "carry":
             self.carried[msg.src] = self.carried.get(msg.src, 0) + dense(msg.payload["u"])
 
+    async def gather_reports(self) -> None:
+        """Round 0: the clients' sample counts and statistics (or positions), until all
+        came or `deadline` passed; then the graph (GraphFLState.set_graph)."""
+        st = self.state
+        got = await gather(self, "stats", self.now + st.deadline, round=0, expected=st.clients)
+        st.set_graph({m.src: m.payload for m in got.messages})
+
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state
+        if self.round == 1 and st.needs_graph:
+            self.metric("components", st.components)
         local = [accuracy(st.model, self.Psi[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
         glob = [accuracy(st.model, self.Psi[i], *st.task.global_test) for i in range(len(st.clients))]
         self.metric("accuracy_local", float(np.mean(local)))
@@ -292,6 +371,8 @@ class GraphFLClient(Actor):
 
     async def run(self) -> None:
         st, p = self.state, self.state.p
+        self.round = 0
+        self.send(self.world.network.neighbours(self.name)[0], "stats", st.report_of(self.name))
         while True:
             msg = await self.recv("model")
             t = self.round = msg.round

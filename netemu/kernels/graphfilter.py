@@ -15,6 +15,17 @@ H → 11ᵀ/K); with the row normalization β → ∞ gives the ζ-weighted FedA
 and β = 0 gives each client its own model (local training) — the limits both papers
 state.  The hard filter is a projection and is applied unweighted, Ψ = H Ω: τ = 1 is the
 plain mean (FedAvg with equal weights), τ = K the identity.
+
+`paper_filter` is the printed alternative, G-Fedfilt eqs. (12) and (43)–(46) taken
+literally: the eigenvector of λ = 0 is the vector of ones (not 1/√K), so
+H_paper = H + (1 − 1/K) 11ᵀ and Ĝ = H_paper diag(κ) G.  With κ = ζ its limit μ_s → ∞ is
+the ζ-weighted mean (eq. 46), but μ_s = 0 gives G/K + (1 − 1/K)·mean, not local
+training: the personal part of every update is scaled by about 1/K.
+
+A disconnected graph has one zero eigenvalue per connected component; H → the projection
+on the component indicators as β → ∞, so the row-normalized filter averages each
+component on its own.  `components` counts them and `join_components` connects them
+with weak edges (G-Fedfilt assumes a connected graph; graphfl.py's `disconnected`).
 """
 
 from __future__ import annotations
@@ -22,13 +33,16 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "components",
     "hard_filter",
+    "join_components",
     "laplacian",
     "position_graph",
     "soft_filter",
     "spectrum",
     "statistics",
     "statistics_graph",
+    "paper_filter",
     "weighted_filter",
 ]
 
@@ -59,6 +73,40 @@ def weighted_filter(H: np.ndarray, weights: np.ndarray, stack: np.ndarray) -> np
     """Row-normalized H diag(weights) stack (module docstring)."""
     HW = H * weights[None, :]
     return (HW @ stack) / HW.sum(axis=1, keepdims=True)
+
+
+def paper_filter(H: np.ndarray, weights: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """G-Fedfilt's printed H diag(κ) G with a constant DC eigenvector of ones (eqs. 12,
+    43–46): H diag(κ) stack + (1 − 1/K)(κᵀ stack), κ = `weights` (module docstring)."""
+    K = len(weights)
+    return H @ (weights[:, None] * stack) + (1.0 - 1.0 / K) * (weights @ stack)[None, :]
+
+
+def components(A: np.ndarray) -> np.ndarray:
+    """Connected-component label of every node (0, 1, … in order of first node)."""
+    K = len(A)
+    label = -np.ones(K, dtype=int)
+    c = 0
+    for start in range(K):
+        if label[start] >= 0:
+            continue
+        label[start], stack = c, [start]
+        while stack:
+            i = stack.pop()
+            for j in np.flatnonzero(A[i] > 0):
+                if label[j] < 0:
+                    label[j] = c
+                    stack.append(j)
+        c += 1
+    return label
+
+
+def join_components(A: np.ndarray, weight: float) -> np.ndarray:
+    """A with an edge of `weight` between every two nodes of different components: the
+    graph becomes connected, so the low-pass limit is the mean over all nodes, while
+    nodes of one component stay as they were."""
+    label = components(A)
+    return np.where(label[:, None] != label[None, :], weight, A)
 
 
 def statistics(X: np.ndarray) -> np.ndarray:
