@@ -9,7 +9,7 @@ on the scenario's environment, for W iterations and the scenario's runs (or --ru
 prints one line per value: the initial figure, its difference to the reference, and
 (with --steady) the steady-state figure over the last 200 of the scenario's iterations.
 (The mean of the dB values over the window is printed beside it: the docs quoted that
-figure before this tool existed.)  The value whose initial figure is closest to the reference's is marked.
+figure before this tool existed.)  The value whose initial figure is closest to the reference's is printed last.
 
     python tools/calibrate_step.py scenarios/paofed_fig4_3a.toml \
         --reference pao-fed-u1 --candidate online-fedsgd --param mu \
@@ -93,23 +93,23 @@ def main(argv: list[str] | None = None) -> int:
         line = f"{args.reference} (reference): initial {ref_init:+.2f} dB (mean of dB {mean_db(ref[:, : args.window]):+.2f})"
         if args.steady:
             line += f", steady {db_of_mean(ref[:, rounds - last:]):+.2f} dB"
-        print(f"{args.scenario.name}, {ref.shape[0]} runs, initial figure over iterations 0-{args.window - 1}")
-        print(line)
+        print(f"{args.scenario.name}, {ref.shape[0]} runs, initial figure over iterations 0-{args.window - 1}", flush=True)
+        print(line, flush=True)
         rows = []
         for v in values:
             cur = run_labels(args.scenario, [args.candidate], common + length + [f"algorithm.{args.candidate}.{args.param}={v}"])
             c = cur[args.candidate]
-            steady = db_of_mean(c[:, rounds - last:]) if args.steady else None
-            rows.append((v, db_of_mean(c[:, : args.window]), mean_db(c[:, : args.window]), steady))
+            init = db_of_mean(c[:, : args.window])
+            line = f"{args.candidate} {args.param}={v:g}: initial {init:+.2f} dB ({init - ref_init:+.2f}; mean of dB {mean_db(c[:, : args.window]):+.2f})"
+            if args.steady:
+                line += f", steady {db_of_mean(c[:, rounds - last:]):+.2f} dB"
+            print(line, flush=True)
+            rows.append((v, init))
     except NetemuError as exc:
         print(f"calibrate_step: {exc}", file=sys.stderr)
         return exc.exit_code
     best = min(rows, key=lambda r: abs(r[1] - ref_init))[0]
-    for v, init, init_db, steady in rows:
-        line = f"{args.candidate} {args.param}={v:g}: initial {init:+.2f} dB ({init - ref_init:+.2f}; mean of dB {init_db:+.2f})"
-        if steady is not None:
-            line += f", steady {steady:+.2f} dB"
-        print(line + ("   <- closest" if v == best else ""))
+    print(f"closest initial figure: {args.param} = {best:g}")
     return 0
 
 
