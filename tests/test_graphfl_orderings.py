@@ -53,3 +53,25 @@ def test_the_optimized_schedule_cuts_desynchronization_and_latency_at_a_small_ac
         assert final("gfedfilt_table7", "latency_s")[after] < 0.5 * final("gfedfilt_table7", "latency_s")[before]
         acc = final("gfedfilt_table7", "accuracy_global")
         assert acc[before] - 0.06 < acc[after] < acc[before]
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §11: on the 8x8 digits with a softmax model local training "
+                                       "beats FedAvg (96.2 vs 94.8 %), where FedPnP's Table 1 has FedAvg 1 point ahead")
+def test_fedavg_beats_local_training_on_dir_0_2(final):
+    r = final("fedpnp_table1_dir02", "accuracy_local")
+    assert r["fedavg"] > r["local"]
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §10: with a convex model FedAvg's global model is the best "
+                                       "global model; G-Fedfilt mu_s = 10 stays below it (Table V has 78.45 vs 76.04)")
+def test_g_fedfilt_mu_10_generalizes_better_than_fedavg_with_two_labels(final):
+    glob = final("gfedfilt_table4_digits2", "accuracy_global")
+    assert glob["g-fedfilt-mu10.0"] > glob["fedavg"]
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §12: the optimized schedule's accuracy cost shrinks with H "
+                                       "here (4.2, 3.5, 3.0 points), where Table VII's grows (2.14, 4.42, 12.25)")
+def test_the_accuracy_cost_of_the_optimized_schedule_grows_with_heterogeneity(final):
+    acc = final("gfedfilt_table7", "accuracy_global")
+    cost = [acc[f"g-fedfilt-spread{s}"] - acc[f"g-fedfilt-opt-spread{s}"] for s in ("0.2", "0.6", "1.0")]
+    assert cost == sorted(cost)

@@ -1,6 +1,7 @@
 """The orderings of thesis §3.4 (zCDP-NFL) and §6.3 (NPFL-RL) on the shipped peer
-scenarios (3 Monte Carlo runs each, Fig. 6.3 one).  Slow: about 10 minutes on two
-cores; run with -m slow."""
+scenarios (3 Monte Carlo runs each; Figs. 6.2 and 6.3 with 10, as §6.3 averages 10
+experiments).  Claims that do not hold here are strict xfails citing docs/fidelity.md.
+Slow: about 20 minutes on two cores; run with -m slow."""
 
 from pathlib import Path
 
@@ -20,11 +21,12 @@ def results(tmp_path_factory):
     the root seed (independent data, graph and noise draws)."""
     cache = {}
 
-    def get(name, metric, labels=None, seed=None):
-        key = (name, tuple(labels) if labels else None, seed)
+    def get(name, metric, labels=None, seed=None, runs=None):
+        key = (name, tuple(labels) if labels else None, seed, runs)
         if key not in cache:
             out = tmp_path_factory.mktemp(name) / "run"
-            cache[key] = run_curves(SCENARIOS / f"{name}.toml", out, labels, [f"run.seed={seed}"] if seed else [])
+            overrides = ([f"run.seed={seed}"] if seed else []) + ([f"run.runs={runs}"] if runs else [])
+            cache[key] = run_curves(SCENARIOS / f"{name}.toml", out, labels, overrides)
         return cache[key][metric]
 
     return get
@@ -76,13 +78,47 @@ def test_npfl_small_tau_beats_tau_0_early_large_tau_degrades_the_steady_state_an
     assert final(r["nfl"]) > max(final(c) for alg, c in r.items() if alg != "nfl")
 
 
+def db(x: float) -> float:
+    return 10 * np.log10(x)
+
+
 def test_npfl_rl_with_the_actor_critic_beats_npfl_with_fixed_tau_and_beats_policy_gradient(results):
-    r = {alg: final(c) for alg, c in results("npflrl_fig6_2", "test_mse").items()}
+    # 10 runs, as §6.3 averages 10 experiments; measured: SAC 1.1 dB and batch SAC 1.4 dB below NPFL
+    r = {alg: final(c) for alg, c in results("npflrl_fig6_2", "test_mse", seed=None, runs=10).items()}
     for alg in ("npfl-rl-sac", "npfl-brl-sac"):
-        assert r[alg] < r["npfl-tau0.05"]
+        assert db(r[alg]) < db(r["npfl-tau0.05"]) - 0.5  # "better ... steady-state accuracy": a visible gap
     assert r["npfl-rl-sac"] < r["npfl-rl-dpg"]
 
 
-def test_the_data_rich_peer_drops_inter_cluster_learning_and_the_data_poor_one_keeps_it(results):
-    rich, poor = results("npflrl_fig6_3", "tau_rich"), results("npflrl_fig6_3", "tau_poor")
-    assert rich["npfl-rl-sac"][-1] < 0.01 < poor["npfl-rl-sac"][-1]
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §8: DPG ends 0.1-0.2 dB above NPFL tau = 0.05 over 10 runs")
+def test_npfl_rl_with_policy_gradient_beats_npfl_with_fixed_tau(results):
+    r = {alg: final(c) for alg, c in results("npflrl_fig6_2", "test_mse", seed=None, runs=10).items()}
+    for alg in ("npfl-rl-dpg", "npfl-brl-dpg"):
+        assert r[alg] < r["npfl-tau0.05"]
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §9: the rich peer's tau ends near 0 in 4 of 10 runs; "
+                                       "the poor peer's tau rises and does not fall")
+def test_the_data_rich_peer_drops_inter_cluster_learning_and_the_data_poor_one_rises_then_falls(tmp_path):
+    # Fig. 6.3 shows one realization; the claim is about peers' needs, so check it over 10 runs
+    out = tmp_path / "run"
+    run_curves(SCENARIOS / "npflrl_fig6_3.toml", out, ["npfl-rl-sac"], ["run.runs=10"])
+    rich = per_run(out, "tau_rich", "npfl-rl-sac")
+    poor = per_run(out, "tau_poor", "npfl-rl-sac")
+    assert np.mean(rich[:, -1] < 0.01) >= 0.8  # "stabilizes around 0" in most runs
+    mean_poor = poor.mean(axis=0)
+    peak = int(np.argmax(mean_poor))
+    assert mean_poor[peak] > mean_poor[0] + 0.02 and mean_poor[-1] < mean_poor[peak] - 0.02  # rises, then falls
+
+
+def per_run(out, metric: str, algorithm: str) -> np.ndarray:
+    """runs × iterations of one metric of one algorithm from a run folder."""
+    import csv
+    from collections import defaultdict
+
+    by = defaultdict(dict)
+    with open(out / "metrics.csv") as f:
+        for r in csv.DictReader(f):
+            if r["metric"] == metric and r["algorithm"] == algorithm:
+                by[int(r["run"])][int(r["round"])] = float(r["value"])
+    return np.array([[by[k][n] for n in sorted(by[k])] for k in sorted(by)])

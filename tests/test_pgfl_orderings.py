@@ -87,3 +87,10 @@ def test_more_privacy_costs_accuracy(results):
 def test_inter_cluster_learning_raises_digit_accuracy_in_the_high_similarity_task(results):
     r = results("pgfl_fig5_5b", "accuracy")
     assert steady(r["pgfl-tau0.4"], 10) > steady(r["pgfl-tau0"], 10)
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §5: on the 8x8 digits tau = 0.4 lowers the accuracy of the "
+                                       "single-digit pair tasks by 4-6 points, with or without privacy noise")
+def test_inter_cluster_learning_raises_digit_accuracy_even_in_the_low_similarity_task(results):
+    r = results("pgfl_fig5_5a", "accuracy")
+    assert steady(r["pgfl-tau0.4"], 10) > steady(r["pgfl-tau0"], 10)
