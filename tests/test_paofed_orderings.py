@@ -55,7 +55,16 @@ def test_weight_decrease_helps(results):
 
 
 def test_pao_fed_beats_online_fedsgd_and_the_communication_reducing_baselines(results):
+    # At the step of equal initial rate (tools/calibrate_step.py): U1 0.26 dB below
+    # Online-FedSGD; the margin is thin and flips at mu >= 0.2 (docs/fidelity.md §1).
     r = results("paofed_fig4_3a")
     for pao in ("pao-fed-u1", "pao-fed-u2"):
         assert r[pao] < r["online-fedsgd"]
         assert r[pao] < r["online-fed"] and r[pao] < r["pso-fed"]
+
+
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §3: at equal initial rates SignSGD ends 0.04-0.4 dB above "
+                                       "Online-Fed at 50 %; the shipped steps leave it 0.9 dB above")
+def test_signsgd_beats_online_fed_at_half_the_communication(results):
+    r = results("paofed_fig4_5")
+    assert r["signsgd"] < r["online-fed-50pct"]
