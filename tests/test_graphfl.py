@@ -201,7 +201,7 @@ def test_g_fedfilt_reaches_fedavg_and_local_training_at_its_limits():
 
 
 def test_clients_send_their_statistics_and_the_server_builds_the_graph_from_the_messages():
-    world, params, task = setup("fedpnp-soft")
+    world, _, task = setup("fedpnp-soft")
     sent = []
     send = world.network.send
 

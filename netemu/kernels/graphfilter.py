@@ -37,12 +37,12 @@ __all__ = [
     "hard_filter",
     "join_components",
     "laplacian",
+    "paper_filter",
     "position_graph",
     "soft_filter",
     "spectrum",
     "statistics",
     "statistics_graph",
-    "paper_filter",
     "weighted_filter",
 ]
 
