@@ -96,7 +96,7 @@ def components(A: np.ndarray) -> np.ndarray:
             for j in np.flatnonzero(A[i] > 0):
                 if label[j] < 0:
                     label[j] = c
-                    stack.append(j)
+                    stack.append(int(j))
         c += 1
     return label
 
