@@ -312,12 +312,12 @@ def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, 
                 rows = perms[:, s : s + p.batch]
                 Xb = np.take_along_axis(X, rows[..., None], axis=1)
                 Yb = np.take_along_axis(Y, rows, axis=1)
-                logits = np.einsum("kbd,kdc->kbc", Xb, Wt) + bt[:, None, :]
+                logits = Xb @ Wt + bt[:, None, :]  # batched BLAS matmul
                 prob = np.exp(logits - logits.max(axis=2, keepdims=True))
                 prob /= prob.sum(axis=2, keepdims=True)
                 prob[np.arange(K)[:, None], np.arange(rows.shape[1])[None, :], Yb] -= 1
                 prob /= rows.shape[1]
-                gW = np.einsum("kbd,kbc->kdc", Xb, prob) + p.mu * (Wt - Wa)
+                gW = Xb.transpose(0, 2, 1) @ prob + p.mu * (Wt - Wa)
                 gb = prob.sum(axis=1) + p.mu * (bt - ba)
                 Wt, bt = Wt - lr * gW, bt - lr * gb
         Omega = np.concatenate([Wt.reshape(K, -1), bt], axis=1)

@@ -4,14 +4,15 @@ A server broadcasts a 10-entry float64 model to every client each round; every
 client answers with an update.  Links have exponential delay and 1 % loss, so every
 message draws its fate; every event is written to a real message log file.
 
-Reported against a reference measured in the same process: the bare per-message
-work no emulator can avoid — msgpack-encode the envelope, decode it, and render two
-JSON log lines (send + deliver) — for the same number of messages.  The ratio
-emulator/reference is the emulation overhead.  Each size runs in its own process so
-peak memory (max RSS) is per size.
+Reported against a floor measured in the same process: the bare per-message work no
+emulator can avoid — draw the message's fate (the same keyed loss and delay draws),
+msgpack-encode the envelope, decode it, and render two JSON log lines (send +
+deliver) — for the same number of messages.  The ratio emulator/floor is the
+emulation overhead.  CPU time (process_time) and wall time, min of --reps.  Each size
+runs in its own process so peak memory (max RSS) is per size.
 
     python tools/bench_net.py            # all sizes
-    python tools/bench_net.py --sizes 10 256
+    python tools/bench_net.py --sizes 10 256 --reps 3
 """
 
 from __future__ import annotations
@@ -23,13 +24,18 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
 
 import numpy as np
 import orjson
 
-from netemu import Actor, Bernoulli, Exponential, Link, MessageLog, World, star
-from netemu.wire.codec import decode_envelope, encode, encode_envelope
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchtime import timed  # noqa: E402
+
+from netemu import Actor, Bernoulli, Exponential, Link, MessageLog, World, star  # noqa: E402
+from netemu.rng import Streams  # noqa: E402
+from netemu.wire.codec import decode_envelope, encode, encode_envelope  # noqa: E402
 
 
 class Server(Actor):
@@ -57,7 +63,7 @@ class Client(Actor):
             self.send(msg.src, "update", msg.payload, round=msg.round)
 
 
-def emulate(n_actors: int, rounds: int, log_path: str) -> tuple[int, float]:
+def emulate(n_actors: int, rounds: int, log_path: str) -> int:
     g = star(n_actors - 1)
     links = {e: Link(Exponential(0.01), loss=Bernoulli(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
     with open(log_path, "wb") as f:
@@ -65,39 +71,43 @@ def emulate(n_actors: int, rounds: int, log_path: str) -> tuple[int, float]:
         world.add(Server("server", rounds))
         for k in range(n_actors - 1):
             world.add(Client(f"client-{k}"))
-        t0 = time.perf_counter()
         result = world.run()
-        wall = time.perf_counter() - t0
-    return result.messages["total"]["sent"], wall
+    return result.messages["total"]["sent"]
 
 
-def reference(n_messages: int, log_path: str) -> float:
-    """The unavoidable work per message, without the emulator."""
+def reference(n_messages: int, n_links: int, log_path: str) -> None:
+    """The unavoidable work per message, without the emulator: its fate, its envelope, its two log lines."""
     payload = encode(np.zeros(10))
+    link = Link(Exponential(0.01), loss=Bernoulli(0.01))
+    streams = Streams(1)
+    draws = [streams.keyed(f"link/client-{k}->server") for k in range(n_links)]
     with open(log_path, "wb") as f:
-        t0 = time.perf_counter()
         for i in range(n_messages):
+            round, k = divmod(i, n_links)
+            reason, delay = link.draw_fate(draws[k], round, 0)
             data = encode_envelope(i, "client-1", "server", "update", 3, 1.5, payload)
             decode_envelope(data)
             for ev in ("send", "deliver"):
-                f.write(orjson.dumps({"t": 1.5, "event": ev, "id": i, "src": "client-1", "dst": "server", "kind": "update",
-                                      "round": 3, "bytes": len(data), "link": "uplink"}, option=orjson.OPT_APPEND_NEWLINE))
-        return time.perf_counter() - t0
+                f.write(orjson.dumps({"t": 1.5 + delay, "event": ev, "id": i, "src": "client-1", "dst": "server",
+                                      "kind": "update", "round": 3, "bytes": len(data), "link": "uplink"},
+                                     option=orjson.OPT_APPEND_NEWLINE))
 
 
-def measure(n_actors: int) -> dict:
+def measure(n_actors: int, reps: int) -> dict:
     rounds = max(2, 200_000 // (2 * n_actors))
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "messages.jsonl")
-        sent, wall = emulate(n_actors, rounds, log)
-        ref = reference(sent, log)
+        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log), reps)
+        ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log), reps)
     return {
         "actors": n_actors,
         "rounds": rounds,
         "messages": sent,
-        "emulated_msgs_per_s": round(sent / wall),
-        "reference_msgs_per_s": round(sent / ref),
-        "ratio_emulated_over_reference_time": round(wall / ref, 2),
+        "reps": reps,
+        "emulated_msgs_per_s_cpu": round(sent / cpu), "emulated_msgs_per_s_wall": round(sent / wall),
+        "floor_msgs_per_s_cpu": round(sent / ref_cpu), "floor_msgs_per_s_wall": round(sent / ref_wall),
+        "us_per_msg_cpu": round(cpu / sent * 1e6, 1),
+        "ratio_cpu": round(cpu / ref_cpu, 2), "ratio_wall": round(wall / ref_wall, 2),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 
@@ -105,13 +115,15 @@ def measure(n_actors: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 256, 10_000])
+    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one)))
+        print(json.dumps(measure(args.one, args.reps)))
         return
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps)],
+                             capture_output=True, text=True, check=True)
         print(out.stdout.strip(), flush=True)
 
 
