@@ -157,13 +157,11 @@ def read_metrics(run_dir: Path) -> list[tuple]:
 def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None, step: bool = False) -> Path:
     """Mean curve per label with a min–max band over runs (said in the legend); a log
     axis for values spanning decades; `step`: values hold until the next point."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # imported here: only runs that draw pay for it; no pyplot state
     from matplotlib.patches import Patch
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
     banded = False
     for label, (x, mean, lo, hi) in series.items():
         (line,) = ax.plot(x, mean, label=label, lw=1.5, marker="o" if len(x) <= 30 and not step else None, ms=4,
@@ -189,8 +187,6 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
         fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
     except OSError as exc:
         raise ReportError(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
-    finally:
-        plt.close(fig)
     return path
 
 
