@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from netemu.net.links import RoundCounter
@@ -47,13 +47,17 @@ class Inbox:
     def __len__(self) -> int:
         return len(self._items)
 
-    def put(self, msg: Message) -> None:
+    def put(self, msg: Message) -> bool:
+        """Hand `msg` to the first waiter of its kind, or keep it; returns whether a
+        waiter was woken (the network delivers the next message of a batch at once
+        only when none was)."""
         for i, (kind, fut) in enumerate(self._waiters):
             if _matches(kind, msg):
                 del self._waiters[i]
                 fut.set_result(msg)
-                return
+                return True
         self._items.append(msg)
+        return False
 
     def take(self, kind: Kinds) -> Message | None:
         for i, msg in enumerate(self._items):
@@ -66,6 +70,12 @@ class Inbox:
         fut = asyncio.get_running_loop().create_future()
         self._waiters.append((kind, fut))
         return fut
+
+    def expire(self, fut: asyncio.Future) -> None:
+        """A `recv` deadline passed: the waiter stops waiting and receives None."""
+        if not fut.done():
+            self.discard(fut)
+            fut.set_result(None)
 
     def discard(self, fut: asyncio.Future) -> None:
         for i, (_, waiting) in enumerate(self._waiters):
@@ -128,12 +138,28 @@ class Actor:
         return self.world.network.send(self.name, dst, kind, self.round if round is None else round, data)
 
     def broadcast(self, kind: str, payload: Any = None, dsts: Iterable[str] | None = None, *, round: int | None = None) -> list[int]:
-        """Send one payload (encoded once) to `dsts` (default: every neighbour)."""
+        """Send one payload (encoded once) to `dsts` (default: every neighbour), in one batch."""
         dsts = self.neighbours if dsts is None else list(dsts)
         data = encode_from(self.name, kind, payload)
-        r = self.round if round is None else round
-        net = self.world.network
-        return [net.send(self.name, dst, kind, r, data) for dst in dsts]
+        return self.world.network.send_many(self.name, dsts, kind, self.round if round is None else round, data)
+
+    def send_many(self, dsts: Sequence[str], kind: str, payloads: Sequence[Any], *, round: int | None = None) -> list[int]:
+        """Send `payloads[i]` to `dsts[i]` for every i in one call (e.g. replies, or a
+        different partial model per client); returns the message ids, in order.
+
+        Each message is exactly what `send(dsts[i], kind, payloads[i], round=round)`
+        would send, in the same order — its own id, fate, log records and bytes — with
+        the per-call work of the network done once.  Every payload is encoded first: one
+        that cannot be encoded raises before any message of the call is sent.
+        """
+        dsts = list(dsts)
+        payloads = list(payloads)
+        if len(dsts) != len(payloads):
+            raise ValueError(f"{self.name}: send_many needs one payload per destination, got {len(dsts)} destinations "
+                             f"and {len(payloads)} payloads")
+        name = self.name
+        data = [encode_from(name, kind, payload, dst) for dst, payload in zip(dsts, payloads, strict=True)]
+        return self.world.network.send_many(name, dsts, kind, self.round if round is None else round, data)
 
     @overload
     async def recv(self, kind: Kinds = None, timeout: None = None, *, until: None = None) -> Message: ...
@@ -154,19 +180,25 @@ class Actor:
             timeout = until - self.now if timeout is None else min(timeout, until - self.now)
         if timeout is not None and timeout <= 0:
             return None
-        fut = self.inbox.waiter(kind)
+        inbox = self.inbox
+        fut = inbox.waiter(kind)
         self.waiting_for = f"recv(kind={kind!r})"
+        handle = None
+        if timeout is not None:
+            # One timer that resolves the waiter with None, scheduled exactly as
+            # `asyncio.timeout(timeout)` schedules its own (same deadline, same loop
+            # iterations), without building and unwinding a timeout context per call.
+            loop = fut.get_loop()
+            when = loop.time() + timeout
+            handle = loop.call_soon(inbox.expire, fut) if when <= loop.time() else loop.call_at(when, inbox.expire, fut)
         try:
-            if timeout is None:
-                return await fut
-            async with asyncio.timeout(timeout):
-                return await fut
-        except TimeoutError:
-            return None
+            return await fut
         finally:
             self.waiting_for = None
-            if not fut.done() or fut.cancelled():  # timed out or cancelled: stop waiting
-                self.inbox.discard(fut)
+            if handle is not None:
+                handle.cancel()
+            if not fut.done() or fut.cancelled():  # cancelled: stop waiting
+                inbox.discard(fut)
 
     # -------------------------------------------------------------- time
 

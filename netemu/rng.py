@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from statistics import NormalDist
 
 import numpy as np
@@ -80,13 +81,26 @@ class KeyedDraws:
         h.update(text.encode())
         return (int.from_bytes(h.digest(), "little") >> 11) * _TWO_POW_M53
 
+    def uniforms(self, coords: Iterable[tuple]) -> np.ndarray:
+        """`uniform(*c)` for every coordinate tuple `c`, as one float64 array: the same
+        values as one call each (same bytes hashed), without a Python call per draw —
+        e.g. the participation draws of every client of a round."""
+        copy = self._hasher.copy
+        out = []
+        append = out.append
+        for c in coords:
+            h = copy()
+            h.update("\x1f".join(map(str, c)).encode())
+            append(int.from_bytes(h.digest(), "little") >> 11)
+        return np.array(out, dtype=np.float64) * _TWO_POW_M53
+
     def open_uniform(self, *coords: object) -> float:
         """U(0, 1): never exactly 0, safe for logarithms and inverse CDFs."""
         return self.uniform(*coords) or _TWO_POW_M53
 
     def normal(self, *coords: object) -> float:
         """Standard normal by inversion of one keyed uniform."""
-        return _STD_NORMAL.inv_cdf(self.open_uniform(*coords))
+        return _STD_NORMAL.inv_cdf(self.uniform(*coords) or _TWO_POW_M53)
 
     def exponential(self, mean: float, *coords: object) -> float:
-        return -mean * math.log(self.open_uniform(*coords))
+        return -mean * math.log(self.uniform(*coords) or _TWO_POW_M53)

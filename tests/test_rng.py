@@ -54,3 +54,11 @@ def test_stream_names_are_not_hashed_with_the_salted_builtin_hash():
 def test_a_bad_seed_is_refused(seed):
     with pytest.raises(ValueError, match="seed"):
         Streams(seed)
+
+
+def test_uniforms_are_the_uniform_of_each_coordinate_tuple():
+    from netemu.rng import Streams
+
+    draws = Streams(5).keyed("participation")
+    coords = [(f"client-{k}", 3) for k in range(20)] + [(1, 2, "loss"), ("only",), (1, 2, 3, 4)]
+    assert draws.uniforms(coords).tolist() == [draws.uniform(*c) for c in coords]

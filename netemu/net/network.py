@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import networkx as nx
+import numpy as np
 import simpy
+import simpy.core
 
 from netemu.errors import InputError
 from netemu.net.links import Link
@@ -89,7 +92,7 @@ class Node:
     slowdown_sigma: float = 0.0
     up: bool = True
     crashes: tuple = ()
-    receiver: Callable[[Message], None] | None = field(default=None, repr=False)
+    receiver: Callable[[Message], bool | None] | None = field(default=None, repr=False)
 
     @property
     def role(self) -> str:
@@ -133,7 +136,10 @@ class Network:
 
     # ------------------------------------------------------------------ nodes
 
-    def connect(self, name: str, receiver: Callable[[Message], None]) -> None:
+    def connect(self, name: str, receiver: Callable[[Message], bool | None]) -> None:
+        """Deliver `name`'s messages to `receiver`; it returns False when the delivery
+        woke no waiting code (then the next message due at the same instant is
+        delivered at once), anything else when it may have."""
         self._node(name).receiver = receiver
 
     def _node(self, name: str) -> Node:
@@ -151,6 +157,27 @@ class Network:
         if p >= 1 or p <= 0:
             return p >= 1
         return self.fates(("participation", name, round), lambda: self._participation_draws.uniform(name, round) < p)
+
+    def participations(self, names: Sequence[str], round: int) -> np.ndarray:
+        """`participates(name, round)` for every name, as one bool array: the same keyed
+        draws and trace entries, in the same order; with no trace hook the draws are
+        made in one vectorized call (`KeyedDraws.uniforms`)."""
+        out = np.zeros(len(names), dtype=bool)
+        todo, probs = [], []
+        for i, name in enumerate(names):
+            p = self._node(name).participation
+            if p >= 1 or p <= 0:
+                out[i] = p >= 1
+            else:
+                todo.append(i)
+                probs.append(p)
+        if self.fates is draw_now:
+            u = self._participation_draws.uniforms([(names[i], round) for i in todo])
+            out[todo] = u < np.array(probs)
+        else:
+            for i in todo:
+                out[i] = self.participates(names[i], round)
+        return out
 
     def compute_time(self, name: str, work: float, round: int, index: int) -> float:
         """Virtual seconds node `name` needs for `work` units (its `index`-th compute in `round`)."""
@@ -178,38 +205,73 @@ class Network:
 
     def send(self, src: str, dst: str, kind: str, round: int, payload: bytes) -> int:
         """Send an already-encoded payload; returns the message id.  Never blocks."""
-        link = self.link(src, dst)
-        env, now = self.env, self.env.now
-        msg_id = self._next_id
-        self._next_id += 1
-        data = encode_envelope(msg_id, src, dst, kind, round, now, payload)
-        nbytes = len(data)
-        cls = link.link_class
-        index = link.next_index(round)
-        self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
-        self.counts[cls, "sent"] += 1
-        self.counts[cls, "bytes"] += nbytes
-        self.counts[cls, "payload_bytes"] += len(payload)
-        self.emit(
-            t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-            payload_bytes=len(payload),
-        )
-        if link.is_down(now):
-            self._drop(msg_id, "outage")
-            return msg_id
-        if link.random:
-            draws = self._draws[(src, dst)]
-            reason, delay = self.fates(("msg", src, dst, round, index), lambda: link.draw_fate(draws, round, index))
-        else:
-            reason, delay = link.draw_fate(None, round, index)
-        tx_end = max(now, link.busy_until) + link.transmission_time(nbytes)
-        link.busy_until = tx_end
-        if reason is None:
-            env.timeout(tx_end + delay - now, (msg_id, data)).callbacks.append(self._arrive)
-        else:
-            at = tx_end + (link.latency.max_delay if reason == "expired" else 0.0)
-            env.timeout(at - now, (msg_id, reason)).callbacks.append(self._lose)
-        return msg_id
+        return self.send_many(src, (dst,), kind, round, (payload,))[0]
+
+    def send_many(
+        self, src: str, dsts: Iterable[str], kind: str, round: int, payloads: Sequence[bytes] | bytes
+    ) -> list[int]:
+        """Send one message per destination in one call; returns their ids, in order.
+
+        `payloads` is one already-encoded payload per destination, or one bytes object
+        shared by all (a broadcast).  Each message gets exactly what `send` would give
+        it, in the same order: its own id, envelope, fate (keyed by its link, round and
+        index), log records and counts — so a batch and the same sends one by one
+        produce identical logs and traces.  The per-call work (clock, lookups, hooks)
+        is done once.  A destination that is not a neighbour raises `NetworkError`
+        after the messages before it were sent, as a loop of `send` would.
+        """
+        env, fates, emit, counts, pending = self.env, self.fates, self.emit, self.counts, self._pending
+        links, draws_of, timeout = self.links, self._draws, env.timeout
+        arrive, lose = self._arrive, self._lose
+        now = env.now
+        shared = payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None
+        ids = []
+        batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
+        for i, dst in enumerate(dsts):
+            link = links.get((src, dst))
+            if link is None:
+                link = self.link(src, dst)  # raises the error that names what is wrong
+            payload = shared if shared is not None else payloads[i]
+            msg_id = self._next_id
+            self._next_id = msg_id + 1
+            ids.append(msg_id)
+            data = encode_envelope(msg_id, src, dst, kind, round, now, payload)
+            nbytes = len(data)
+            cls = link.link_class
+            index = link.next_index(round)
+            pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+            counts[cls, "sent"] += 1
+            counts[cls, "bytes"] += nbytes
+            counts[cls, "payload_bytes"] += len(payload)
+            emit(
+                t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                payload_bytes=len(payload),
+            )
+            if link._outages and link.is_down(now):
+                self._drop(msg_id, "outage")
+                continue
+            if link.random:
+                draws = draws_of[(src, dst)]
+                reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
+            else:
+                reason, delay = link.draw_fate(None, round, index)
+            busy = link.busy_until
+            tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
+            link.busy_until = tx_end
+            if reason is None:
+                wait = tx_end + delay - now
+                at = now + wait  # the instant SimPy computes for the event
+                batch = batches.get(at)
+                if batch is not None:
+                    batch.append((msg_id, data))
+                else:
+                    batches[at] = batch = [(msg_id, data)]
+                    timeout(wait, batch).callbacks.append(arrive)
+            else:
+                wait = tx_end + (link.latency.max_delay if reason == "expired" else 0.0) - now
+                batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
+                timeout(wait, (msg_id, reason)).callbacks.append(lose)
+        return ids
 
     def _lose(self, event: simpy.Event) -> None:
         self._drop(*event.value)
@@ -224,21 +286,43 @@ class Network:
         )
 
     def _arrive(self, event: simpy.Event) -> None:
-        msg_id, data = event.value
-        dst = self._pending[msg_id][1]
-        node = self.nodes[dst]
+        """Deliver the messages of one batch, due at this instant, in send order.
+
+        The messages of a `send_many` call that arrive at the same instant share one
+        SimPy event.  One by one they would have been consecutive events, and the
+        clock lets asyncio run whatever a delivery woke before it steps the next
+        event; so after a delivery that woke a waiter (or may have: a receiver that
+        does not return False), the rest of the batch is put back at this instant,
+        ahead of every later event, and delivered after the woken code has run —
+        the same interleaving, hence the same log, as one event per message.
+        """
+        batch = event.value
+        last = len(batch) - 1
+        for i, (msg_id, data) in enumerate(batch):
+            if self._deliver(msg_id, data) is not False and i < last:
+                rest = simpy.Event(self.env)
+                rest._ok, rest._value = True, batch[i + 1 :]  # noqa: SLF001 - a triggered event, as Timeout builds it
+                rest.callbacks.append(self._arrive)
+                self.env.schedule(rest, simpy.core.URGENT)
+                return
+
+    def _deliver(self, msg_id: int, data: bytes) -> bool | None:
+        """Deliver one message (or drop it, ``crash``); returns what the receiver returned
+        (False: nothing was woken)."""
+        pending = self._pending
+        node = self.nodes[pending[msg_id][1]]
         if not node.up or node.receiver is None:
             self._drop(msg_id, "crash")
-            return
-        src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
+            return False
+        src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
         now = self.env.now
         self.counts[cls, "delivered"] += 1
         self.emit(
             t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
             delay=now - sent_at,
         )
-        _, _, _, _, _, _, payload = decode_envelope(data)
-        node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
+        payload = decode_envelope(data)[6]
+        return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
 
     def in_flight(self) -> list[dict]:
         """Messages sent but neither delivered nor dropped yet, in id order."""
