@@ -81,7 +81,9 @@ def main() -> None:
         def available(n: int) -> np.ndarray:
             out = prob >= 1
             ks = np.flatnonzero(has[n] & drawn)
-            out[ks] = draws.uniforms([(clients[k], n) for k in ks]) < prob[ks]
+            coords = [(clients[k], n) for k in ks]
+            u = draws.uniforms(coords) if hasattr(draws, "uniforms") else np.array([draws.uniform(*c) for c in coords])
+            out[ks] = u < prob[ks]  # (the fallback measures source trees older than `uniforms`)
             return out
 
         return reference(data, params, T, available, omega, phase, data.test)
