@@ -31,7 +31,7 @@ CASES = {
 
 def produce(out: Path) -> None:
     for name, sets in CASES.items():
-        args = [sys.executable, "-c", "from netemu.cli import main; main()", "run", str(ROOT / "scenarios" / f"{name}.toml"), "--quiet",
+        args = [sys.executable, "-c", "from netemu.cli import main; raise SystemExit(main())", "run", str(ROOT / "scenarios" / f"{name}.toml"), "--quiet",
                 "--out", str(out / name), "--set", "output.plots=false"]
         for s in sets:
             args += ["--set", s]
