@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("matplotlib", "scipy", "sklearn", "tqdm", "dask", "pandas", "structlog", "networkx", "importlib.metadata")
 
-REPORT = "import sys; print(' '.join(m for m in %r if m in sys.modules), file=sys.stderr)" % (HEAVY,)
+REPORT = f"import sys; print(' '.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)"
 
 
 def child(code: str, cwd: Path) -> tuple[float, float, str]:
