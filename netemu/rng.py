@@ -86,7 +86,7 @@ class KeyedDraws:
         values as one call each (same bytes hashed), without a Python call per draw —
         e.g. the participation draws of every client of a round."""
         copy = self._hasher.copy
-        out = []
+        out: list[int] = []
         append = out.append
         for c in coords:
             h = copy()
