@@ -128,3 +128,12 @@ def test_gilbert_elliott_loss_comes_in_bursts_of_the_configured_mean_length():
 def test_bad_link_parameters_are_refused_with_what_is_accepted(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_a_log_normal_delay_that_would_overflow_a_float_is_refused():
+    from statistics import NormalDist
+
+    assert abs(NormalDist().inv_cdf(2.0**-53)) < 9  # the largest |Z| a keyed draw can give
+    with pytest.raises(ValueError, match="overflows"):
+        LogNormal(mu=700.0, sigma=1.0)
+    LogNormal(mu=690.0, sigma=2.0)  # the largest delay stays finite: accepted

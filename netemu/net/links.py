@@ -86,6 +86,8 @@ class LogNormal(Latency):
 
     def __init__(self, mu: float, sigma: float) -> None:
         _check(sigma >= 0, f"log-normal sigma must be >= 0, got {sigma}")
+        # a standard normal from a 53-bit uniform stays within |Z| < 9: the delay must stay a finite float
+        _check(mu + 9 * sigma < 709, f"log-normal delay exp(mu + sigma·Z) overflows: needs mu + 9·sigma < 709, got mu={mu}, sigma={sigma}")
         self.mu, self.sigma = float(mu), float(sigma)
 
     def sample(self, draws, round, index):
