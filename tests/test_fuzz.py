@@ -155,7 +155,7 @@ def test_run_with_mutated_overrides_ends_cleanly_and_honestly(tmp_path, scenario
     for s in sets:
         args += ["--set", s]
     code, err = cli(args)
-    check_clean(code, err, allowed={0, 1, 2, 3})
+    check_clean(code, err, allowed={0, 2, 3})  # 1 (an actor failed) would be a parameter validate let through
     if code != 2 or out.exists():
         s = check_honest(out)
         assert (code == 0) == s["complete"]
