@@ -22,6 +22,7 @@ The loop does no real I/O: callbacks from other threads (`call_soon_threadsafe`,
 from __future__ import annotations
 
 import asyncio
+import collections
 import math
 import selectors
 from collections.abc import Coroutine
@@ -32,6 +33,8 @@ import simpy
 __all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run"]
 
 T = TypeVar("T")
+# asyncio's cap on one select() wait (one day); private, so typeshed has no stub for it
+_MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
 
 
 class Deadlock(RuntimeError):
@@ -65,10 +68,13 @@ class _VirtualSelector(selectors.DefaultSelector):
     def select(self, timeout: float | None = None) -> list:
         if timeout == 0:
             return []
-        env, ready = self.env, self.loop._ready  # noqa: SLF001 - the loop's own run queue
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError("a _VirtualSelector steps SimPy only for the VirtualTimeLoop it was attached to")
+        env, ready = self.env, loop._ready  # noqa: SLF001 - the loop's own run queue
         deadline = math.inf if timeout is None else env.now + timeout
-        if timeout is not None and timeout >= asyncio.base_events.MAXIMUM_SELECT_TIMEOUT:
-            deadline = self._next_timer()  # asyncio capped the wait: the real next timer (maybe inf)
+        if timeout is not None and timeout >= _MAXIMUM_SELECT_TIMEOUT:
+            deadline = self._next_timer(loop)  # asyncio capped the wait: the real next timer (maybe inf)
         while (t := env.peek()) <= deadline and t != math.inf:
             env.step()
             if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
@@ -78,14 +84,19 @@ class _VirtualSelector(selectors.DefaultSelector):
         env.advance_to(deadline)
         return []
 
-    def _next_timer(self) -> float:
-        """When the earliest pending asyncio timer is due (inf if none, or only at inf)."""
-        scheduled = [h.when() for h in self.loop._scheduled if not h.cancelled()]  # noqa: SLF001
+    @staticmethod
+    def _next_timer(loop: VirtualTimeLoop) -> float:
+        """When the earliest pending asyncio timer of `loop` is due (inf if none, or only at inf)."""
+        scheduled = [h.when() for h in loop._scheduled if not h.cancelled()]  # noqa: SLF001
         return min(scheduled, default=math.inf)
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio event loop running in the virtual time of `self.env`."""
+
+    # BaseEventLoop's run queue and timer heap, read by the selector; typeshed leaves these private names out
+    _ready: collections.deque[asyncio.Handle]
+    _scheduled: list[asyncio.TimerHandle]
 
     def __init__(self, env: VirtualEnvironment | None = None) -> None:
         env = env if env is not None else VirtualEnvironment()

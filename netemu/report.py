@@ -10,8 +10,10 @@ import json
 import warnings
 from collections import defaultdict
 from pathlib import Path
+from typing import overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from netemu.errors import ReportError
 
@@ -25,7 +27,11 @@ __all__ = [
 METRIC_COLUMNS = ("algorithm", "run", "round", "time", "metric", "value")
 
 
-def mean_over(metric: str, values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+@overload
+def mean_over(metric: str, values: ArrayLike, axis: None = None) -> float: ...
+@overload
+def mean_over(metric: str, values: ArrayLike, axis: int) -> np.ndarray: ...
+def mean_over(metric: str, values: ArrayLike, axis: int | None = None) -> np.ndarray | float:
     """The mean of a metric's values; a `*_db` metric is averaged in the linear domain and
     converted back (the MSE is averaged over Monte Carlo runs before taking dB, eq. 4.36)."""
     values = np.asarray(values, dtype=float)

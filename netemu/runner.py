@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -85,7 +86,7 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextmanager
-def stop_on_signals():
+def stop_on_signals() -> Iterator[None]:
     """While inside: SIGINT raises KeyboardInterrupt and SIGTERM raises `Terminated`, once;
     a repeated signal is ignored so the run folder can be closed (log flushed, trace end
     marker, summary.json).  Only in the main thread (signal handlers live there)."""
@@ -94,7 +95,7 @@ def stop_on_signals():
         return
     fired: list[int] = []
 
-    def handler(signum, _frame):
+    def handler(signum: int, _frame: object) -> None:
         if fired:
             return
         fired.append(signum)
@@ -190,7 +191,7 @@ def execute(
     labels = [a["label"] for a in algorithms]
     planned, until, horizon = run_cfg["rounds"], run_cfg["until"], run_horizon(sc)
     rows: list[tuple] = []
-    counts = {label: Counter() for label in labels}
+    counts: dict[str, Counter[tuple[str, str]]] = {label: Counter() for label in labels}
     vtime: dict[str, list[float]] = {label: [] for label in labels}
     privacy: dict[str, list[dict]] = {label: [] for label in labels}
     outcome: dict[str, list[dict]] = {label: [] for label in labels}
@@ -249,8 +250,8 @@ def execute(
                 summary["stopped_by"] = f"{label} run {o['run']}: {o['stopped_by']}"
         except BaseException as exc:
             summary["stopped_by"] = _stop_reason(exc)
-            if getattr(exc, "details", None):  # ActorFailed: the actor's traceback, for whoever debugs it
-                summary["failure"] = exc.details
+            if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback, for whoever debugs it
+                summary["failure"] = details
             raise
         finally:
             if writer is not None:
@@ -325,8 +326,8 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
             world.run(until, max_time=max_time)
         except BaseException as exc:
             failure = exc
-            if getattr(exc, "details", None):  # ActorFailed: the actor's traceback
-                summary["failure"] = exc.details
+            if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback
+                summary["failure"] = details
             raise
         finally:
             planned = rounds if rounds is not None else world.rounds_done
@@ -367,7 +368,7 @@ def _privacy_summary(runs: list[dict]) -> dict:
 
 
 def _message_summary(c: Counter) -> dict:
-    total = Counter()
+    total: Counter[str] = Counter()
     for (_cls, what), n in c.items():
         total[what] += n
     reasons = {what.removeprefix("dropped_"): n for what, n in sorted(total.items()) if what.startswith("dropped_")}

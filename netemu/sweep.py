@@ -132,7 +132,8 @@ def _folder(point: dict) -> str:
 
 def grid_points(grid: dict[str, list]) -> Iterator[tuple[str, dict]]:
     """(folder name, point) for every combination; two points that would share a folder are refused."""
-    keys, seen = list(grid), {}
+    keys = list(grid)
+    seen: dict[str, dict] = {}
     for values in itertools.product(*(grid[k] for k in keys)):
         point = dict(zip(keys, values))
         name = _folder(point)

@@ -69,11 +69,18 @@ class RunResult:
 
 def _describe_wait(task: asyncio.Task) -> str:
     """The innermost awaitable a task is suspended on, e.g. 'Event.wait'."""
-    coro, last = task.get_coro(), None
+    coro: object = task.get_coro()
+    last: object = None
     while coro is not None:
         last = coro
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
     return getattr(last, "__qualname__", type(last).__name__) if last is not None else "unknown"
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    """Resolve `fut` with None unless it is already done (a deadline that fired)."""
+    if not fut.done():
+        fut.set_result(None)
 
 
 class World:
@@ -130,7 +137,10 @@ class World:
         """Call `fn()` at virtual time `t` (scenario events: slow-downs, outages, ...)."""
         if t < self.env.now:
             raise ValueError(f"cannot schedule an event at t={t}, virtual time is already {self.env.now}")
-        self.env.timeout(t - self.env.now).callbacks.append(lambda _event: fn())
+
+        def fire(_event: object) -> None:
+            fn()
+        self.env.timeout(t - self.env.now).callbacks.append(fire)
 
     def crash(self, name: str, *, at: float, recover_at: float | None = None) -> None:
         """Schedule node `name` to crash at `at` (and recover at `recover_at`)."""
@@ -158,20 +168,23 @@ class World:
         self._tasks[actor.name] = asyncio.get_running_loop().create_task(self._life(actor), name=actor.name)
 
     async def _life(self, actor: Actor) -> None:
+        failure = self._failure
+        if failure is None:
+            raise RuntimeError(f"actor {actor.name!r} started outside World.run")
         try:
             await actor.run()
         except asyncio.CancelledError:
             raise
         except RunStopped as exc:  # already names what stopped, where and when (e.g. a Flower app that raised)
-            if not self._failure.done():
-                self._failure.set_exception(exc)
+            if not failure.done():
+                failure.set_exception(exc)
             return
         except Exception as exc:  # noqa: BLE001 - any actor error stops the run
-            if not self._failure.done():
+            if not failure.done():
                 details = "".join(traceback.format_exception(exc))
                 frames = traceback.extract_tb(exc.__traceback__)
                 where = f"{frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name}" if frames else ""
-                self._failure.set_exception(ActorFailed(actor.name, self.env.now, details, where))
+                failure.set_exception(ActorFailed(actor.name, self.env.now, details, where))
             return
         self._finish(actor.name)
 
@@ -215,8 +228,9 @@ class World:
         for (src, dst), link in self.network.links.items():
             for start, end in link.outages:
                 if start >= self.env.now:
-                    self.at(start, lambda s=src, d=dst, e=end, c=link.link_class: self.log(
-                        t=self.env.now, event="outage", src=s, dst=d, link=c, until=e))
+                    def outage(s: str = src, d: str = dst, e: float = end, c: str = link.link_class) -> None:
+                        self.log(t=self.env.now, event="outage", src=s, dst=d, link=c, until=e)
+                    self.at(start, outage)
 
     @property
     def rounds_done(self) -> int:
@@ -226,7 +240,7 @@ class World:
 
     async def _main(self, until: float | None, max_time: float | None = None) -> bool:
         loop = asyncio.get_running_loop()
-        self._failure = loop.create_future()
+        failure = self._failure = loop.create_future()
         self._log_outages()
         self._finished = {n: loop.create_future() for n, a in self.actors.items() if not a.daemon}
         for actor in self.actors.values():
@@ -234,23 +248,23 @@ class World:
                 self._start(actor)
             elif not self._pending_recoveries.get(actor.name):
                 self._finish(actor.name)
-        waits = [asyncio.ensure_future(asyncio.gather(*self._finished.values())), self._failure]
+        waits = [asyncio.ensure_future(asyncio.gather(*self._finished.values())), failure]
         self._waited = waits
         deadlines = {}
         for what, t in (("until", until), ("horizon", max_time)):
             if t is not None and t < math.inf:
                 deadline = loop.create_future()
-                loop.call_at(t, lambda d=deadline: d.done() or d.set_result(None))
+                loop.call_at(t, _resolve, deadline)
                 waits.append(deadline)
                 deadlines[what] = deadline
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        if self._failure.done():
-            raise self._failure.exception()
+        if failure.done():  # only ever resolved by set_exception (_life)
+            raise failure.exception() or RuntimeError("the run's failure future was resolved without an exception")
         if waits[0] in done:
             return True
         self.stopped_by = next(what for what, d in deadlines.items() if d in done)
-        waits = self._waits()  # the actors the run waits for first, then the daemons
-        self.stop_waits = dict(sorted(waits.items(), key=lambda kv: self.actors[kv[0]].daemon))
+        stuck = self._waits()  # the actors the run waits for first, then the daemons
+        self.stop_waits = dict(sorted(stuck.items(), key=lambda kv: self.actors[kv[0]].daemon))
         return False
 
     def _waits(self) -> dict[str, str]:

@@ -80,7 +80,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
-from netemu.config import require
+from netemu.config import ConfigError, require
 from netemu.coordination import gather
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
 from netemu.kernels.graphfilter import (
@@ -97,7 +97,7 @@ from netemu.kernels.graphfilter import (
     weighted_filter,
 )
 from netemu.net.network import Message
-from netemu.system import draw_devices, heterogeneity, optimize, rate
+from netemu.system import Device, draw_devices, heterogeneity, optimize, rate
 from netemu.wire.codec import encode_envelope, encode_from
 from netemu.wire.partial import PartialModel
 from netemu.world import World
@@ -185,6 +185,9 @@ class GraphFLParams:
         return max(self.beta1, level), max(self.beta2, level)
 
 
+_POSITIONS_NEEDED = '"statistics" unless data.partition = "rooms" gives positions'
+
+
 class GraphFLState:
     """The run's shared constants: task, model, client weights ζ and the client graph."""
 
@@ -196,7 +199,7 @@ class GraphFLState:
         self.model = Softmax(d, C) if p.model == "softmax" else MLP(d, p.hidden, C)
         self.theta0 = self.model.init(world.streams.generator("model/init"))
         if p.graph == "positions":
-            require(task.positions is not None, "graph", '"statistics" unless data.partition = "rooms" gives positions')
+            require(task.positions is not None, "graph", _POSITIONS_NEEDED)
         # set by the server from the clients' `stats` messages (set_graph)
         self.zeta: np.ndarray | None = None
         self.A: np.ndarray | None = None
@@ -206,10 +209,10 @@ class GraphFLState:
         self.plan = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
         self.devices, self.deadline, self.H = None, p.deadline, None
         if p.system == "table3":
-            self.devices = dict(zip(self.clients, draw_devices(n, world.streams.generator("system"), p.system_spread)))
-            self.H = heterogeneity(list(self.devices.values()))
+            devices = dict(zip(self.clients, draw_devices(n, world.streams.generator("system"), p.system_spread)))
+            self.devices, self.H = devices, heterogeneity(list(devices.values()))
             if p.optimize:
-                self.plan_rounds(world)
+                self.plan_rounds(world, devices)
 
     def update_bits(self, world: World) -> tuple[float, float]:
         """(χ₀, χ₁): the encoded size in bits of an update sending share z of the entries is
@@ -225,10 +228,10 @@ class GraphFLState:
         per_entry = (bits(large) - bits(small)) / (large - small)
         return bits(large) - per_entry * B, per_entry * B
 
-    def plan_rounds(self, world: World) -> None:
+    def plan_rounds(self, world: World, by_client: dict[str, Device]) -> None:
         """Problem P'' (33) under T_opt (28); per-client (α, q, z) and the deadline."""
         p = self.p
-        devices = [self.devices[k] for k in self.clients]
+        devices = [by_client[k] for k in self.clients]
         plan = optimize(devices, [self.task.parts[k][1].size for k in self.clients], self.update_bits(world),
                         weights=(p.opt_mu1, p.opt_mu2, p.opt_mu3), alpha_range=(p.alpha_min, p.alpha_max),
                         q_min=p.q_min, z_min=p.z_min, energy_max=p.energy_max)
@@ -252,6 +255,8 @@ class GraphFLState:
         out: dict = {"n": int(y.size)}
         if self.needs_graph:
             if self.p.graph == "positions":
+                if self.task.positions is None:  # refused in __init__; checked again so the type is a dict
+                    raise ConfigError("graph", _POSITIONS_NEEDED)
                 out["pos"] = np.asarray(self.task.positions[name], dtype=float)
             else:
                 out["s"] = statistics(X)
@@ -286,14 +291,19 @@ class GraphFLState:
         p = self.p
         if p.filter == "identity":
             return stack.copy()
+        zeta, spec = self.zeta, self.spectrum
+        if zeta is None:
+            raise RuntimeError("GraphFLState.aggregate before set_graph: no client weights ζ yet")
         if p.filter == "mean":
-            return np.broadcast_to(self.zeta @ stack, stack.shape).copy()
+            return np.broadcast_to(zeta @ stack, stack.shape).copy()
+        if spec is None:
+            raise RuntimeError(f"GraphFLState.aggregate before set_graph: the {p.filter} filter has no graph spectrum yet")
         if p.filter == "hard":
-            return hard_filter(self.spectrum, min(p.tau, t, len(self.clients))) @ stack
-        H = soft_filter(self.spectrum, *p.nu(t))
+            return hard_filter(spec, min(p.tau, t, len(self.clients))) @ stack
+        H = soft_filter(spec, *p.nu(t))
         if p.normalize == "paper":
-            return paper_filter(H, self.zeta, stack)
-        return weighted_filter(H, self.zeta, stack)
+            return paper_filter(H, zeta, stack)
+        return weighted_filter(H, zeta, stack)
 
 
 def dense(u: np.ndarray | PartialModel) -> np.ndarray:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from netemu.config import require
+from netemu.config import ConfigError, require
 from netemu.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
@@ -109,6 +109,9 @@ def make_clustered_linear(params: ClusteredLinearData, clients: Sequence[str], s
     return ClusteredTask("ridge", clusters, parts, w_star=w_star, validation=validation)
 
 
+_TASKS_ACCEPTS = '"pairs", "triplets", or a list of [[digits of label 0], [digits of label 1]] per cluster'
+
+
 @dataclass(frozen=True)
 class DigitsData:
     source: str = "sklearn"  # "sklearn" (load_digits), a .npz file, or a folder of MNIST IDX files
@@ -121,8 +124,7 @@ class DigitsData:
         require(1 <= self.samples_min <= self.samples_max, "samples_min", "between 1 and samples_max")
         require(0 < self.test_fraction < 1, "test_fraction", "in (0, 1)")
         require(isinstance(self.source, str) and self.source != "", "source", '"sklearn" or the path of a .npz file or IDX folder')
-        require(self.task_list() is not None, "tasks",
-                '"pairs", "triplets", or a list of [[digits of label 0], [digits of label 1]] per cluster')
+        require(self.task_list() is not None, "tasks", _TASKS_ACCEPTS)
 
     def with_paths(self, resolve) -> DigitsData:
         """A copy with a file `source` resolved (by `resolve`) relative to where the scenario lives."""
@@ -208,6 +210,8 @@ def _binary(X: np.ndarray, y: np.ndarray, task: list, scale: float) -> tuple[np.
 
 def make_digits(params: DigitsData, clients: Sequence[str], streams: Streams) -> ClusteredTask:
     tasks = params.task_list()
+    if tasks is None:  # DigitsData refuses such tasks when built; checked here so `tasks` is a list
+        raise ConfigError("tasks", _TASKS_ACCEPTS)
     (Xtr, ytr), (Xte, yte) = load_images(params.source, params.test_fraction, streams.generator("data/split"))
     scale = float(max(Xtr.max(), 1.0))
     clusters = _split_clusters(clients, len(tasks), streams)
