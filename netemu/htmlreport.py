@@ -23,14 +23,14 @@ import math
 import re
 import tomllib
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from netemu.errors import LogError, ReportError
-from netemu.logtools import log_path, read
+from netemu.logtools import Quantiles, Traffic, log_path, read
 from netemu.report import mean_over, read_metrics
 
 __all__ = ["ReportError", "Window", "collect", "embed_json", "natural_key", "render", "write_report"]
@@ -40,9 +40,6 @@ MAX_ACTORS = 2000           # per series in the per-actor charts and table
 MAX_SCENARIO_CHARS = 100_000
 DEFAULT_WINDOW_ROUNDS = 3   # the default timeline window: the first rounds of the chosen run
 DEFAULT_MAX_EVENTS = 1000   # messages + compute spans in the timeline window
-_BINS_PER_DECADE = 40       # delay histogram: log-spaced bins, 1 µs .. 1e6 s (quantiles within ±3 %)
-_LOG_LO, _LOG_HI = -6, 6
-_NBINS = (_LOG_HI - _LOG_LO) * _BINS_PER_DECADE
 
 
 def natural_key(name: str) -> tuple:
@@ -54,89 +51,20 @@ def _lane_key(name: str) -> tuple:
     return (not name.startswith("server"), natural_key(name))
 
 
-# ------------------------------------------------------------------ delays
+# ------------------------------------------------------------------ traffic
 
 
-@dataclass
-class _Delays:
-    """Streaming delay statistics: count, sum, min, max and a log-spaced histogram."""
-
-    count: int = 0
-    total: float = 0.0
-    lo: float = math.inf
-    hi: float = 0.0
-    zero: int = 0
-    bins: Counter = field(default_factory=Counter)
-
-    def add(self, d: float) -> None:
-        self.count += 1
-        self.total += d
-        self.lo = min(self.lo, d)
-        self.hi = max(self.hi, d)
-        if d <= 0:
-            self.zero += 1
-        else:
-            self.bins[min(_NBINS - 1, max(0, int((math.log10(d) - _LOG_LO) * _BINS_PER_DECADE)))] += 1
-
-    def merge(self, other: _Delays) -> None:
-        self.count += other.count
-        self.total += other.total
-        self.lo, self.hi = min(self.lo, other.lo), max(self.hi, other.hi)
-        self.zero += other.zero
-        self.bins.update(other.bins)
-
-    def _edge(self, i: int) -> float:
-        return 10 ** (_LOG_LO + i / _BINS_PER_DECADE)
-
-    def quantile(self, q: float) -> float:
-        """The q-quantile, to within one bin (the geometric centre of its bin, clipped to [min, max])."""
-        rank, seen = q * self.count, self.zero
-        if rank <= seen:
-            return max(0.0, self.lo)
-        for i in sorted(self.bins):
-            seen += self.bins[i]
-            if seen >= rank:
-                return min(self.hi, max(self.lo, math.sqrt(self._edge(i) * self._edge(i + 1))))
-        return self.hi
-
-    def stats(self) -> dict:
-        if not self.count:
-            return {}
-        cdf, seen = [], self.zero
-        if self.zero:
-            cdf.append([0.0, self.zero / self.count])
-        for i in sorted(self.bins):
-            seen += self.bins[i]
-            cdf.append([min(self.hi, self._edge(i + 1)), seen / self.count])
-        return {
-            "count": self.count, "mean": self.total / self.count, "min": self.lo, "max": self.hi,
-            "p50": self.quantile(0.5), "p90": self.quantile(0.9), "p99": self.quantile(0.99), "cdf": cdf,
-        }
+def _delay_stats(q: Quantiles) -> dict:
+    """What the page shows of a delay sketch: exact count, mean, min and max; p50/p90/p99 and
+    the CDF from the same sketch `netemu log summary` uses (1 % relative accuracy)."""
+    if not q.count:
+        return {}
+    return {"count": q.count, "mean": q.mean, "min": q.min, "max": q.max,
+            "p50": q.quantile(0.5), "p90": q.quantile(0.9), "p99": q.quantile(0.99), "cdf": q.cdf()}
 
 
-@dataclass
-class _Traffic:
-    sent: int = 0
-    delivered: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    in_flight: int = 0
-    bytes: int = 0
-    delays: _Delays = field(default_factory=_Delays)
-
-    def merge(self, o: _Traffic) -> None:
-        self.sent += o.sent
-        self.delivered += o.delivered
-        self.dropped.update(o.dropped)
-        self.in_flight += o.in_flight
-        self.bytes += o.bytes
-        self.delays.merge(o.delays)
-
-    def as_dict(self, runs: int) -> dict:
-        return {
-            "sent": self.sent, "delivered": self.delivered, "dropped": sum(self.dropped.values()),
-            "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight,
-            "bytes": self.bytes, "bytes_per_run": self.bytes / runs if runs else 0.0, "delay": self.delays.stats(),
-        }
+def _traffic_dict(tr: Traffic, runs: int) -> dict:
+    return {**tr.counts(), "bytes_per_run": tr.bytes / runs if runs else 0.0, "delay": _delay_stats(tr.delays)}
 
 
 # ------------------------------------------------------------------ the timeline window
@@ -393,7 +321,7 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         folder["timeline"] = {"empty": "no message log"}
         folder["algorithms"] = algorithms
         return folder
-    traffic: dict[str, dict[tuple[str, str], _Traffic]] = defaultdict(lambda: defaultdict(_Traffic))
+    traffic: dict[str, dict[tuple[str, str], Traffic]] = defaultdict(lambda: defaultdict(Traffic))
     sent_rounds: dict[tuple, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     all_rounds: dict[tuple, set] = defaultdict(set)
     compute: dict[tuple, Counter] = defaultdict(Counter)
@@ -436,12 +364,12 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         runs_of[ctx[0]].append(ctx)
     for alg, ctxs in runs_of.items():
         runs = len(ctxs)
-        by_kind = {f"{k} / {link}": tr.as_dict(runs) for (k, link), tr in sorted(traffic[alg].items())}
-        by_link: dict[str, _Traffic] = defaultdict(_Traffic)
+        by_kind = {f"{k} / {link}": _traffic_dict(tr, runs) for (k, link), tr in sorted(traffic[alg].items())}
+        by_link: dict[str, Traffic] = defaultdict(Traffic)
         for (_k, link), tr in traffic[alg].items():
             by_link[link].merge(tr)
         folder["traffic"][alg] = {"runs": runs, "by_kind": by_kind,
-                                  "by_link": {link: tr.as_dict(runs) for link, tr in sorted(by_link.items())}}
+                                  "by_link": {link: _traffic_dict(tr, runs) for link, tr in sorted(by_link.items())}}
         names = sorted({a for c in ctxs for a in sent_rounds[c]} | {a for c in ctxs for a in compute[c]}, key=_lane_key)
         stats = []
         for a in names:  # per-run figures, then the mean over runs (never sums over runs)
@@ -663,7 +591,7 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <div class="charts" data-chart="curves"></div></section>
 <section id="traffic"><h2>Traffic per link class</h2>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
-from a log-spaced histogram, exact to within ±3 %; mean and max are exact.</p>
+from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>
 <div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}</section>
 <section id="clients"><h2>Clients: participation, compute and idle time</h2>
 <p class="note">Per run, then the mean over runs: participation = rounds in which the actor sent / rounds seen;

@@ -24,7 +24,6 @@ from netemu.errors import LogError
 from netemu.htmlreport import (
     MAX_CURVE_POINTS,
     Window,
-    _Delays,
     _thin,
     collect,
     embed_json,
@@ -136,14 +135,43 @@ def test_delay_figures_come_from_the_logged_delays(runs):
     assert d["cdf"][-1][1] == pytest.approx(1.0)
 
 
-def test_streamed_delay_quantiles_are_within_three_percent():
-    """One log-spaced bin is a factor 10**(1/40) = 1.059 wide; its geometric centre is within 2.9 %."""
-    x = np.random.default_rng(7).lognormal(-1.0, 1.5, 20_000)
-    acc = _Delays()
-    for v in x:
-        acc.add(float(v))
-    for q in (0.5, 0.9, 0.99):
-        assert acc.quantile(q) == pytest.approx(np.quantile(x, q), rel=0.03)
+def _delay_folder(path: Path, delays: np.ndarray) -> Path:
+    """A run folder whose log holds one delivered uplink message per delay."""
+    path.mkdir()
+    (path / "summary.json").write_text(json.dumps({"algorithms": ["fedavg"]}))
+    with open(path / "messages.jsonl", "wb") as f:
+        for i, d in enumerate(delays):
+            common = {"algorithm": "fedavg", "run": 0, "id": i, "src": "client-1", "dst": "server", "kind": "update",
+                      "link": "uplink", "round": 0}
+            f.write(orjson.dumps({"t": float(i), "event": "send", **common, "bytes": 10}) + b"\n")
+            f.write(orjson.dumps({"t": float(i) + float(d), "event": "deliver", **common, "delay": float(d)}) + b"\n")
+    return path
+
+
+def test_the_report_and_log_summary_give_the_same_delay_percentiles(tmp_path):
+    """One sketch for both commands: on 10,000 log-normal delays their p50/p90/p99 are equal,
+    and each is within the sketch's 1 % of the order statistic of rank floor(q (n - 1))."""
+    from netemu.logtools import summarize
+
+    x = np.random.default_rng(7).lognormal(-1.0, 1.5, 10_000)
+    folder = _delay_folder(tmp_path / "delays", x)
+    shown = collect(folder)["traffic"]["fedavg"]["by_kind"]["update / uplink"]["delay"]
+    logged = summarize(folder)["traffic"]["update / uplink"]["delay"]
+    exact = np.sort(x)
+    for q, key in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
+        assert shown[key] == logged[key]
+        assert shown[key] == pytest.approx(exact[math.floor(q * (len(x) - 1))], rel=0.01)
+    assert (shown["min"], shown["max"]) == (exact[0], exact[-1])
+
+
+def test_the_delay_cdf_rises_to_one_at_the_largest_delay(tmp_path):
+    x = np.random.default_rng(8).lognormal(-1.0, 1.5, 2_000)
+    cdf = collect(_delay_folder(tmp_path / "delays", x))["traffic"]["fedavg"]["by_link"]["uplink"]["delay"]["cdf"]
+    xs, fs = [p[0] for p in cdf], [p[1] for p in cdf]
+    assert xs == sorted(xs) and fs == sorted(fs)
+    assert cdf[-1] == [x.max(), 1.0]
+    for v, f in cdf[::50]:  # each point within one 1 % bucket of the empirical CDF
+        assert np.mean(x <= v / 1.0201) - 1e-12 <= f <= np.mean(x <= v) + 1e-12
 
 
 def test_per_client_figures_are_per_run_means_and_fit_in_the_run(runs):
