@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from netemu.errors import LogError, ReportError
+from netemu.errors import LogError, NetemuError, ReportError
 from netemu.logtools import Quantiles, Traffic, log_path, read
 from netemu.report import mean_over, read_metrics
 
@@ -199,7 +199,39 @@ def _read_summary(run_dir: Path) -> dict:
         raise ReportError(f"{path}: not a readable summary ({exc})") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    _check_summary(path, doc)
     return doc
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _dict_of(v: object, ok) -> bool:
+    return isinstance(v, dict) and all(ok(x) for x in v.values())
+
+
+# The summary fields the report reads structurally, and what each must be (null = absent);
+# every other field is only shown, as escaped text.
+_SUMMARY_SHAPES: dict[str, tuple[Any, str]] = {
+    "algorithms": (lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of algorithm names"),
+    "virtual_time": (lambda v: _dict_of(v, lambda t: _number(t) or (isinstance(t, list) and all(_number(x) for x in t))),
+                     "an object: algorithm -> list of end times per run (numbers)"),
+    "final": (lambda v: _dict_of(v, lambda m: isinstance(m, dict)), "an object: algorithm -> {metric: value}"),
+    "privacy": (lambda v: _dict_of(v, lambda c: _dict_of(c, lambda x: isinstance(x, dict))),
+                "an object: algorithm -> client -> {rho_total, epsilon, delta}"),
+    "warnings": (lambda v: isinstance(v, list), "a list of warnings"),
+}
+
+
+def _check_summary(path: Path, doc: dict) -> None:
+    """Refuse a summary.json whose structural fields have the wrong shape (a shared file may be damaged)."""
+    for key, (ok, accepted) in _SUMMARY_SHAPES.items():
+        value = doc.get(key)
+        if value is not None and not ok(value):
+            shown = json.dumps(value, default=str)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise ReportError(f"{path}: {key!r} = {shown}: expected {accepted}")
 
 
 def _read_scenario(run_dir: Path) -> tuple[str, dict]:
@@ -290,7 +322,24 @@ def _privacy_curves(path: Path) -> dict[str, dict]:
 
 
 def collect(run_dir: str | Path, window: Window = Window()) -> dict:
-    """Everything the report shows about one run folder, aggregated (one pass over the log)."""
+    """Everything the report shows about one run folder, aggregated (one pass over the log).
+
+    A folder whose files are malformed in a way no check below names is still refused with a
+    ReportError naming it, never a traceback (issue 19: shared folders must not crash the tool)."""
+    try:
+        return _collect(run_dir, window)
+    except NetemuError:  # already names the file (InputError is a ValueError too)
+        raise
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ReportError(f"{run_dir}: a malformed run folder ({type(exc).__name__}: {exc})") from None
+
+
+# Names and kinds in a log record are shown as text: one that is not a string (null, true, 3)
+# is read as its str(), as `netemu log summary` does, so sorting and lanes never mix types.
+_TEXT_FIELDS = ("algorithm", "kind", "link", "src", "dst", "actor", "reason")
+
+
+def _collect(run_dir: str | Path, window: Window) -> dict:
     d = Path(run_dir)
     if not d.is_dir():
         raise ReportError(f"{run_dir}: not a run folder (no such directory)")
@@ -299,15 +348,17 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
     summary = _read_summary(d)
     scenario_text, scenario = _read_scenario(d)
     rows = read_metrics(d) if (d / "metrics.csv").is_file() else []
-    algorithms = [str(a) for a in summary.get("algorithms") or []]
+    algorithms = list(summary.get("algorithms") or [])
     for alg in dict.fromkeys(r[0] for r in rows):
         if alg not in algorithms:
             algorithms.append(alg)
     ends = {alg: list(v) for alg, v in (summary.get("virtual_time") or {}).items() if isinstance(v, list)}
+    run_table = scenario.get("run")
+    run_table = run_table if isinstance(run_table, dict) else {}
     folder: dict[str, Any] = {
         "path": str(run_dir), "name": d.name or str(run_dir),
-        "scenario_name": str((scenario.get("run") or {}).get("name") or summary.get("scenario") or ""),
-        "description": str((scenario.get("run") or {}).get("description") or ""),
+        "scenario_name": str(run_table.get("name") or summary.get("scenario") or ""),
+        "description": str(run_table.get("description") or ""),
         "scenario_text": scenario_text,
         "summary": summary,
         "curves": _curves(rows),
@@ -330,6 +381,9 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
     n = 0
     try:
         for n, r in enumerate(read(log), 1):  # the one pass over the log
+            for key in _TEXT_FIELDS:
+                if key in r and not isinstance(r[key], str):
+                    r[key] = str(r[key])
             ctx = (r.get("algorithm", ""), r.get("run", 0))
             ev = r["event"]
             last_t[ctx] = r["t"]
@@ -352,8 +406,13 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
                 compute[ctx][r["actor"]] += max(0.0, min(r["t"] + r["duration"], stop) - r["t"])
                 sent_rounds[ctx].setdefault(r["actor"], set())
             tl.feed(r, ctx)
-    except (KeyError, TypeError) as exc:
+    except LogError:
+        raise
+    except KeyError as exc:
         raise LogError(f"{log}:{n}: a record without a usable {exc} field (docs/formats.md lists each event's fields)") from None
+    except (TypeError, ValueError) as exc:
+        raise LogError(f"{log}:{n}: a {r.get('event')!r} record with a field of the wrong type ({exc}); "
+                       "docs/formats.md lists each event's fields") from None
     folder["records"] = n
     for alg in traffic:
         if alg not in algorithms:
@@ -375,7 +434,7 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         for a in names:  # per-run figures, then the mean over runs (never sums over runs)
             part, comp, idle = [], [], []
             for c in ctxs:
-                span = ends[alg][c[1]] if alg in ends and isinstance(c[1], int) and c[1] < len(ends[alg]) else last_t[c]
+                span = ends[alg][c[1]] if alg in ends and isinstance(c[1], int) and 0 <= c[1] < len(ends[alg]) else last_t[c]
                 part.append(len(sent_rounds[c].get(a, ())) / len(all_rounds[c]) if all_rounds[c] else 0.0)
                 comp.append(compute[c][a])
                 idle.append(max(0.0, span - compute[c][a]))
@@ -532,8 +591,8 @@ def _privacy_table(folders: list[dict], series: list[dict]) -> str:
         vals = [v for v in p.values() if isinstance(v, dict)]
         if not vals:
             continue
-        rho = [float(v.get("rho_total", math.nan)) for v in vals]
-        eps = [float(v.get("epsilon", math.nan)) for v in vals]
+        rho = [float(x) if _number(x := v.get("rho_total")) else math.nan for v in vals]
+        eps = [float(x) if _number(x := v.get("epsilon")) else math.nan for v in vals]
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in (
             s["label"], len(vals), _fmt(min(rho)), _fmt(float(np.mean(rho))), _fmt(max(rho)),
             _fmt(min(eps)), _fmt(float(np.mean(eps))), _fmt(max(eps)), _fmt(vals[0].get("delta")))) + "</tr>")
@@ -614,7 +673,12 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
     folders = [collect(d, window) for d in run_dirs]
     out = Path(out)
     try:
-        out.write_text(render(folders), encoding="utf-8")
+        page = render(folders)
+    except (TypeError, AttributeError, ValueError) as exc:  # a summary field no check names
+        names = ", ".join(str(d) for d in run_dirs)
+        raise ReportError(f"{names}: a malformed run folder ({type(exc).__name__}: {exc})") from None
+    try:
+        out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report ({exc.strerror})") from None
     return out
