@@ -207,6 +207,11 @@ def _number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _as_float(v: Any) -> float:
+    """A number from a summary as a float; anything else NaN (shown as –)."""
+    return float(v) if _number(v) else math.nan
+
+
 def _dict_of(v: object, ok) -> bool:
     return isinstance(v, dict) and all(ok(x) for x in v.values())
 
@@ -591,8 +596,8 @@ def _privacy_table(folders: list[dict], series: list[dict]) -> str:
         vals = [v for v in p.values() if isinstance(v, dict)]
         if not vals:
             continue
-        rho = [float(x) if _number(x := v.get("rho_total")) else math.nan for v in vals]
-        eps = [float(x) if _number(x := v.get("epsilon")) else math.nan for v in vals]
+        rho = [_as_float(v.get("rho_total")) for v in vals]
+        eps = [_as_float(v.get("epsilon")) for v in vals]
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in (
             s["label"], len(vals), _fmt(min(rho)), _fmt(float(np.mean(rho))), _fmt(max(rho)),
             _fmt(min(eps)), _fmt(float(np.mean(eps))), _fmt(max(eps)), _fmt(vals[0].get("delta")))) + "</tr>")

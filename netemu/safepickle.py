@@ -115,7 +115,9 @@ class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpic
         if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "_reconstruct":
             return _reconstruct(self.path)
         if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "scalar":
-            return np._core.multiarray.scalar if hasattr(np, "_core") else np.core.multiarray.scalar
+            import importlib  # numpy 2 moved numpy.core to numpy._core
+
+            return importlib.import_module("numpy._core.multiarray" if hasattr(np, "_core") else "numpy.core.multiarray").scalar
         if module in ("numpy.core.numeric", "numpy._core.numeric") and name == "_frombuffer":
             return _frombuffer(self.path)
         if module == "numpy" and name == "dtype":
