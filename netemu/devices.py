@@ -1,20 +1,7 @@
 """Real device traces: import FedScale and FLGo traces into netemu's devices file.
 
-netemu's devices file (JSON, docs/inspecting.md) describes clients by position:
-
-    {"format": "netemu-devices", "version": 2, "horizon": 86400.0,
-     "devices": [{"id": "f_12", "online": [[0.0, 310.5], [900.0, 1400.0]], "period": 86400.0,
-                  "speed": 18.2, "bandwidth": 2.4e6}, ...]}
-
-`online`: the intervals (virtual seconds) in which the device is reachable; outside
-them it is offline (its actor is down and messages to it are dropped, reason
-``crash``).  `period` (optional): the trace repeats, the device is online at t when
-it is online at ``t % period`` (FedScale's and FLGo's semantics); without it the
-device stays offline after its last interval, and a run that outlasts the trace's
-`horizon` gets a `DeviceTraceWarning`.  `speed`: work units per second (one unit =
-one sample).  `bandwidth`: bits/s of its uplink and downlink.  A scenario uses it
-with `[devices] file = ...`: the i-th client of the topology gets the i-th device
-(wrapping around when there are more clients than devices).
+The file's format, reading and checking it, and scheduling devices in a World are in
+netemu/devicefile.py (re-exported here); the restricted unpickler in netemu/safepickle.py.
 
 Importers (the projects' semantics, with the source they follow):
 * FedScale (SymbioticLab/FedScale: fedscale/cloud/client_manager.py,
@@ -36,7 +23,8 @@ Importers (the projects' semantics, with the source they follow):
 
 Every reader is bounded (file size, record counts) and checks every number
 (finite, positive where it must be); FedScale pickles are read with a restricted
-unpickler that constructs only plain data and numeric NumPy values, never code.
+unpickler that constructs only plain data and numeric NumPy values, never code
+(netemu/safepickle.py, which also holds the reading `LIMITS`).
 """
 
 from __future__ import annotations
@@ -44,15 +32,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-import os
-import pickle
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from netemu.devicefile import (  # re-exported: netemu.devices stays the one public name
+    DeviceTraceWarning, attach_devices, document, finite, offline_windows, read_devices,
+    refuse_constant, write_devices,
+)
 from netemu.errors import DeviceError
+from netemu.safepickle import LIMITS, load_pickle, read_bounded
 from netemu.terminal import printable
 
 __all__ = [
@@ -60,176 +49,20 @@ __all__ = [
     "from_netemu_csv", "load_pickle", "offline_windows", "read_devices", "write_devices",
 ]
 
-FORMAT, VERSION = "netemu-devices", 2
-READABLE_VERSIONS = (1, 2)  # version 1 had no `period`
-
-LIMITS = {
-    "file_bytes": 1 << 30,        # any trace or devices file: read no more than 1 GiB
-    "devices": 5_000_000,         # devices in one document
-    "intervals": 50_000_000,      # online intervals over all devices
-    "array_items": 50_000_000,    # items of one NumPy array inside a FedScale pickle
-}
 
 FEDSCALE_FACTOR = 3.0   # FedScale's augmentation_factor: forward + backward ~ 3 x the inference latency
 FLGO_SLOT = 15.0        # seconds between two pings in Kaggle's pings.csv (FLGo's `t - t % 15`)
 
 
-class DeviceTraceWarning(UserWarning):
-    """A run uses a device trace in a way that changes its outcome (e.g. it outlasts the trace)."""
-
-
-# ------------------------------------------------------------------ bounded, safe reading
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        size = os.stat(path).st_size
-        if size > LIMITS["file_bytes"]:
-            raise DeviceError(f"{path}: {size} bytes is more than the limit of {LIMITS['file_bytes']} bytes for a trace file")
-        with open(path, "rb") as f:
-            data = f.read(size + 1)  # the size stat gave (a read of the limit would allocate the limit)
-        if len(data) > LIMITS["file_bytes"]:
-            raise DeviceError(f"{path}: more than the limit of {LIMITS['file_bytes']} bytes for a trace file")
-        return data
-    except IsADirectoryError:
-        raise DeviceError(f"{path}: is a folder, expected a trace file") from None
-    except OSError as exc:
-        raise DeviceError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def _numeric_dtype(path: Path):
-    import numpy as np
-
-    def make(spec, *args):
-        dt = np.dtype(spec)
-        if dt.kind not in "biufc" or dt.fields is not None or dt.subdtype is not None:
-            raise DeviceError(f"{path}: refused NumPy dtype {str(spec)!r}: only numeric arrays are read from a trace")
-        return dt
-
-    return make
-
-
-def _reconstruct(path: Path):
-    import numpy as np
-
-    def make(subtype, shape, dtype):
-        # NumPy pickles an array as an empty _reconstruct(ndarray, (0,), b'b') filled by
-        # __setstate__ (which checks the data length against the shape): refuse any other
-        # shape, or a crafted file would allocate it before any data is read.
-        if subtype is not _NDARRAY or tuple(shape) != (0,):
-            raise DeviceError(f"{path}: refused a NumPy array reconstruction with shape {shape!r}")
-        return np.ndarray.__new__(np.ndarray, (0,), "b")
-
-    return make
-
-
-def _frombuffer(path: Path):
-    import numpy as np
-
-    def make(buf, dtype, shape, order="C"):
-        # pickle protocol 5 writes an array as _frombuffer(bytes, dtype, shape, order): check that
-        # the bytes present hold exactly the declared shape before building anything
-        shape = tuple(shape) if isinstance(shape, (tuple, list)) else None
-        if (not isinstance(buf, (bytes, bytearray)) or not isinstance(dtype, np.dtype) or shape is None
-                or not all(isinstance(n, int) and n >= 0 for n in shape) or order not in ("C", "F")
-                or math.prod(shape) * dtype.itemsize != len(buf)):
-            raise DeviceError(f"{path}: refused a NumPy array whose declared shape {shape!r} does not match its {len(buf) if isinstance(buf, (bytes, bytearray)) else '?'} bytes")
-        return np.frombuffer(bytes(buf), dtype=dtype).reshape(shape, order=order).copy()
-
-    return make
-
-
-def _latin1(path: Path):
-    def encode(text, encoding="utf-8"):
-        if not isinstance(text, str) or encoding != "latin1" or len(text) > LIMITS["file_bytes"]:
-            raise DeviceError(f"{path}: refused _codecs.encode({type(text).__name__}, {encoding!r})")
-        return text.encode("latin1")
-
-    return encode
-
-
-_NDARRAY = ("numpy", "ndarray")  # what a pickle's reference to numpy.ndarray becomes: never callable
-
-
-class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpickler, on purpose
-    """Constructs only plain data; any other global in the pickle is refused, unexecuted.
-
-    Built on the pure-Python unpickler: its memo is a dict and it reads lengths from the
-    bytes present, whereas the C unpickler sizes its memo table from the index a file
-    declares (a crafted LONG_BINPUT of 1.5e9 makes it allocate gigabytes)."""
-
-    def __init__(self, data: bytes, path: Path):
-        super().__init__(io.BytesIO(data))
-        self.path = path
-
-    def find_class(self, module: str, name: str):  # noqa: D102 - pickle's hook
-        import numpy as np
-
-        if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "_reconstruct":
-            return _reconstruct(self.path)
-        if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "scalar":
-            return np._core.multiarray.scalar if hasattr(np, "_core") else np.core.multiarray.scalar
-        if module in ("numpy.core.numeric", "numpy._core.numeric") and name == "_frombuffer":
-            return _frombuffer(self.path)
-        if module == "numpy" and name == "dtype":
-            return _numeric_dtype(self.path)
-        if module == "numpy" and name == "ndarray":
-            return _NDARRAY  # a marker for _reconstruct: calling ndarray(shape) would allocate the shape
-        if module == "_codecs" and name == "encode":
-            return _latin1(self.path)
-        raise DeviceError(f"{self.path}: refused to load {module}.{name} from a pickle: a trace holds only "
-                          "dicts, lists, tuples, numbers, strings, booleans, None and numeric NumPy values")
-
-    def persistent_load(self, pid):  # noqa: D102 - pickle's hook
-        raise DeviceError(f"{self.path}: refused a persistent id in a pickle")
-
-
-def _check_plain(obj: Any, path: Path) -> None:
-    """Every value reachable from `obj` is one of the plain types (iterative: no recursion limit)."""
-    import numpy as np
-
-    stack, seen = [obj], 0
-    while stack:
-        x = stack.pop()
-        seen += 1
-        if seen > LIMITS["intervals"] * 2:
-            raise DeviceError(f"{path}: more than {LIMITS['intervals'] * 2} values in one trace")
-        if x is None or isinstance(x, (bool, int, float, str)):
-            continue
-        if isinstance(x, dict):
-            stack.extend(x.keys())
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biufc" and x.dtype.fields is None:
-            if isinstance(x, np.ndarray) and x.size > LIMITS["array_items"]:
-                raise DeviceError(f"{path}: a NumPy array of {x.size} items is more than the limit of {LIMITS['array_items']}")
-        else:
-            raise DeviceError(f"{path}: refused a value of type {type(x).__module__}.{type(x).__qualname__} in a trace")
-
-
-def load_pickle(path: Path, data: bytes | None = None) -> Any:
-    """A pickle of plain data, read without running code (see `_DataUnpickler`)."""
-    path = Path(path)
-    raw = _read_bytes(path) if data is None else data
-    try:
-        obj = _DataUnpickler(raw, path).load()
-    except DeviceError:
-        raise
-    except MemoryError:
-        raise DeviceError(f"{path}: the pickle asks for more memory than is available") from None
-    except Exception as exc:  # noqa: BLE001 - any decoding failure is the file's fault
-        raise DeviceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
-    _check_plain(obj, path)
-    return obj
+# ------------------------------------------------------------------ mappings and numbers
 
 
 def _load_mapping(path: Path) -> dict:
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = read_bounded(path)
     if raw.lstrip()[:1] in (b"{", b"["):
         try:
-            data = json.loads(raw, parse_constant=_refuse_constant(path))
+            data = json.loads(raw, parse_constant=refuse_constant(path))
         except ValueError as exc:
             raise DeviceError(f"{path}: not JSON ({exc})") from None
     else:
@@ -239,27 +72,6 @@ def _load_mapping(path: Path) -> dict:
     if len(data) > LIMITS["devices"]:
         raise DeviceError(f"{path}: {len(data)} clients is more than the limit of {LIMITS['devices']}")
     return data
-
-
-def _refuse_constant(path: Path):
-    def refuse(name: str):
-        raise DeviceError(f"{path}: {name} is not a number netemu accepts (every value must be finite)")
-
-    return refuse
-
-
-def _finite(path: Path, where: str, key: str, value: Any, *, positive: bool = False, minimum: float | None = None) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise DeviceError(f"{path}: {where}: {key} = {value!r} is not a number") from None
-    if not math.isfinite(x):
-        raise DeviceError(f"{path}: {where}: {key} = {value!r} is not finite; accepted: a finite number")
-    if positive and x <= 0:
-        raise DeviceError(f"{path}: {where}: {key} = {value!r} must be > 0")
-    if minimum is not None and x < minimum:
-        raise DeviceError(f"{path}: {where}: {key} = {value!r} must be >= {minimum}")
-    return x
 
 
 def _sorted_ids(ids) -> list:
@@ -279,12 +91,12 @@ def _fedscale_online(path: Path, cid: Any, rec: Any, time_scale: float) -> tuple
         raise DeviceError(f"{path}: {where} has no 'active' and 'inactive' lists")
     if any(np.ndim(rec[k]) != 1 for k in ("active", "inactive") if isinstance(rec[k], np.ndarray)):
         raise DeviceError(f"{path}: {where}: 'active' and 'inactive' must be one-dimensional")
-    active = [_finite(path, where, f"active[{i}]", a, minimum=0.0) for i, a in enumerate(rec["active"])]
-    inactive = [_finite(path, where, f"inactive[{i}]", b, minimum=0.0) for i, b in enumerate(rec["inactive"])]
+    active = [finite(path, where, f"active[{i}]", a, minimum=0.0) for i, a in enumerate(rec["active"])]
+    inactive = [finite(path, where, f"inactive[{i}]", b, minimum=0.0) for i, b in enumerate(rec["inactive"])]
     if len(inactive) > len(active):
         raise DeviceError(f"{path}: {where}: {len(inactive)} 'inactive' times for {len(active)} 'active' ones")
     default_finish = max(active + inactive, default=0.0)
-    finish = _finite(path, where, "finish_time", rec.get("finish_time", default_finish), minimum=0.0)
+    finish = finite(path, where, "finish_time", rec.get("finish_time", default_finish), minimum=0.0)
     # an `active` without its `inactive` (the last one) stays online until finish_time
     ends = inactive + [finish] * (len(active) - len(inactive))
     online = []
@@ -303,8 +115,8 @@ def _fedscale_capacity(path: Path, cid: Any, rec: Any, factor: float) -> dict:
     where = f"client {printable(cid)}"
     if not isinstance(rec, dict):
         raise DeviceError(f"{path}: {where} needs numeric 'computation' (ms/sample) and 'communication' (kbps)")
-    ms = _finite(path, where, "computation", rec.get("computation"), positive=True)
-    kbps = _finite(path, where, "communication", rec.get("communication"), positive=True)
+    ms = finite(path, where, "computation", rec.get("computation"), positive=True)
+    kbps = finite(path, where, "communication", rec.get("communication"), positive=True)
     return {"speed": 1000.0 / (factor * ms), "bandwidth": kbps * 1000.0}
 
 
@@ -332,7 +144,7 @@ def from_fedscale(
     ``capacity[c % len(capacity)]``; `count` devices (default: the larger file).
     `pairing="id"`: records with the same client id form one device.
     """
-    time_scale = _finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
+    time_scale = finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
     avail = _load_mapping(Path(availability)) if availability is not None else None
     cap = _load_mapping(Path(capacity)) if capacity is not None else None
     if avail is not None and not avail:
@@ -392,7 +204,7 @@ def from_fedscale(
     for d in devices:
         if periodic and "online" in d and not d.get("period"):
             raise DeviceError(f"{availability}: client {d.get('availability_id', d['id'])}: finish_time 0 cannot repeat")
-    return _document(devices, notes)
+    return document(devices, notes)
 
 
 # ------------------------------------------------------------------ FLGo
@@ -400,7 +212,7 @@ def from_fedscale(
 
 def _csv_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
     """(line number, row) of a UTF-8 CSV with a header holding `columns`."""
-    raw = _read_bytes(Path(path))
+    raw = read_bounded(Path(path))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -440,7 +252,7 @@ def from_flgo(
     batch), one per device type: speed = 1000 / mean(expr_train / batchsize) samples per
     second; device i gets table i mod k.
     """
-    time_scale = _finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
+    time_scale = finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
     if order not in ("HIGH", "LOW"):
         raise DeviceError(f"--order {order!r}: accepted HIGH (most pings first, FLGo's HIGH/IDL) or LOW")
     devices: list[dict[str, Any]] = []
@@ -452,7 +264,7 @@ def from_flgo(
         last = 0.0
         total = 0
         for line, row in _csv_rows(path, ("id", "timestamp")):
-            t = _finite(path, f"line {line}", "timestamp", row["timestamp"])
+            t = finite(path, f"line {line}", "timestamp", row["timestamp"])
             if first is None:
                 first = t  # FLGo: timestamp - timestamp[0]
             rel = t - first
@@ -492,8 +304,8 @@ def from_flgo(
         for path in map(Path, capacity):
             per_sample = []
             for line, row in _csv_rows(path, ("batchsize", "expr_train")):
-                bs = _finite(path, f"line {line}", "batchsize", row["batchsize"], positive=True)
-                ms = _finite(path, f"line {line}", "expr_train", row["expr_train"], positive=True)
+                bs = finite(path, f"line {line}", "batchsize", row["batchsize"], positive=True)
+                ms = finite(path, f"line {line}", "expr_train", row["expr_train"], positive=True)
                 per_sample.append(ms / bs)
             if not per_sample:
                 raise DeviceError(f"{path}: a time table without rows")
@@ -504,7 +316,7 @@ def from_flgo(
             d["speed"] = speeds[i % len(speeds)][1]
     if not devices:
         raise DeviceError("give --availability (pings.csv), --capacity (time tables) or both")
-    return _document(devices, notes, keep_order=True)
+    return document(devices, notes, keep_order=True)
 
 
 # ------------------------------------------------------------------ netemu's own CSV
@@ -515,14 +327,14 @@ def from_netemu_csv(
 ) -> dict:
     """A devices document from netemu's own per-client CSV files (rows client,start,end and
     client,speed,bandwidth).  With `periodic`, the trace repeats after its last end."""
-    time_scale = _finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
+    time_scale = finite(Path("--time-scale"), "option", "time_scale", time_scale, positive=True)
     devices: dict[str, dict[str, Any]] = {}
     horizon = 0.0
     if availability is not None:
         path = Path(availability)
         for n, r in _csv_rows(path, ("client", "start", "end")):
-            a = _finite(path, f"line {n}", "start", r["start"], minimum=0.0) * time_scale
-            b = _finite(path, f"line {n}", "end", r["end"]) * time_scale
+            a = finite(path, f"line {n}", "start", r["start"], minimum=0.0) * time_scale
+            b = finite(path, f"line {n}", "end", r["end"]) * time_scale
             if not a < b:
                 raise DeviceError(f"{path}: line {n}: the interval [{r['start']}, {r['end']}] is empty or reversed; "
                                   "accepted: 0 <= start < end")
@@ -533,8 +345,8 @@ def from_netemu_csv(
     if capacity is not None:
         path = Path(capacity)
         for n, r in _csv_rows(path, ("client", "speed", "bandwidth")):
-            speed = _finite(path, f"line {n}", "speed", r["speed"], positive=True)
-            bw = _finite(path, f"line {n}", "bandwidth", r["bandwidth"], positive=True)
+            speed = finite(path, f"line {n}", "speed", r["speed"], positive=True)
+            bw = finite(path, f"line {n}", "bandwidth", r["bandwidth"], positive=True)
             devices.setdefault(r["client"], {}).update(speed=speed, bandwidth=bw)
             if len(devices) > LIMITS["devices"]:
                 raise DeviceError(f"{path}: more than {LIMITS['devices']} devices")
@@ -543,160 +355,7 @@ def from_netemu_csv(
             d["online"].sort()
             if periodic:
                 d["period"] = horizon
-    return _document([{"id": cid, **devices[cid]} for cid in _sorted_ids(devices)], [])
+    return document([{"id": cid, **devices[cid]} for cid in _sorted_ids(devices)], [])
 
 
 from_csv = from_netemu_csv  # the name before netemu's CSV format was named as netemu's
-
-
-# ------------------------------------------------------------------ the devices file
-
-
-def _document(devices: list[dict], notes: list[str], keep_order: bool = True) -> dict:
-    if not devices:
-        raise DeviceError("the traces describe no device")
-    if len(devices) > LIMITS["devices"]:
-        raise DeviceError(f"{len(devices)} devices is more than the limit of {LIMITS['devices']}")
-    horizon = 0.0
-    for d in devices:
-        horizon = max(horizon, d.get("period") or 0.0, *(b for _, b in d.get("online", ())))
-    doc = {"format": FORMAT, "version": VERSION, "horizon": horizon, "devices": devices}
-    if notes:
-        doc["notes"] = notes
-    return doc
-
-
-def write_devices(doc: dict, path: Path) -> None:
-    """Write a devices document as strict JSON (no NaN or Infinity can be written)."""
-    try:
-        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    except ValueError as exc:
-        raise DeviceError(f"{path}: refusing to write a non-finite number ({exc})") from None
-    try:
-        Path(path).write_text(text)
-    except OSError as exc:
-        raise DeviceError(f"{path}: cannot write ({exc.strerror})") from None
-
-
-def read_devices(path: Path) -> dict:
-    """A netemu devices file, checked: format and version, every interval, period, speed
-    and bandwidth finite and in range, sizes within `LIMITS`."""
-    path = Path(path)
-    raw = _read_bytes(path)
-    try:
-        doc = json.loads(raw, parse_constant=_refuse_constant(path))
-    except DeviceError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise DeviceError(f"{path}: not JSON ({str(exc)[:200]})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") not in READABLE_VERSIONS:
-        raise DeviceError(f"{path}: not a netemu devices file (format {FORMAT!r}, version "
-                          f"{' or '.join(map(str, READABLE_VERSIONS))}; make one with `netemu devices import`)")
-    devices = doc.get("devices")
-    if not isinstance(devices, list) or not devices:
-        raise DeviceError(f"{path}: no devices")
-    if len(devices) > LIMITS["devices"]:
-        raise DeviceError(f"{path}: {len(devices)} devices is more than the limit of {LIMITS['devices']}")
-    _finite(path, "document", "horizon", doc.get("horizon", 0.0), minimum=0.0)
-    intervals = 0
-    for i, d in enumerate(devices):
-        where = f"device {i}"
-        if not isinstance(d, dict):
-            raise DeviceError(f"{path}: {where}: expected an object, got {type(d).__name__}")
-        online = d.get("online")
-        if online is not None:
-            if not isinstance(online, list):
-                raise DeviceError(f"{path}: {where}: 'online' must be a list of [start, end] pairs")
-            intervals += len(online)
-            if intervals > LIMITS["intervals"]:
-                raise DeviceError(f"{path}: more than {LIMITS['intervals']} online intervals")
-            for j, iv in enumerate(online):
-                if not isinstance(iv, list) or len(iv) != 2:
-                    raise DeviceError(f"{path}: {where}: online[{j}] = {iv!r}: expected [start, end]")
-                a = _finite(path, where, f"online[{j}][0]", iv[0], minimum=0.0)
-                b = _finite(path, where, f"online[{j}][1]", iv[1])
-                if not a < b:
-                    raise DeviceError(f"{path}: {where}: online[{j}] = {iv!r} is empty or reversed; accepted: start < end")
-        if "period" in d:
-            p = _finite(path, where, "period", d["period"], positive=True)
-            if online and max(b for _, b in online) > p * (1 + 1e-12):
-                raise DeviceError(f"{path}: {where}: an online interval ends after the period {p:g}")
-        for key in ("speed", "bandwidth"):
-            if key in d:
-                _finite(path, where, key, d[key], positive=True)
-    return doc
-
-
-# ------------------------------------------------------------------ devices in a World
-
-
-def offline_windows(online: list[list[float]], period: float | None = None) -> Iterator[tuple[float, float | None]]:
-    """(offline from, back online at or None), in time order, outside the online intervals.
-
-    Without a period the windows cover [0, ∞) and the last one never ends.  With a
-    period the online intervals repeat every `period` seconds (FedScale: online at t
-    when online at ``t % finish_time``); the windows go on for ever, merged across
-    period boundaries, and there are none when the intervals cover the whole period.
-    """
-    spans = sorted((float(a), float(b)) for a, b in online)
-    if period is None:
-        t = 0.0
-        for a, b in spans:
-            if a > t:
-                yield (t, a)
-            t = max(t, b)
-        yield (t, None)
-        return
-    spans = [(max(a, 0.0), min(b, period)) for a, b in spans if b > 0 and a < period]
-    covered = 0.0
-    for a, b in spans:
-        if a > covered:
-            break
-        covered = max(covered, b)
-    if covered >= period:
-        return
-    if not spans:
-        yield (0.0, None)
-        return
-    t, k = 0.0, 0
-    while True:
-        base = k * period
-        for a, b in spans:
-            if base + a > t:
-                yield (t, base + a)
-            t = max(t, base + b)
-        k += 1
-
-
-def _schedule_windows(world, name: str, windows: Iterator[tuple[float, float | None]]) -> None:
-    """Schedule the next offline window of `name`; at its end, the one after it."""
-    w = next(windows, None)
-    if w is None:
-        return
-    start, end = w
-    world.crash(name, at=max(start, world.env.now), recover_at=end)
-    if end is not None:
-        world.at(end, lambda: _schedule_windows(world, name, windows))
-
-
-def attach_devices(world, devices: dict[str, dict], source: str = "the devices file", horizon: float | None = None) -> None:
-    """Take each node of `devices` (name -> device) offline outside its online intervals,
-    one window at a time (a periodic trace never ends), and warn when the run outlasts
-    the trace of a device without a period."""
-    finite_end = None
-    for name, device in devices.items():
-        if "online" not in device:
-            continue
-        _schedule_windows(world, name, offline_windows(device["online"], device.get("period")))
-        if device.get("period") is None:
-            last = max((b for _, b in device["online"]), default=0.0)
-            finite_end = max(finite_end or 0.0, last, horizon or 0.0)
-    if finite_end is not None:
-
-        def outlasted() -> None:
-            warnings.warn(
-                f"{source}: the run has reached t = {finite_end:g} s, the end of its device trace, and goes on: devices "
-                "without a period stay offline from their last interval (import with --periodic, or set run.until)",
-                DeviceTraceWarning, stacklevel=1)
-
-        world.at(finite_end, outlasted)

@@ -23,14 +23,14 @@ import math
 import re
 import tomllib
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from netemu.errors import LogError, ReportError
-from netemu.logtools import log_path, read
+from netemu.errors import LogError, NetemuError, ReportError
+from netemu.logtools import Quantiles, Traffic, log_path, read
 from netemu.report import mean_over, read_metrics
 
 __all__ = ["ReportError", "Window", "collect", "embed_json", "natural_key", "render", "write_report"]
@@ -40,9 +40,6 @@ MAX_ACTORS = 2000           # per series in the per-actor charts and table
 MAX_SCENARIO_CHARS = 100_000
 DEFAULT_WINDOW_ROUNDS = 3   # the default timeline window: the first rounds of the chosen run
 DEFAULT_MAX_EVENTS = 1000   # messages + compute spans in the timeline window
-_BINS_PER_DECADE = 40       # delay histogram: log-spaced bins, 1 µs .. 1e6 s (quantiles within ±3 %)
-_LOG_LO, _LOG_HI = -6, 6
-_NBINS = (_LOG_HI - _LOG_LO) * _BINS_PER_DECADE
 
 
 def natural_key(name: str) -> tuple:
@@ -54,89 +51,20 @@ def _lane_key(name: str) -> tuple:
     return (not name.startswith("server"), natural_key(name))
 
 
-# ------------------------------------------------------------------ delays
+# ------------------------------------------------------------------ traffic
 
 
-@dataclass
-class _Delays:
-    """Streaming delay statistics: count, sum, min, max and a log-spaced histogram."""
-
-    count: int = 0
-    total: float = 0.0
-    lo: float = math.inf
-    hi: float = 0.0
-    zero: int = 0
-    bins: Counter = field(default_factory=Counter)
-
-    def add(self, d: float) -> None:
-        self.count += 1
-        self.total += d
-        self.lo = min(self.lo, d)
-        self.hi = max(self.hi, d)
-        if d <= 0:
-            self.zero += 1
-        else:
-            self.bins[min(_NBINS - 1, max(0, int((math.log10(d) - _LOG_LO) * _BINS_PER_DECADE)))] += 1
-
-    def merge(self, other: _Delays) -> None:
-        self.count += other.count
-        self.total += other.total
-        self.lo, self.hi = min(self.lo, other.lo), max(self.hi, other.hi)
-        self.zero += other.zero
-        self.bins.update(other.bins)
-
-    def _edge(self, i: int) -> float:
-        return 10 ** (_LOG_LO + i / _BINS_PER_DECADE)
-
-    def quantile(self, q: float) -> float:
-        """The q-quantile, to within one bin (the geometric centre of its bin, clipped to [min, max])."""
-        rank, seen = q * self.count, self.zero
-        if rank <= seen:
-            return max(0.0, self.lo)
-        for i in sorted(self.bins):
-            seen += self.bins[i]
-            if seen >= rank:
-                return min(self.hi, max(self.lo, math.sqrt(self._edge(i) * self._edge(i + 1))))
-        return self.hi
-
-    def stats(self) -> dict:
-        if not self.count:
-            return {}
-        cdf, seen = [], self.zero
-        if self.zero:
-            cdf.append([0.0, self.zero / self.count])
-        for i in sorted(self.bins):
-            seen += self.bins[i]
-            cdf.append([min(self.hi, self._edge(i + 1)), seen / self.count])
-        return {
-            "count": self.count, "mean": self.total / self.count, "min": self.lo, "max": self.hi,
-            "p50": self.quantile(0.5), "p90": self.quantile(0.9), "p99": self.quantile(0.99), "cdf": cdf,
-        }
+def _delay_stats(q: Quantiles) -> dict:
+    """What the page shows of a delay sketch: exact count, mean, min and max; p50/p90/p99 and
+    the CDF from the same sketch `netemu log summary` uses (1 % relative accuracy)."""
+    if not q.count:
+        return {}
+    return {"count": q.count, "mean": q.mean, "min": q.min, "max": q.max,
+            "p50": q.quantile(0.5), "p90": q.quantile(0.9), "p99": q.quantile(0.99), "cdf": q.cdf()}
 
 
-@dataclass
-class _Traffic:
-    sent: int = 0
-    delivered: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    in_flight: int = 0
-    bytes: int = 0
-    delays: _Delays = field(default_factory=_Delays)
-
-    def merge(self, o: _Traffic) -> None:
-        self.sent += o.sent
-        self.delivered += o.delivered
-        self.dropped.update(o.dropped)
-        self.in_flight += o.in_flight
-        self.bytes += o.bytes
-        self.delays.merge(o.delays)
-
-    def as_dict(self, runs: int) -> dict:
-        return {
-            "sent": self.sent, "delivered": self.delivered, "dropped": sum(self.dropped.values()),
-            "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight,
-            "bytes": self.bytes, "bytes_per_run": self.bytes / runs if runs else 0.0, "delay": self.delays.stats(),
-        }
+def _traffic_dict(tr: Traffic, runs: int) -> dict:
+    return {**tr.counts(), "bytes_per_run": tr.bytes / runs if runs else 0.0, "delay": _delay_stats(tr.delays)}
 
 
 # ------------------------------------------------------------------ the timeline window
@@ -271,7 +199,44 @@ def _read_summary(run_dir: Path) -> dict:
         raise ReportError(f"{path}: not a readable summary ({exc})") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    _check_summary(path, doc)
     return doc
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _as_float(v: Any) -> float:
+    """A number from a summary as a float; anything else NaN (shown as –)."""
+    return float(v) if _number(v) else math.nan
+
+
+def _dict_of(v: object, ok) -> bool:
+    return isinstance(v, dict) and all(ok(x) for x in v.values())
+
+
+# The summary fields the report reads structurally, and what each must be (null = absent);
+# every other field is only shown, as escaped text.
+_SUMMARY_SHAPES: dict[str, tuple[Any, str]] = {
+    "algorithms": (lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of algorithm names"),
+    "virtual_time": (lambda v: _dict_of(v, lambda t: _number(t) or (isinstance(t, list) and all(_number(x) for x in t))),
+                     "an object: algorithm -> list of end times per run (numbers)"),
+    "final": (lambda v: _dict_of(v, lambda m: isinstance(m, dict)), "an object: algorithm -> {metric: value}"),
+    "privacy": (lambda v: _dict_of(v, lambda c: _dict_of(c, lambda x: isinstance(x, dict))),
+                "an object: algorithm -> client -> {rho_total, epsilon, delta}"),
+    "warnings": (lambda v: isinstance(v, list), "a list of warnings"),
+}
+
+
+def _check_summary(path: Path, doc: dict) -> None:
+    """Refuse a summary.json whose structural fields have the wrong shape (a shared file may be damaged)."""
+    for key, (ok, accepted) in _SUMMARY_SHAPES.items():
+        value = doc.get(key)
+        if value is not None and not ok(value):
+            shown = json.dumps(value, default=str)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise ReportError(f"{path}: {key!r} = {shown}: expected {accepted}")
 
 
 def _read_scenario(run_dir: Path) -> tuple[str, dict]:
@@ -362,7 +327,24 @@ def _privacy_curves(path: Path) -> dict[str, dict]:
 
 
 def collect(run_dir: str | Path, window: Window = Window()) -> dict:
-    """Everything the report shows about one run folder, aggregated (one pass over the log)."""
+    """Everything the report shows about one run folder, aggregated (one pass over the log).
+
+    A folder whose files are malformed in a way no check below names is still refused with a
+    ReportError naming it, never a traceback (issue 19: shared folders must not crash the tool)."""
+    try:
+        return _collect(run_dir, window)
+    except NetemuError:  # already names the file (InputError is a ValueError too)
+        raise
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ReportError(f"{run_dir}: a malformed run folder ({type(exc).__name__}: {exc})") from None
+
+
+# Names and kinds in a log record are shown as text: one that is not a string (null, true, 3)
+# is read as its str(), as `netemu log summary` does, so sorting and lanes never mix types.
+_TEXT_FIELDS = ("algorithm", "kind", "link", "src", "dst", "actor", "reason")
+
+
+def _collect(run_dir: str | Path, window: Window) -> dict:
     d = Path(run_dir)
     if not d.is_dir():
         raise ReportError(f"{run_dir}: not a run folder (no such directory)")
@@ -371,15 +353,17 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
     summary = _read_summary(d)
     scenario_text, scenario = _read_scenario(d)
     rows = read_metrics(d) if (d / "metrics.csv").is_file() else []
-    algorithms = [str(a) for a in summary.get("algorithms") or []]
+    algorithms = list(summary.get("algorithms") or [])
     for alg in dict.fromkeys(r[0] for r in rows):
         if alg not in algorithms:
             algorithms.append(alg)
     ends = {alg: list(v) for alg, v in (summary.get("virtual_time") or {}).items() if isinstance(v, list)}
+    run_table = scenario.get("run")
+    run_table = run_table if isinstance(run_table, dict) else {}
     folder: dict[str, Any] = {
         "path": str(run_dir), "name": d.name or str(run_dir),
-        "scenario_name": str((scenario.get("run") or {}).get("name") or summary.get("scenario") or ""),
-        "description": str((scenario.get("run") or {}).get("description") or ""),
+        "scenario_name": str(run_table.get("name") or summary.get("scenario") or ""),
+        "description": str(run_table.get("description") or ""),
         "scenario_text": scenario_text,
         "summary": summary,
         "curves": _curves(rows),
@@ -393,7 +377,7 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         folder["timeline"] = {"empty": "no message log"}
         folder["algorithms"] = algorithms
         return folder
-    traffic: dict[str, dict[tuple[str, str], _Traffic]] = defaultdict(lambda: defaultdict(_Traffic))
+    traffic: dict[str, dict[tuple[str, str], Traffic]] = defaultdict(lambda: defaultdict(Traffic))
     sent_rounds: dict[tuple, dict[str, set]] = defaultdict(lambda: defaultdict(set))
     all_rounds: dict[tuple, set] = defaultdict(set)
     compute: dict[tuple, Counter] = defaultdict(Counter)
@@ -402,6 +386,9 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
     n = 0
     try:
         for n, r in enumerate(read(log), 1):  # the one pass over the log
+            for key in _TEXT_FIELDS:
+                if key in r and not isinstance(r[key], str):
+                    r[key] = str(r[key])
             ctx = (r.get("algorithm", ""), r.get("run", 0))
             ev = r["event"]
             last_t[ctx] = r["t"]
@@ -424,8 +411,13 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
                 compute[ctx][r["actor"]] += max(0.0, min(r["t"] + r["duration"], stop) - r["t"])
                 sent_rounds[ctx].setdefault(r["actor"], set())
             tl.feed(r, ctx)
-    except (KeyError, TypeError) as exc:
+    except LogError:
+        raise
+    except KeyError as exc:
         raise LogError(f"{log}:{n}: a record without a usable {exc} field (docs/formats.md lists each event's fields)") from None
+    except (TypeError, ValueError) as exc:
+        raise LogError(f"{log}:{n}: a {r.get('event')!r} record with a field of the wrong type ({exc}); "
+                       "docs/formats.md lists each event's fields") from None
     folder["records"] = n
     for alg in traffic:
         if alg not in algorithms:
@@ -436,18 +428,18 @@ def collect(run_dir: str | Path, window: Window = Window()) -> dict:
         runs_of[ctx[0]].append(ctx)
     for alg, ctxs in runs_of.items():
         runs = len(ctxs)
-        by_kind = {f"{k} / {link}": tr.as_dict(runs) for (k, link), tr in sorted(traffic[alg].items())}
-        by_link: dict[str, _Traffic] = defaultdict(_Traffic)
+        by_kind = {f"{k} / {link}": _traffic_dict(tr, runs) for (k, link), tr in sorted(traffic[alg].items())}
+        by_link: dict[str, Traffic] = defaultdict(Traffic)
         for (_k, link), tr in traffic[alg].items():
             by_link[link].merge(tr)
         folder["traffic"][alg] = {"runs": runs, "by_kind": by_kind,
-                                  "by_link": {link: tr.as_dict(runs) for link, tr in sorted(by_link.items())}}
+                                  "by_link": {link: _traffic_dict(tr, runs) for link, tr in sorted(by_link.items())}}
         names = sorted({a for c in ctxs for a in sent_rounds[c]} | {a for c in ctxs for a in compute[c]}, key=_lane_key)
         stats = []
         for a in names:  # per-run figures, then the mean over runs (never sums over runs)
             part, comp, idle = [], [], []
             for c in ctxs:
-                span = ends[alg][c[1]] if alg in ends and isinstance(c[1], int) and c[1] < len(ends[alg]) else last_t[c]
+                span = ends[alg][c[1]] if alg in ends and isinstance(c[1], int) and 0 <= c[1] < len(ends[alg]) else last_t[c]
                 part.append(len(sent_rounds[c].get(a, ())) / len(all_rounds[c]) if all_rounds[c] else 0.0)
                 comp.append(compute[c][a])
                 idle.append(max(0.0, span - compute[c][a]))
@@ -604,8 +596,8 @@ def _privacy_table(folders: list[dict], series: list[dict]) -> str:
         vals = [v for v in p.values() if isinstance(v, dict)]
         if not vals:
             continue
-        rho = [float(v.get("rho_total", math.nan)) for v in vals]
-        eps = [float(v.get("epsilon", math.nan)) for v in vals]
+        rho = [_as_float(v.get("rho_total")) for v in vals]
+        eps = [_as_float(v.get("epsilon")) for v in vals]
         rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in (
             s["label"], len(vals), _fmt(min(rho)), _fmt(float(np.mean(rho))), _fmt(max(rho)),
             _fmt(min(eps)), _fmt(float(np.mean(eps))), _fmt(max(eps)), _fmt(vals[0].get("delta")))) + "</tr>")
@@ -663,7 +655,7 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <div class="charts" data-chart="curves"></div></section>
 <section id="traffic"><h2>Traffic per link class</h2>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
-from a log-spaced histogram, exact to within ±3 %; mean and max are exact.</p>
+from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>
 <div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}</section>
 <section id="clients"><h2>Clients: participation, compute and idle time</h2>
 <p class="note">Per run, then the mean over runs: participation = rounds in which the actor sent / rounds seen;
@@ -686,7 +678,12 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
     folders = [collect(d, window) for d in run_dirs]
     out = Path(out)
     try:
-        out.write_text(render(folders), encoding="utf-8")
+        page = render(folders)
+    except (TypeError, AttributeError, ValueError) as exc:  # a summary field no check names
+        names = ", ".join(str(d) for d in run_dirs)
+        raise ReportError(f"{names}: a malformed run folder ({type(exc).__name__}: {exc})") from None
+    try:
+        out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report ({exc.strerror})") from None
     return out

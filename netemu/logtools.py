@@ -22,7 +22,7 @@ import orjson
 from netemu.errors import LogError
 from netemu.terminal import printable
 
-__all__ = ["LogError", "MAX_LINE", "Quantiles", "diff", "filter_records", "log_path", "natural_key", "read", "summarize"]
+__all__ = ["LogError", "MAX_LINE", "Quantiles", "Traffic", "diff", "filter_records", "log_path", "natural_key", "read", "summarize"]
 
 MAX_LINE = 1 << 20  # bytes: a message log's records are a few hundred bytes; refuse a line longer than 1 MiB
 
@@ -91,8 +91,10 @@ class Quantiles:
     Values fall into logarithmic buckets ``(γ^(k-1), γ^k]`` with ``γ = (1+α)/(1-α)``
     (the DDSketch construction, Masson et al., VLDB 2019); `quantile(q)` returns a
     value within a factor ``1 ± α`` of the order statistic of rank ``⌊q (n - 1)⌋``.
-    Zero is counted exactly; `max` and the mean are exact.  Memory: one counter per
+    Zero is counted exactly; min, max and the mean are exact.  Memory: one counter per
     occupied bucket (about 1,400 buckets for values between 1 µs and 10⁶ s at α = 1 %).
+    Sketches with the same `alpha` merge exactly (bucket counts add), which is how
+    `netemu report` sums link classes; it and `netemu log summary` share this sketch.
     """
 
     def __init__(self, alpha: float = 0.01):
@@ -104,16 +106,30 @@ class Quantiles:
         self.count = 0
         self.total = 0.0
         self.max = -math.inf
+        self.min = math.inf
 
     def add(self, x: float) -> None:
         self.count += 1
         self.total += x
         if x > self.max:
             self.max = x
+        if x < self.min:
+            self.min = x
         if x > 0:
             self.buckets[math.ceil(math.log(x) * self._inv_log_gamma)] += 1
         else:
             self.zeros += 1
+
+    def merge(self, other: Quantiles) -> None:
+        """Add every value `other` has seen (exact: the same buckets, counts summed)."""
+        if other.alpha != self.alpha:
+            raise ValueError(f"cannot merge sketches of relative accuracy {self.alpha} and {other.alpha}")
+        self.buckets.update(other.buckets)
+        self.zeros += other.zeros
+        self.count += other.count
+        self.total += other.total
+        self.max = max(self.max, other.max)
+        self.min = min(self.min, other.min)
 
     def quantile(self, q: float) -> float:
         if not self.count:
@@ -125,8 +141,21 @@ class Quantiles:
         for k in sorted(self.buckets):
             seen += self.buckets[k]
             if seen > rank:
-                return min(2 * self.gamma**k / (self.gamma + 1), self.max)
+                return max(self.min, min(2 * self.gamma**k / (self.gamma + 1), self.max))
         return self.max
+
+    def cdf(self) -> list[list[float]]:
+        """[x, fraction of values <= x] at each occupied bucket's upper edge (clipped to max);
+        a leading [0, fraction] when some values are <= 0."""
+        if not self.count:
+            return []
+        out, seen = [], self.zeros
+        if self.zeros:
+            out.append([0.0, self.zeros / self.count])
+        for k in sorted(self.buckets):
+            seen += self.buckets[k]
+            out.append([min(self.gamma**k, self.max), seen / self.count])
+        return out
 
     @property
     def mean(self) -> float:
@@ -153,13 +182,29 @@ class _Mean:
 
 
 @dataclass
-class _Traffic:
+class Traffic:
+    """Message counts of one traffic class (kind / link class): what `netemu log summary` and
+    `netemu report` both tally, with the delays of the delivered messages in a `Quantiles`."""
+
     sent: int = 0
     delivered: int = 0
     dropped: Counter = field(default_factory=Counter)
     in_flight: int = 0
     bytes: int = 0
     delays: Quantiles = field(default_factory=Quantiles)
+
+    def merge(self, o: Traffic) -> None:
+        self.sent += o.sent
+        self.delivered += o.delivered
+        self.dropped.update(o.dropped)
+        self.in_flight += o.in_flight
+        self.bytes += o.bytes
+        self.delays.merge(o.delays)
+
+    def counts(self) -> dict:
+        """The counts as JSON-ready numbers (drops in total and by reason)."""
+        return {"sent": self.sent, "delivered": self.delivered, "dropped": sum(self.dropped.values()),
+                "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight, "bytes": self.bytes}
 
 
 def _percentiles(q: Quantiles) -> dict:
@@ -202,10 +247,10 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
     compute spans, clipped at the pair's last record) and idle time (span − compute);
     `per_run` gives the same per pair, with that pair's span.
     """
-    traffic: dict[tuple[str, str], _Traffic] = defaultdict(_Traffic)
+    traffic: dict[tuple[str, str], Traffic] = defaultdict(Traffic)
     links: dict[str, _Mean] = defaultdict(_Mean)
     receivers: dict[str, _Mean] = defaultdict(_Mean)
-    pending: dict[tuple, _Traffic] = {}
+    pending: dict[tuple, Traffic] = {}
     busy: dict[tuple, _Busy] = {}
     active_rounds: dict[tuple, set] = defaultdict(set)  # (ctx, actor) -> rounds it sent in
     rounds: dict[tuple, set] = defaultdict(set)  # ctx -> rounds seen
@@ -255,11 +300,7 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
         except (KeyError, TypeError, ValueError) as exc:
             raise _shape_error(path, n, r, exc) from None
     by_kind = {
-        f"{kind} / {link}": {
-            "sent": tr.sent, "delivered": tr.delivered, "dropped": sum(tr.dropped.values()),
-            "dropped_by_reason": dict(sorted(tr.dropped.items())), "in_flight": tr.in_flight, "bytes": tr.bytes,
-            "delay": _percentiles(tr.delays),
-        }
+        f"{kind} / {link}": {**tr.counts(), "delay": _percentiles(tr.delays)}
         for (kind, link), tr in sorted(traffic.items(), key=lambda kv: tuple(map(str, kv[0])))
     }
     slowest = lambda groups: [

@@ -384,3 +384,36 @@ def test_periodic_windows_say_offline_exactly_when_t_mod_period_is_outside_every
             offline = True
             break
     assert offline == (not inside)
+
+
+def test_the_restricted_unpickler_is_a_module_of_its_own_below_devices(tmp_path):
+    """netemu.safepickle holds the unpickler and the reading limits; devices re-exports them (the same
+    objects, so a limit set through either applies to both) and safepickle imports only netemu.errors."""
+    import re
+    from pathlib import Path
+
+    import netemu.devices as devices
+    import netemu.safepickle as safepickle
+
+    assert devices.load_pickle is safepickle.load_pickle and devices.LIMITS is safepickle.LIMITS
+    text = Path(safepickle.__file__).read_text()
+    assert set(re.findall(r"^(?:from|import) (netemu[\w.]*)", text, re.M)) == {"netemu.errors"}
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps(print))
+    with pytest.raises(DeviceError, match="refused to load builtins.print"):
+        safepickle.load_pickle(tmp_path / "evil.pkl")
+
+
+def test_the_devices_file_is_below_the_importers_and_devices_keeps_every_public_name():
+    """netemu.devicefile (format, checks, scheduling) imports neither the importers nor the
+    unpickler's users above it; netemu.devices re-exports its names, so callers import one module."""
+    import re
+    from pathlib import Path
+
+    import netemu.devicefile as devicefile
+    import netemu.devices as devices
+
+    text = Path(devicefile.__file__).read_text()
+    assert set(re.findall(r"^(?:from|import) (netemu[\w.]*)", text, re.M)) == {"netemu.errors", "netemu.safepickle"}
+    for name in ("read_devices", "write_devices", "attach_devices", "offline_windows", "DeviceTraceWarning"):
+        assert getattr(devices, name) is getattr(devicefile, name)
+    assert set(devices.__all__) <= set(dir(devices))

@@ -24,7 +24,6 @@ from netemu.errors import LogError
 from netemu.htmlreport import (
     MAX_CURVE_POINTS,
     Window,
-    _Delays,
     _thin,
     collect,
     embed_json,
@@ -136,14 +135,43 @@ def test_delay_figures_come_from_the_logged_delays(runs):
     assert d["cdf"][-1][1] == pytest.approx(1.0)
 
 
-def test_streamed_delay_quantiles_are_within_three_percent():
-    """One log-spaced bin is a factor 10**(1/40) = 1.059 wide; its geometric centre is within 2.9 %."""
-    x = np.random.default_rng(7).lognormal(-1.0, 1.5, 20_000)
-    acc = _Delays()
-    for v in x:
-        acc.add(float(v))
-    for q in (0.5, 0.9, 0.99):
-        assert acc.quantile(q) == pytest.approx(np.quantile(x, q), rel=0.03)
+def _delay_folder(path: Path, delays: np.ndarray) -> Path:
+    """A run folder whose log holds one delivered uplink message per delay."""
+    path.mkdir()
+    (path / "summary.json").write_text(json.dumps({"algorithms": ["fedavg"]}))
+    with open(path / "messages.jsonl", "wb") as f:
+        for i, d in enumerate(delays):
+            common = {"algorithm": "fedavg", "run": 0, "id": i, "src": "client-1", "dst": "server", "kind": "update",
+                      "link": "uplink", "round": 0}
+            f.write(orjson.dumps({"t": float(i), "event": "send", **common, "bytes": 10}) + b"\n")
+            f.write(orjson.dumps({"t": float(i) + float(d), "event": "deliver", **common, "delay": float(d)}) + b"\n")
+    return path
+
+
+def test_the_report_and_log_summary_give_the_same_delay_percentiles(tmp_path):
+    """One sketch for both commands: on 10,000 log-normal delays their p50/p90/p99 are equal,
+    and each is within the sketch's 1 % of the order statistic of rank floor(q (n - 1))."""
+    from netemu.logtools import summarize
+
+    x = np.random.default_rng(7).lognormal(-1.0, 1.5, 10_000)
+    folder = _delay_folder(tmp_path / "delays", x)
+    shown = collect(folder)["traffic"]["fedavg"]["by_kind"]["update / uplink"]["delay"]
+    logged = summarize(folder)["traffic"]["update / uplink"]["delay"]
+    exact = np.sort(x)
+    for q, key in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
+        assert shown[key] == logged[key]
+        assert shown[key] == pytest.approx(exact[math.floor(q * (len(x) - 1))], rel=0.01)
+    assert (shown["min"], shown["max"]) == (exact[0], exact[-1])
+
+
+def test_the_delay_cdf_rises_to_one_at_the_largest_delay(tmp_path):
+    x = np.random.default_rng(8).lognormal(-1.0, 1.5, 2_000)
+    cdf = collect(_delay_folder(tmp_path / "delays", x))["traffic"]["fedavg"]["by_link"]["uplink"]["delay"]["cdf"]
+    xs, fs = [p[0] for p in cdf], [p[1] for p in cdf]
+    assert xs == sorted(xs) and fs == sorted(fs)
+    assert cdf[-1] == [x.max(), 1.0]
+    for v, f in cdf[::50]:  # each point within one 1 % bucket of the empirical CDF
+        assert np.mean(x <= v / 1.0201) - 1e-12 <= f <= np.mean(x <= v) + 1e-12
 
 
 def test_per_client_figures_are_per_run_means_and_fit_in_the_run(runs):
@@ -548,3 +576,91 @@ def test_the_timeline_marks_crashes_recoveries_and_outages(tmp_path):
                      (120.0, "outage", "client-7", ["server", 150.0])]
     crashed = [m for m in tl["msgs"] if m[5] == "crash"]
     assert crashed and all(tl["lanes"][m[3]] == "client-2" and 50.0 <= m[2] <= 100.0 for m in crashed)
+
+
+# ------------------------------------------------------------------ malformed shared folders (issue 19)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+_SUMMARY_KEYS = ["scenario", "complete", "stopped_by", "rounds_planned", "rounds_done", "netemu", "seed", "runs",
+                 "algorithms", "outcome", "final", "messages", "virtual_time", "wall_time_s", "warnings", "privacy"]
+_RECORD_KEYS = ["t", "event", "algorithm", "run", "id", "src", "dst", "actor", "kind", "link", "round", "bytes",
+                "delay", "reason", "duration", "until"]
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    return _run(SCENARIOS / "quickstart.toml", tmp_path_factory.mktemp("small") / "run", ["run.rounds=2", "run.runs=2"])
+
+
+def _report_exit(folder: Path, capsys) -> int:
+    """`netemu report` on the folder; any exception (a traceback for the user) fails the test."""
+    code = main(["report", str(folder), "--out", str(folder / "r.html")])
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    if code == 2:
+        assert err.startswith("netemu: ") and err.count("\n") == 1, err
+    return code
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_mutated_summary_never_crashes_the_report(small_run, tmp_path_factory, capsys, data):
+    folder = tmp_path_factory.mktemp("mut") / "run"
+    shutil.copytree(small_run, folder)
+    doc = json.loads((folder / "summary.json").read_text())
+    key = data.draw(st.sampled_from(_SUMMARY_KEYS))
+    inner = doc.get(key)
+    if isinstance(inner, dict) and inner and data.draw(st.booleans()):  # one level down: an algorithm's entry
+        inner[data.draw(st.sampled_from(sorted(inner)))] = data.draw(_JSON)
+    else:
+        doc[key] = data.draw(_JSON)
+    (folder / "summary.json").write_text(json.dumps(doc))
+    _report_exit(folder, capsys)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_mutated_log_record_never_crashes_the_report(small_run, tmp_path_factory, capsys, data):
+    folder = tmp_path_factory.mktemp("mut") / "run"
+    shutil.copytree(small_run, folder)
+    lines = (folder / "messages.jsonl").read_bytes().splitlines()
+    i = data.draw(st.integers(0, len(lines) - 1))
+    record = orjson.loads(lines[i])
+    key = data.draw(st.sampled_from(_RECORD_KEYS))
+    if key in record and data.draw(st.booleans()):
+        del record[key]
+    else:
+        record[key] = data.draw(_JSON)
+    lines[i] = orjson.dumps(record)
+    (folder / "messages.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    _report_exit(folder, capsys)
+
+
+@pytest.mark.parametrize("key, value", [("final", 5), ("algorithms", 1.5), ("virtual_time", 1.5)])
+def test_a_summary_field_of_the_wrong_type_is_refused_naming_file_and_key(small_run, tmp_path, capsys, key, value):
+    folder = tmp_path / "run"
+    shutil.copytree(small_run, folder)
+    doc = json.loads((folder / "summary.json").read_text())
+    doc[key] = value
+    (folder / "summary.json").write_text(json.dumps(doc))
+    assert _report_exit(folder, capsys) == 2
+
+
+@pytest.mark.parametrize("key, value", [("kind", None), ("src", True), ("actor", True)])
+def test_a_non_string_name_or_kind_in_the_log_is_reported_as_text(small_run, tmp_path, capsys, key, value):
+    """`netemu log summary` accepts such records; so does the report, showing the value as text."""
+    folder = tmp_path / "run"
+    shutil.copytree(small_run, folder)
+    lines = [orjson.loads(x) for x in (folder / "messages.jsonl").read_bytes().splitlines()]
+    event = "compute" if key == "actor" else "send"
+    first = next(r for r in lines if r["event"] == event)
+    first[key] = value
+    (folder / "messages.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
+    assert _report_exit(folder, capsys) == 0
