@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,7 +26,7 @@ from pathlib import Path
 import tomli_w
 
 from netemu import __version__
-from netemu.errors import InputError
+from netemu.errors import InputError, NetemuError, RunStopped
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
 from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_privacy, write_summary
@@ -36,6 +37,26 @@ from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
 from netemu.world import World
 
 __all__ = ["Terminated", "default_out_dir", "execute", "resolved_toml", "run_outcome", "stop_on_signals", "write_run_folder"]
+
+
+class BuildFailed(RunStopped):
+    """An algorithm's build (a plug-in's code, typically) raised something that is not a NetemuError:
+    the run stops with the algorithm, the place and the error; `details` keeps the traceback."""
+
+    def __init__(self, label: str, run: int, exc: Exception) -> None:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" ({frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name})" if frames else ""
+        super().__init__(f"building {label!r} for run {run} failed{where}: {type(exc).__name__}: {exc}")
+        self.details = "".join(traceback.format_exception(exc))
+
+
+def _build(sc: Scenario, a: int, r: int, label: str, **kwargs) -> World:
+    try:
+        return build_world(sc, a, r, **kwargs)
+    except NetemuError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plug-in's own failure, reported with its place, never a bare traceback
+        raise BuildFailed(label, r, exc) from exc
 
 
 def default_out_dir(sc: Scenario, root: Path = Path("runs")) -> Path:
@@ -226,7 +247,7 @@ def execute(
                 for a, label in enumerate(labels):
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
                     fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
-                    world = build_world(sc, a, r, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
+                    world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     failure: BaseException | None = None

@@ -122,6 +122,13 @@ ALGORITHM = AlgorithmSpec("my-fedavg", Params, FEDAVG.build, datasets=("linear",
                         requires=(ONE_SERVER,))
 DATA = DataSpec("my-linear", LinearData, make_linear)
 NOT_A_SPEC = 42
+
+
+def _broken_build(*args, **kwargs):
+    raise KeyError("a plug-in bug")
+
+
+BROKEN = AlgorithmSpec("broken", Params, _broken_build, datasets=("linear",), roles=("server", "client"), requires=(ONE_SERVER,))
 '''
 
 TEXT = """
@@ -155,6 +162,15 @@ def test_a_scenario_names_an_algorithm_as_module_attribute(my_module, tmp_path):
     assert sc.table["algorithm"][0]["label"] == "my-fedavg" and sc.table["algorithm"][0]["local_steps"] == 2
     summary = execute(sc, tmp_path / "run", quiet=True)
     assert summary["complete"] and "mse" in summary["final"]["my-fedavg"]
+
+
+def test_a_plug_in_whose_build_raises_stops_the_run_with_one_line_and_an_incomplete_folder(my_module, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", str(write(tmp_path, name="my_plugins:BROKEN")), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "building 'broken' for run 0 failed (" in err and "my_plugins.py:" in err and "KeyError" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False and "KeyError" in summary["failure"]
 
 
 def test_a_scenario_names_a_data_kind_as_module_attribute(my_module, tmp_path):
