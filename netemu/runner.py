@@ -25,14 +25,14 @@ from pathlib import Path
 
 import tomli_w
 
-from netemu import __version__
+from netemu import __version__, plugins
 from netemu.errors import InputError, NetemuError, RunStopped
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
 from netemu.report import aggregate_metrics, final_values, plot_curves, write_metrics, write_privacy, write_summary
 from netemu.rng import Streams
 from netemu.scenario.build import build_graph, build_world, load_script, run_horizon, run_seed
-from netemu.scenario.load import Scenario
+from netemu.scenario.load import Scenario, algorithm_params
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
 from netemu.world import World
 
@@ -88,8 +88,23 @@ def resolved_toml(sc: Scenario) -> str:
     for link in [*table["links"].values(), *table["link"]]:
         if (link.get("latency") or {}).get("file"):
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())
+    absolute = lambda p: str(sc.resolve(p).resolve())  # noqa: E731
+    for i, entry in enumerate(table["algorithm"]):  # paths the params resolve themselves (a Flower app_dir)
+        _take_paths(entry, algorithm_params(sc.table, i, plugins.algorithm(entry["name"]), absolute))
+    if table["data"]:  # a digits `source` file, an online `csv`
+        params = plugins.data_kind(table["data"]["kind"]).params(**{k: v for k, v in table["data"].items() if k != "kind"})
+        if hasattr(params, "with_paths"):
+            _take_paths(table["data"], params.with_paths(absolute))
     table["netemu"] = {"version": __version__}
     return tomli_w.dumps(_without_none(table))
+
+
+def _take_paths(entry: dict, params) -> None:
+    """Write into the scenario `entry` the string values `with_paths` changed (made absolute)."""
+    for key, value in entry.items():
+        resolved = getattr(params, key, value)
+        if isinstance(value, str) and isinstance(resolved, str) and resolved != value:
+            entry[key] = resolved
 
 
 def _scenario_hash(text: str) -> str:

@@ -92,7 +92,8 @@ class AlgorithmSpec:
     `datasets` lists the `data.kind` values it can learn (empty: any); `roles` the
     node roles its topology must have; `requires` the other conditions validate checks;
     `defaults` overrides parameter defaults, so that one params class serves several
-    named variants."""
+    named variants; `needs_data` False lets a scenario leave out `[data]` (an
+    algorithm that loads its own, like a Flower app)."""
 
     name: str
     params: type
@@ -102,6 +103,7 @@ class AlgorithmSpec:
     doc: str = ""
     defaults: dict = field(default_factory=dict)
     requires: tuple[Requirement, ...] = ()
+    needs_data: bool = True
 
     def make_params(self, values: dict) -> Any:
         return self.params(**{**self.defaults, **values})

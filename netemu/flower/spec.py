@@ -1,6 +1,7 @@
 """An unmodified Flower ServerApp and ClientApp on netemu's network (docs/flower.md).
 
-The Flower family as an algorithm spec, for the plug-in registry:
+The Flower family as an algorithm spec, for the plug-in registry (a scenario's top-level
+`[flower]` table is the same entry without `name`):
 
     [[algorithm]]
     name = "flower"
@@ -10,7 +11,7 @@ The Flower family as an algorithm spec, for the plug-in registry:
     run_config = { "local-epochs" = 2, "round-timeout" = 30.0 }
 
 `run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
-The data table does not matter: a Flower app loads its own data.  This module imports
+A Flower app loads its own data: a scenario needs no `[data]` table.  This module imports
 without Flower installed (so a registry can list the family); building a run needs it.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
@@ -54,7 +56,8 @@ class FlowerParams:
         for key, value in self.run_config.items():
             require(isinstance(value, (bool, int, float, str)), f"run_config.{key}", "a bool, integer, float or string")
         self.work()  # checks the work-model fields
-        self._check_apps()
+        if not self.app_dir or Path(self.app_dir).is_absolute():  # a relative one waits for with_paths (the scenario's folder)
+            self._check_apps()
 
     def _check_apps(self) -> None:
         """Both apps load (so that `netemu validate` refuses what would fail when the run is built)."""
@@ -74,7 +77,7 @@ class FlowerParams:
         return WorkModel(self.examples_key, self.epochs_key, self.train_per_example, self.evaluate_per_example, self.per_message)
 
     def with_paths(self, resolve: Callable[[str], str]) -> FlowerParams:
-        """app_dir relative to the scenario file."""
+        """app_dir relative to the scenario file (the copy checks that the apps load from there)."""
         return replace(self, app_dir=resolve(self.app_dir)) if self.app_dir else self
 
 
@@ -87,4 +90,4 @@ def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
 
 
 SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__,
-                     requires=(ONE_SERVER,))  # add_flower: one server (the SuperLink side), its clients the Flower nodes
+                     requires=(ONE_SERVER,), needs_data=False)  # add_flower: one server (the SuperLink side), its clients the Flower nodes

@@ -27,7 +27,7 @@ from netemu.net import links as L
 from netemu.net import topology as T
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.rng import Streams
-from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, match_nodes
+from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, algorithm_params, match_nodes
 from netemu.world import World
 
 __all__ = [
@@ -215,6 +215,9 @@ def load_script(path: Path) -> Callable[[World], None]:
 
 
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
+    """The scenario's data (None without a [data] table: its algorithms need none)."""
+    if sc.table["data"] is None:
+        return None
     spec = plugins.data_kind(sc.table["data"]["kind"])
     params = spec.params(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
     if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
@@ -248,7 +251,7 @@ def build_world(
     entry = sc.table["algorithm"][algorithm]
     spec = plugins.algorithm(entry["name"])
     try:
-        params = spec.make_params({k: v for k, v in entry.items() if k not in ("name", "label")})
+        params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
         spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
         where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"

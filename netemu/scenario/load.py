@@ -33,7 +33,8 @@ from netemu.scenario.schema import (
     INT_MAX, INT_MIN, REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, ScenarioError, Section, validate,
 )
 
-__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "Scenario", "load_scenario", "match_nodes", "parse_scenario"]
+__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
+           "parse_scenario"]
 
 LATENCY_MODELS = {
     "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
@@ -224,7 +225,7 @@ def _physical_memory() -> int | None:
 def memory_estimate(table: dict, nodes: int) -> int:
     """A rough upper estimate (bytes) of what a run of the scenario holds in memory:
     one World at a time, the topologies of every run, the data, every metric value."""
-    run, data = table["run"], table["data"]
+    run, data = table["run"], table["data"] or {}
     dim = data.get("dim", 64) if isinstance(data.get("dim", 64), int) else 64
     samples = max((v for k, v in data.items() if k in ("samples_max", "samples") and isinstance(v, int)), default=100)
     test = data.get("test_samples", 1000) if isinstance(data.get("test_samples", 1000), int) else 1000
@@ -359,7 +360,7 @@ SCHEMA = Section(
                 ),
             }
         ),
-        "data": Custom(_data),
+        "data": Custom(_data, None),  # required unless every algorithm says it needs none (parse_scenario)
         "algorithm": ArrayOf(Custom(_algorithm), min_items=1),
         "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
         "devices": Section(
@@ -372,6 +373,54 @@ SCHEMA = Section(
         "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
     }
 )
+
+
+#: top-level tables that stand for one more `[[algorithm]]` entry of that name: `[flower]`
+#: (server_app, client_app, run_config, ...) is `[[algorithm]] name = "flower"` with the same keys.
+SHORTHANDS = ("flower",)
+
+
+def _shorthands(raw: dict, issues: Issues) -> tuple[dict, dict[str, str]]:
+    """`raw` with each shorthand table moved into `algorithm`, and the dotted key of each
+    entry it became ("algorithm[1]" -> "flower"), so that errors name what the file says."""
+    found = [name for name in SHORTHANDS if name in raw]
+    if not found:
+        return raw, {}
+    raw = dict(raw)
+    entries = raw.get("algorithm", [])
+    entries = list(entries) if isinstance(entries, list) else entries
+    renamed = {}
+    for name in found:
+        table = raw.pop(name)
+        if not isinstance(table, dict):
+            issues.add(name, table, f"a table of the {name} algorithm's settings ([{name}])")
+            continue
+        if "name" in table:
+            issues.add(f"{name}.name", table["name"], f"no `name` in [{name}]: it is the {name} algorithm")
+            continue
+        if isinstance(entries, list):
+            renamed[f"algorithm[{len(entries)}]"] = name
+            entries.append({"name": name, **table})
+    raw["algorithm"] = entries
+    return raw, renamed
+
+
+def _renamed(issue: Issue, renamed: dict[str, str]) -> Issue:
+    for key, name in renamed.items():
+        if issue.key in (key, key + ".name"):  # the entry, or the algorithm it names
+            return dataclasses.replace(issue, key=name)
+        if issue.key.startswith(key + "."):
+            return dataclasses.replace(issue, key=name + issue.key[len(key):])
+    return issue
+
+
+def algorithm_params(table: dict, i: int, spec: AlgorithmSpec, resolve) -> Any:
+    """The constructed params of algorithm entry `i`, with the paths they hold (e.g. a
+    Flower `app_dir`) resolved by `resolve` (relative to the scenario file): params that
+    have a `with_paths(resolve)` method, like the data specs, get it called."""
+    alg = table["algorithm"][i]
+    params = spec.make_params({k: v for k, v in alg.items() if k not in ("name", "label")})
+    return params.with_paths(resolve) if hasattr(params, "with_paths") else params
 
 
 @dataclass(frozen=True)
@@ -462,11 +511,10 @@ def _graphml_size_ok(sc: Scenario, issues: Issues) -> bool:
     return True
 
 
-def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, graph: nx.DiGraph, issues: Issues) -> None:
+def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, graph: nx.DiGraph, issues: Issues) -> None:
     """The algorithm's own requirements (graph shape, data, rounds), each at the key it concerns."""
     alg = table["algorithm"][i]
-    params = spec.make_params({k: v for k, v in alg.items() if k not in ("name", "label")})
-    setting = Setting(graph, params, table["data"], table["run"]["rounds"])
+    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"])
     for req in spec.unmet(setting):
         value: Any = table
         for part in req.key.split("."):
@@ -482,13 +530,26 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
     if nesting_depth(raw) > MAX_DEPTH:
         raise ScenarioError([Issue(file, "(nesting)", f"more than {MAX_DEPTH} levels", f"tables and arrays nested at most {MAX_DEPTH} levels deep")])
     issues = Issues(file)
+    raw, renamed = _shorthands(raw, issues)
     table = validate(SCHEMA, raw, "", issues)
     if not issues.items and _check_sizes(table, issues) and _graphml_size_ok(Scenario(table, path), issues):
         sc = Scenario(table, path)
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
-        kind = plugins.data_kind(table["data"]["kind"]).name  # a "module:attribute" kind goes by its spec's name
+        params: dict[int, Any] = {}
         for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
-            if spec.datasets and kind not in spec.datasets:
+            try:  # the checks that need the scenario's paths (a Flower app_dir relative to the file)
+                params[i] = algorithm_params(table, i, spec, lambda p: str(sc.resolve(p)))
+            except ConfigError as exc:
+                issues.add(f"algorithm[{i}].{exc.field}", alg.get(exc.field), exc.accepts)
+        if table["data"] is None:
+            for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+                if spec.needs_data:
+                    issues.add("data", REQUIRED, f"required: algorithm[{i}] = {alg['name']!r} learns the scenario's data "
+                               "(a [data] table with a kind)")
+                    break
+        kind = plugins.data_kind(table["data"]["kind"]).name if table["data"] else None  # a "module:attribute" kind goes by its spec's name
+        for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+            if kind is not None and spec.datasets and kind not in spec.datasets:
                 issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r} "
                            f"({alg['name']} learns data.kind = {' | '.join(spec.datasets)})")
         labels = [a["label"] for a in table["algorithm"]]
@@ -509,8 +570,8 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
                 need = set(spec.roles)
                 if not need <= roles:
                     issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
-                else:
-                    _check_requirements(table, i, spec, graph, issues)
+                elif i in params:
+                    _check_requirements(table, i, spec, params[i], graph, issues)
         for where, link in _link_tables(table):
             latency = link.get("latency") or {}
             if latency.get("model") == "empirical" and "file" in latency:
@@ -527,13 +588,13 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
                 read_devices(sc.resolve(table["devices"]["file"]))
             except (DeviceError, OSError) as exc:
                 issues.add("devices.file", table["devices"]["file"], str(exc))
-        source = table["data"].get("source", "sklearn")
-        if table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not sc.resolve(source).exists():
+        source = (table["data"] or {}).get("source", "sklearn")
+        if kind is not None and table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not sc.resolve(source).exists():
             issues.add("data.source", source, '"sklearn", or an existing .npz file or folder of MNIST IDX files (relative to the scenario)')
         if table["script"] and not sc.resolve(table["script"]).is_file():
             issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
     if issues.items:
-        raise ScenarioError(issues.items)
+        raise ScenarioError([_renamed(issue, renamed) for issue in issues.items])
     return Scenario(table, path)
 
 
