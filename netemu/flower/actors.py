@@ -142,19 +142,26 @@ class _StrategyMetrics(logging.Handler):
             prefix, rnd = server.last_category, server.last_round
         else:
             prefix, rnd = "server", server.last_round
-        for key, value in metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                server.metric(f"{prefix}_{key}", value, round=rnd)
+        values = [(f"{prefix}_{key}", v) for key, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if rnd == 0:
+            server.initial_metrics(values)
+        else:
+            for name, value in values:
+                server.metric(name, value, round=rnd)
 
 
 @contextmanager
 def _capture_metrics(server: FlowerServer) -> Iterator[None]:
     """The strategies' MetricRecords reach `_StrategyMetrics` even if Flower's logger is
     set above INFO; its other handlers are raised to that level meanwhile, so what the
-    console shows does not change."""
+    console shows does not change.  With `server.console` set (e.g. WARNING under
+    `netemu run`), Flower's console handlers show only records from that level up."""
     handler = _StrategyMetrics(server)
     level, effective = FLOWER_LOGGER.level, FLOWER_LOGGER.getEffectiveLevel()
     others = [(h, h.level) for h in FLOWER_LOGGER.handlers]
+    if server.console is not None:
+        for h, h_level in others:
+            h.setLevel(max(h_level, server.console))
     if effective > logging.INFO:
         for h, h_level in others:
             h.setLevel(max(h_level, effective))
@@ -172,8 +179,10 @@ def _capture_metrics(server: FlowerServer) -> Iterator[None]:
 class FlowerServer(Actor):
     """Runs a Flower ServerApp on the server node, through a `NetemuGrid`."""
 
-    def __init__(self, name: str, server_app: Any, nodes: Mapping[int, str], run_config: Mapping[str, Any], run_id: int) -> None:
+    def __init__(self, name: str, server_app: Any, nodes: Mapping[int, str], run_config: Mapping[str, Any], run_id: int,
+                 console: int | None = None) -> None:
         super().__init__(name)
+        self.console = console  # the lowest level Flower's console handlers show during the run (None: as configured)
         self.server_app = server_app
         self.nodes = dict(nodes)  # Flower node id -> netemu node
         self.run_config = dict(run_config)
@@ -221,6 +230,21 @@ class FlowerServer(Actor):
         """Take every reply delivered so far into the Grid."""
         while (msg := self.inbox.take(None)) is not None:
             self.grid.accept(from_wire(msg.payload))
+
+    def initial_metrics(self, values: list[tuple[str, float]]) -> None:
+        """The strategy's initial evaluation (Flower's round 0: the starting model, before
+        any round) as metrics of round 0, which do not count as a round done: a run of N
+        server rounds does N rounds (`rounds_done`), and the progress bar counts those."""
+        world = self.world
+        seen, on_round = 0 in world.rounds_seen, world.on_round
+        world.on_round = None
+        try:
+            for name, value in values:
+                self.metric(name, value, round=0)
+        finally:
+            world.on_round = on_round
+        if not seen:
+            world.rounds_seen.discard(0)
 
     def exchange_done(self, replies: list[Message]) -> None:
         """Per send_and_receive: how many replies carried content, how many were errors."""
@@ -305,9 +329,11 @@ def add_flower(
     run_config: Mapping[str, Any] | None = None,
     work: WorkModel | None = None,
     app_dir: str | None = None,
+    console: int | None = None,
 ) -> dict[int, str]:
     """Put a Flower ServerApp on the world's one server node and a Flower node with the
     ClientApp on every client node.  Apps are objects or "package.module:attribute".
+    `console` (a logging level) quiets Flower's console output below it during the run.
     Returns Flower node id -> netemu node."""
     server_app = load_server_app(server_app, setting="server_app", app_dir=app_dir)
     client_app = load_client_app(client_app, setting="client_app", app_dir=app_dir)
@@ -322,7 +348,7 @@ def add_flower(
     work = work or WorkModel()
     run_id = flower_run_id(world.streams.seed)
     nodes = flower_nodes(clients)
-    world.add(FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id))
+    world.add(FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console))
     for node_id, (name, node_config) in nodes.items():
         world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work))
     return {i: name for i, (name, _) in nodes.items()}

@@ -9,6 +9,7 @@ The Flower family as an algorithm spec, for the plug-in registry (a scenario's t
     client_app = "flower_digits.client_app:app"
     app_dir = "../examples/flower-digits"        # relative to the scenario
     run_config = { "local-epochs" = 2, "round-timeout" = 30.0 }
+    console = "info"                             # show Flower's INFO output (default: warnings and errors)
 
 `run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
 A Flower app loads its own data: a scenario needs no `[data]` table.  This module imports
@@ -18,6 +19,7 @@ without Flower installed (so a registry can list the family); building a run nee
 from __future__ import annotations
 
 from collections.abc import Callable
+import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,10 @@ from netemu.config import ConfigError, require
 from netemu.flower.work import WorkModel
 from netemu.world import World
 
-__all__ = ["SPEC", "FlowerParams", "build"]
+__all__ = ["CONSOLE_LEVELS", "SPEC", "FlowerParams", "build"]
+
+#: what `console` accepts: Flower's INFO output (every round's summary) is hidden by default
+CONSOLE_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
 def _is_ref(value: Any) -> bool:
@@ -48,6 +53,7 @@ class FlowerParams:
     train_per_example: float = 1.0
     evaluate_per_example: float = 0.1
     per_message: float = 0.0
+    console: str = "warning"
 
     def __post_init__(self) -> None:
         require(_is_ref(self.server_app), "server_app", "'package.module:attribute' naming a flwr.serverapp.ServerApp")
@@ -55,6 +61,8 @@ class FlowerParams:
         require(isinstance(self.run_config, dict), "run_config", "a table of Flower run-config values")
         for key, value in self.run_config.items():
             require(isinstance(value, (bool, int, float, str)), f"run_config.{key}", "a bool, integer, float or string")
+        require(self.console in CONSOLE_LEVELS, "console", f"one of {', '.join(CONSOLE_LEVELS)} (the least severe Flower "
+                "log record shown on the console during the run)")
         self.work()  # checks the work-model fields
         if not self.app_dir or Path(self.app_dir).is_absolute():  # a relative one waits for with_paths (the scenario's folder)
             self._check_apps()
@@ -86,7 +94,7 @@ def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
 
     run_config = {"num-server-rounds": rounds, **params.run_config}
     add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
-               app_dir=params.app_dir or None)
+               app_dir=params.app_dir or None, console=CONSOLE_LEVELS[params.console])
 
 
 SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__,
