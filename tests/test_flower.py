@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import msgpack
@@ -281,18 +283,135 @@ def _check_work(work: WorkModel) -> None:
 # ---------------------------------------------------------------- scenario and CLI
 
 
-def test_the_quickstart_scenario_runs_through_the_cli_and_replays_byte_for_byte(tmp_path, monkeypatch):
-    pytest.importorskip("netemu.plugins", reason="scenarios name the Flower family through the plug-in registry (issue 14)")
+QUICKSTART = Path(__file__).resolve().parents[1] / "scenarios" / "flower_quickstart.toml"
+
+
+def _outcomes(out: Path) -> list[tuple[int, int, bool]]:
+    summary = json.loads((out / "summary.json").read_text())
+    return [(o["rounds_planned"], o["rounds_done"], o["complete"]) for alg in summary["algorithms"] for o in summary["outcome"][alg]]
+
+
+def test_the_quickstart_scenario_runs_through_the_cli_and_replays_byte_for_byte_from_anywhere(tmp_path, monkeypatch):
     from netemu.cli import main
 
-    monkeypatch.syspath_prepend(APP_DIR)  # the scenario expects flower_digits importable (pip install -e examples/flower-digits)
-    scenario = Path(APP_DIR) / "flower_quickstart.toml"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")  # app_dir is relative to the scenario file, not to the working directory
     out, again = tmp_path / "run", tmp_path / "replay"
-    assert main(["run", str(scenario), "--out", str(out), "--set", "run.rounds=3", "--quiet"]) == 0
+    assert main(["run", str(QUICKSTART), "--out", str(out), "--set", "run.rounds=3", "--quiet"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and summary["final"]["flower-fedavg"]["server_accuracy"] > 0.5
+    assert _outcomes(out) == [(3, 3, True)]  # Flower's round-0 initial evaluation is not a round
+    recorded = tomllib.loads((out / "scenario.toml").read_text())
+    assert recorded["algorithm"][0]["app_dir"] == str(QUICKSTART.parent.parent / "examples" / "flower-digits")
+    monkeypatch.chdir(tmp_path / "b")
     assert main(["replay", str(out / "trace.msgpack"), "--scenario", str(out / "scenario.toml"), "--out", str(again), "--quiet"]) == 0
-    assert (out / "messages.jsonl").read_bytes() == (again / "messages.jsonl").read_bytes()
+    for name in ("messages.jsonl", "metrics.csv"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_a_run_of_n_server_rounds_does_n_rounds_and_keeps_the_initial_evaluation_as_round_0():
+    world = digits_world()
+    ticks = []
+    world.on_round = ticks.append
+    result = world.run()
+    n = CONFIG["num-server-rounds"]
+    assert result.complete and world.rounds_done == n and world.rounds_seen == set(range(1, n + 1))
+    assert ticks == list(range(1, n + 1))  # the progress bar counts rounds 1..N, not the initial evaluation
+    assert [r for _, r, _, name, _ in world.metrics if name == "server_accuracy"] == list(range(n + 1))
+
+
+def test_a_flower_run_stopped_by_until_is_incomplete_with_the_rounds_it_did(tmp_path):
+    from netemu.cli import main
+
+    out = tmp_path / "run"
+    # the quickstart's rounds end at 5, 10, 15 s (the 5 s round timeout): until = 12 stops it inside round 3
+    assert main(["run", str(QUICKSTART), "--out", str(out), "--set", "run.rounds=3", "--set", "run.until=12", "--quiet"]) != 0
+    assert _outcomes(out) == [(3, 2, False)]
+
+
+def test_a_server_crash_leaves_a_flower_run_incomplete(tmp_path):
+    from netemu.cli import main
+
+    out = tmp_path / "run"
+    crash = ["--set", 'nodes.crash=[{node = "server", at = 7.0}]']
+    assert main(["run", str(QUICKSTART), "--out", str(out), "--set", "run.rounds=3", *crash, "--quiet"]) != 0
+    assert _outcomes(out) == [(3, 1, False)]
+
+
+def _flower_console(tmp_path: Path, *settings: str) -> str:
+    """What a handler on Flower's logger (as Flower's own console handler is) shows during `netemu run`."""
+    from flwr.supercore.logger import FLOWER_LOGGER
+
+    from netemu.cli import main
+
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    FLOWER_LOGGER.addHandler(handler)
+    try:
+        sets = [x for s in settings for x in ("--set", s)]
+        assert main(["run", str(QUICKSTART), "--out", str(tmp_path / "run"), "--set", "run.rounds=2", *sets, "--quiet"]) == 0
+    finally:
+        FLOWER_LOGGER.removeHandler(handler)
+    assert handler.level == logging.NOTSET  # restored after the run
+    return buf.getvalue()
+
+
+def test_flowers_round_by_round_console_output_is_quiet_under_a_scenario_unless_asked_for(tmp_path):
+    assert "[ROUND 1/2]" not in _flower_console(tmp_path / "quiet")
+    assert "fraction_evaluate is set to 0.0" in _flower_console(tmp_path / "warnings")  # warnings still show
+    assert "[ROUND 1/2]" in _flower_console(tmp_path / "info", 'flower.console="info"')
+
+
+QUICK_STAR = '[run]\nrounds = 2\n[topology]\nkind = "star"\nclients = 3\n'
+APPS = 'server_app = "flower_digits.server_app:app"\nclient_app = "flower_digits.client_app:app"\n'
+
+
+def test_a_flower_table_is_the_flower_algorithm_entry_and_needs_no_data(tmp_path):
+    from netemu.scenario import load_scenario
+
+    short, long = tmp_path / "short.toml", tmp_path / "long.toml"
+    short.write_text(f'{QUICK_STAR}[flower]\n{APPS}app_dir = "{APP_DIR}"\nrun_config = {{ lr = 0.1 }}\n')
+    long.write_text(f'{QUICK_STAR}[[algorithm]]\nname = "flower"\n{APPS}app_dir = "{APP_DIR}"\nrun_config = {{ lr = 0.1 }}\n')
+    table = load_scenario(short).table
+    assert table == load_scenario(long).table
+    assert table["data"] is None and table["algorithm"][0]["label"] == "flower"
+
+
+@pytest.mark.parametrize(("line", "key", "accepts"), [
+    ("run_config = { lr = [1] }", "flower.run_config.lr", "a bool, integer, float or string"),
+    ("bogus = 1", "flower.bogus", "unknown key"),
+    ('console = "loud"', "flower.console", "one of debug, info, warning, error"),
+    ('server_app = "flower_digits.nope:app"', "flower.server_app", "no module named 'flower_digits.nope'"),
+])
+def test_errors_in_a_flower_table_name_its_keys(tmp_path, line, key, accepts):
+    from netemu.scenario import ScenarioError, load_scenario
+
+    apps = APPS.replace('server_app = "flower_digits.server_app:app"\n', "") if line.startswith("server_app") else APPS
+    path = tmp_path / "s.toml"
+    path.write_text(f'{QUICK_STAR}[flower]\n{apps}app_dir = "{APP_DIR}"\n{line}\n')
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert [(i.key, accepts in i.accepts) for i in info.value.issues] == [(key, True)], str(info.value)
+
+
+def test_app_dir_is_relative_to_the_scenario_file_not_the_working_directory(tmp_path, monkeypatch):
+    from netemu.scenario import ScenarioError, load_scenario
+
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "apps" / "netemu_app_dir_probe.py").write_text(
+        "from flwr.clientapp import ClientApp\nfrom flwr.serverapp import ServerApp\nserver = ServerApp()\nclient = ClientApp()\n")
+    text = f'{QUICK_STAR}[flower]\nserver_app = "netemu_app_dir_probe:server"\nclient_app = "netemu_app_dir_probe:client"\n'
+    good, bad = tmp_path / "scenarios" / "good.toml", tmp_path / "scenarios" / "bad.toml"
+    good.write_text(text + 'app_dir = "../apps"\n')
+    bad.write_text(text + 'app_dir = "apps"\n')  # would be right from the working directory, not from the file
+    monkeypatch.setattr(sys, "path", list(sys.path))  # load_app puts app_dir first on it
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScenarioError, match=r"flower\.server_app = 'netemu_app_dir_probe:server': .*no module named"):
+        load_scenario(bad)
+    assert load_scenario(good).table["algorithm"][0]["app_dir"] == "../apps"  # the table keeps what the file says
+    monkeypatch.delitem(sys.modules, "netemu_app_dir_probe")
 
 
 def test_flower_params_refuse_an_app_that_does_not_load_naming_the_parameter():
@@ -309,11 +428,10 @@ def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, mo
     pytest.importorskip("netemu.plugins", reason="scenarios name the Flower family through the plug-in registry (issue 14)")
     from netemu.scenario import load_scenario
 
-    monkeypatch.syspath_prepend(APP_DIR)
-    text = (Path(APP_DIR) / "flower_quickstart.toml").read_text()
+    text = QUICKSTART.read_text().replace('"../examples/flower-digits"', f'"{APP_DIR}"')
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace('"flower_digits.server_app:app"', '"flower_digits.server_ap:app"'))
-    with pytest.raises(NetemuError, match=r"algorithm\[0\]\.server_app.*no module named 'flower_digits.server_ap'"):
+    with pytest.raises(NetemuError, match=r"flower\.server_app.*no module named 'flower_digits.server_ap'"):
         load_scenario(bad)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from netemu.scenario import ScenarioError, load_scenario, parse_scenario
+from test_shipped_scenarios import SHIPPED  # every shipped scenario, a Flower one skipped without the extra
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
 
@@ -38,7 +39,7 @@ def one_problem(text, tmp_path, overrides=()):
     return issue
 
 
-@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED)  # a Flower scenario is skipped, saying why, without the [flower] extra
 def test_every_shipped_scenario_validates(path):
     load_scenario(path)
 
@@ -50,6 +51,16 @@ def test_a_minimal_scenario_is_completed_with_defaults(tmp_path):
     assert sc.table["run"]["seed"] == 0 and sc.table["run"]["runs"] == 1
     assert sc.table["algorithm"][0]["lr"] == 0.05 and sc.table["algorithm"][0]["label"] == "fedavg"
     assert sc.name == "s"
+
+
+def test_data_may_be_left_out_only_when_every_algorithm_needs_none(tmp_path):
+    issue = one_problem(BASE.replace('[data]\nkind = "linear"\n', ""), tmp_path)
+    assert issue.key == "data" and "algorithm[0] = 'fedavg' learns the scenario's data" in issue.accepts
+
+
+def test_a_shorthand_table_that_is_not_a_table_is_named(tmp_path):
+    issue = one_problem("flower = 3\n" + BASE, tmp_path)
+    assert issue.key == "flower" and issue.value == 3
 
 
 def test_an_unknown_key_is_named_with_the_accepted_keys(tmp_path):
