@@ -251,16 +251,16 @@ def _outcome_words(summary: dict) -> str:
 
 
 def _announce_script(sc, args) -> None:
-    """Say which script a run will execute (path and BLAKE2 hash), or refuse it with --no-scripts."""
+    """Say which Python code shipped with the scenario a run will execute (its script, a Flower
+    app_dir: path and BLAKE2 hash), or refuse it with --no-scripts."""
     from netemu.errors import InputError
     from netemu.scenario.build import script_hash
 
-    if not sc.table["script"]:
-        return
-    path = sc.resolve(sc.table["script"]).resolve()
-    if getattr(args, "no_scripts", False):
-        raise InputError(f"{sc.path}: script = {sc.table['script']!r}: refused by --no-scripts (a scenario with a script runs its Python code)")
-    print(f"netemu: this scenario executes the Python script {path} (blake2b {script_hash(path)})", file=sys.stderr)
+    for key, path in sc.code():
+        if getattr(args, "no_scripts", False):
+            raise InputError(f"{sc.path}: {key} = {str(path)!r}: refused by --no-scripts (a scenario that ships Python code runs it)")
+        what = "the Python script" if key == "script" else f"Python code from ({key})"
+        print(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})", file=sys.stderr)
 
 
 def _execute(sc, args, replay=None, source=None) -> int:
@@ -335,11 +335,10 @@ def cmd_validate(args) -> int:
         else:
             labels = ", ".join(a["label"] for a in sc.table["algorithm"])
             print(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})")
-            if sc.table["script"]:
-                from netemu.scenario.build import script_hash
+            from netemu.scenario.build import script_hash
 
-                script = sc.resolve(sc.table["script"]).resolve()
-                print(f"  script {script} (blake2b {script_hash(script)}): not executed by validate; `netemu run` executes it")
+            for key, code in sc.code():
+                print(f"  {key} {code} (blake2b {script_hash(code)}): not executed by validate; `netemu run` executes it")
     return 2 if failed else 0
 
 

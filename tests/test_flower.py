@@ -382,7 +382,7 @@ def test_a_flower_table_is_the_flower_algorithm_entry_and_needs_no_data(tmp_path
     ("run_config = { lr = [1] }", "flower.run_config.lr", "a bool, integer, float or string"),
     ("bogus = 1", "flower.bogus", "unknown key"),
     ('console = "loud"', "flower.console", "one of debug, info, warning, error"),
-    ('server_app = "flower_digits.nope:app"', "flower.server_app", "no module named 'flower_digits.nope'"),
+    ('server_app = "flower_digits.nope:app"', "flower.server_app", "no module 'flower_digits.nope' in app_dir"),
 ])
 def test_errors_in_a_flower_table_name_its_keys(tmp_path, line, key, accepts):
     from netemu.scenario import ScenarioError, load_scenario
@@ -408,20 +408,36 @@ def test_app_dir_is_relative_to_the_scenario_file_not_the_working_directory(tmp_
     bad.write_text(text + 'app_dir = "apps"\n')  # would be right from the working directory, not from the file
     monkeypatch.setattr(sys, "path", list(sys.path))  # load_app puts app_dir first on it
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ScenarioError, match=r"flower\.server_app = 'netemu_app_dir_probe:server': .*no module named"):
+    with pytest.raises(ScenarioError, match=r"flower\.server_app = 'netemu_app_dir_probe:server': .*no module 'netemu_app_dir_probe' in app_dir"):
         load_scenario(bad)
     assert load_scenario(good).table["algorithm"][0]["app_dir"] == "../apps"  # the table keeps what the file says
-    monkeypatch.delitem(sys.modules, "netemu_app_dir_probe")
+    assert "netemu_app_dir_probe" not in sys.modules  # located, never imported: validate runs no scenario code
 
 
-def test_flower_params_refuse_an_app_that_does_not_load_naming_the_parameter():
+def test_flower_params_refuse_an_app_that_does_not_load_naming_the_parameter(monkeypatch):
     from netemu.config import ConfigError
     from netemu.flower import FlowerParams
 
-    with pytest.raises(ConfigError) as info:
-        FlowerParams(server_app=SERVER, client_app="flower_digits.client_app:nope", app_dir=APP_DIR)
+    monkeypatch.syspath_prepend(APP_DIR)  # as if the example app were installed
+    with pytest.raises(ConfigError) as info:  # an installed app (no app_dir) is loaded and checked at once
+        FlowerParams(server_app=SERVER, client_app="flower_digits.client_app:nope")
     assert info.value.field == "client_app"
     assert info.value.accepts.startswith("'flower_digits.client_app:nope': module 'flower_digits.client_app' has no attribute 'nope'")
+
+
+def test_an_app_dir_app_is_only_located_by_validate_and_its_attribute_checked_when_the_run_is_built(tmp_path, capsys):
+    from netemu.cli import main
+    from netemu.flower import FlowerParams
+
+    FlowerParams(server_app=SERVER, client_app="flower_digits.client_app:nope", app_dir=APP_DIR)  # located: no code ran
+    bad = tmp_path / "bad.toml"
+    bad.write_text(QUICKSTART.read_text().replace('"../examples/flower-digits"', f'"{APP_DIR}"')
+                   .replace('"flower_digits.client_app:app"', '"flower_digits.client_app:nope"'))
+    assert main(["validate", str(bad)]) == 0
+    assert main(["run", str(bad), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "module 'flower_digits.client_app' has no attribute 'nope'" in err
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["complete"] is False
 
 
 def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, monkeypatch):
@@ -431,7 +447,7 @@ def test_validate_refuses_a_scenario_whose_flower_app_does_not_load(tmp_path, mo
     text = QUICKSTART.read_text().replace('"../examples/flower-digits"', f'"{APP_DIR}"')
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace('"flower_digits.server_app:app"', '"flower_digits.server_ap:app"'))
-    with pytest.raises(NetemuError, match=r"flower\.server_app.*no module named 'flower_digits.server_ap'"):
+    with pytest.raises(NetemuError, match=r"flower\.server_app.*no module 'flower_digits.server_ap' in app_dir"):
         load_scenario(bad)
 
 
@@ -468,3 +484,23 @@ def test_flowers_node_sampling_does_not_depend_on_other_users_of_the_global_rand
     plain = sampled(CLIENT)
     assert len(plain) == K // 2 * CONFIG["num-server-rounds"] and len(set(plain)) > K // 2  # a sample, not always the same half
     assert sampled(noisy) == plain
+
+
+def test_validate_and_no_scripts_never_execute_a_flower_app_shipped_with_the_scenario(tmp_path, capsys):
+    from netemu.cli import main
+
+    app = tmp_path / "evilapp" / "evilpkg"
+    app.mkdir(parents=True)
+    marker = tmp_path / "PWNED"
+    (app / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (app / "server.py").write_text("app = None\n")
+    scenario = tmp_path / "evil.toml"
+    scenario.write_text('[run]\nrounds = 2\n[topology]\nkind = "star"\nclients = 2\n'
+                        '[flower]\nserver_app = "evilpkg.server:app"\nclient_app = "evilpkg.server:app"\napp_dir = "evilapp"\n')
+    assert main(["validate", str(scenario)]) == 0
+    assert "algorithm[0].app_dir" in capsys.readouterr().out and not marker.exists()
+    assert main(["run", str(scenario), "--no-scripts", "--out", str(tmp_path / "out")]) == 2
+    assert "refused by --no-scripts" in capsys.readouterr().err and not marker.exists()
+    scenario.write_text(scenario.read_text().replace("evilpkg.server:app", "evilpkg.nothere:app", 1))
+    assert main(["validate", str(scenario)]) == 2  # a module that does not exist is still refused by validate
+    assert "no module 'evilpkg.nothere' in app_dir" in capsys.readouterr().err and not marker.exists()

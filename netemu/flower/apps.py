@@ -17,7 +17,7 @@ from flwr.serverapp import ServerApp
 
 from netemu.errors import InputError
 
-__all__ = ["FlowerAppError", "load_app", "load_client_app", "load_server_app"]
+__all__ = ["FlowerAppError", "load_app", "load_client_app", "load_server_app", "locate"]
 
 _KINDS = {"ServerApp": ServerApp, "ClientApp": ClientApp}
 _ACCEPTS = {
@@ -33,6 +33,23 @@ class FlowerAppError(InputError):
     def __init__(self, setting: str, reason: str) -> None:
         super().__init__(f"{setting}: {reason}")
         self.setting, self.reason = setting, reason
+
+
+def locate(module: str, app_dir: str | Path) -> bool:
+    """Whether `module` (dotted) exists under `app_dir`, found without executing any of it
+    (no package `__init__` runs, unlike `importlib.util.find_spec` on a dotted name)."""
+    from importlib.machinery import PathFinder
+
+    search: list[str] | None = [str(Path(app_dir).resolve())]
+    parts = module.split(".")
+    for i in range(len(parts)):
+        if search is None:
+            return False
+        spec = PathFinder.find_spec(".".join(parts[: i + 1]), search)
+        if spec is None:
+            return False
+        search = list(spec.submodule_search_locations) if spec.submodule_search_locations is not None else None
+    return True
 
 
 def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | Path | None = None) -> Any:

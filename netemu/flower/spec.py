@@ -68,12 +68,22 @@ class FlowerParams:
             self._check_apps()
 
     def _check_apps(self) -> None:
-        """Both apps load (so that `netemu validate` refuses what would fail when the run is built)."""
+        """Both apps load (so that `netemu validate` refuses what would fail when the run is built).
+        Apps in `app_dir` ship with the scenario: they are only located here, never executed
+        (issue 19: validate runs no code a scenario brings); their attributes are checked when
+        the run is built, after `netemu run` has named the code it executes."""
         try:
             import flwr  # noqa: F401
         except ImportError:
             raise ConfigError("server_app", "Flower installed to run a Flower app: pip install 'netemu[flower]'") from None
-        from netemu.flower.apps import FlowerAppError, load_app
+        from netemu.flower.apps import FlowerAppError, load_app, locate
+
+        if self.app_dir:
+            for setting in ("server_app", "client_app"):
+                module = getattr(self, setting).partition(":")[0]
+                if not locate(module, self.app_dir):
+                    raise ConfigError(setting, f"{getattr(self, setting)!r}: no module {module!r} in app_dir {self.app_dir!r}")
+            return
 
         for setting, kind in (("server_app", "ServerApp"), ("client_app", "ClientApp")):
             try:
@@ -83,6 +93,10 @@ class FlowerParams:
 
     def work(self) -> WorkModel:
         return WorkModel(self.examples_key, self.epochs_key, self.train_per_example, self.evaluate_per_example, self.per_message)
+
+    def code(self) -> list[tuple[str, str]]:
+        """Python code shipped with the scenario that a run executes (announced by `netemu run`)."""
+        return [("app_dir", self.app_dir)] if self.app_dir else []
 
     def with_paths(self, resolve: Callable[[str], str]) -> FlowerParams:
         """app_dir relative to the scenario file (the copy checks that the apps load from there)."""

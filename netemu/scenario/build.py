@@ -170,8 +170,16 @@ class ScriptError(InputError):
 
 
 def script_hash(path: Path) -> str:
-    """The BLAKE2b hash (16 bytes, hex) of a script file, printed before it is executed."""
-    return hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+    """The BLAKE2b hash (16 bytes, hex) of a script file, or of a folder's Python files (their
+    relative paths and bytes, in sorted order), printed before the code is executed."""
+    path = Path(path)
+    h = hashlib.blake2b(digest_size=16)
+    if not path.is_dir():
+        h.update(path.read_bytes())
+        return h.hexdigest()
+    for f in sorted(path.rglob("*.py")):
+        h.update(str(f.relative_to(path)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def _where(exc: BaseException, path: Path) -> str:

@@ -439,6 +439,16 @@ class Scenario:
         p = Path(relative)
         return p if p.is_absolute() else self.path.parent / p
 
+    def code(self) -> list[tuple[str, Path]]:
+        """(key, path) of the Python code shipped with the scenario that a run executes:
+        its `script`, and what an algorithm's params declare by a `code()` method (e.g. a
+        Flower `app_dir`).  `validate` executes none of it; `run` names it first."""
+        out = [("script", self.resolve(self.table["script"]).resolve())] if self.table["script"] else []
+        for i, alg in enumerate(self.table["algorithm"]):
+            params = algorithm_params(self.table, i, plugins.algorithm(alg["name"]), lambda p: str(self.resolve(p)))
+            out += [(f"algorithm[{i}].{key}", Path(path).resolve()) for key, path in getattr(params, "code", list)()]
+        return out
+
 
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
