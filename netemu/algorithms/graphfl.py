@@ -66,7 +66,8 @@ test set, mean over clients), `accuracy_global` (on the global test set), `laten
 one missed it), `desync_s` (the spread between the first and the last update to arrive,
 G-Fedfilt's desynchronization), `late` (updates that missed the deadline), and with a
 system model `heterogeneity` (H, eq. 34); from each client `compute_s`, its computation
-time in the round.
+time in the round.  With `metrics = ["accuracy", "f1"]` (or "precision", "recall") the
+server also reports `f1_local` / `f1_global` etc.: macro scores, mean over clients.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import ConfigError, require
 from netemu.coordination import gather
-from netemu.kernels.classifiers import MLP, Softmax, accuracy, sgd
+from netemu.kernels.classifiers import MLP, Softmax, accuracy, macro_prf, predictions, sgd
 from netemu.kernels.graphfilter import (
     components,
     hard_filter,
@@ -108,6 +109,9 @@ if TYPE_CHECKING:
 __all__ = ["GraphFLParams", "SPECS", "VARIANTS"]
 
 FILTERS = ("soft", "hard", "mean", "identity")
+
+
+SCORES = ("accuracy", "precision", "recall", "f1")  # the names `metrics` accepts
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ class GraphFLParams:
     q_min: float = 0.3
     z_min: float = 0.1
     energy_max: float = math.inf  # J per device and round (C2)
+    metrics: tuple = ("accuracy",)  # add "precision", "recall", "f1": macro scores (G-Fedfilt Table VI)
 
     def __post_init__(self) -> None:
         require(self.model in ("softmax", "mlp"), "model", '"softmax" or "mlp"')
@@ -178,6 +183,8 @@ class GraphFLParams:
         require(0 < self.q_min <= 1, "q_min", "in (0, 1]")
         require(0 < self.z_min <= 1, "z_min", "in (0, 1]")
         require(self.energy_max > 0, "energy_max", "> 0 J")
+        require(isinstance(self.metrics, (list, tuple)) and set(self.metrics) <= set(SCORES) and "accuracy" in self.metrics,
+                "metrics", 'a list of "accuracy" (always reported), "precision", "recall", "f1"')
 
     def nu(self, t: int) -> tuple[float, float]:
         """ν₁⁽ᵗ⁾, ν₂⁽ᵗ⁾ (FedPnP Algorithm 1)."""
@@ -355,6 +362,17 @@ class GraphFLServer(Actor):
         got = await gather(self, "stats", self.now + st.deadline, round=0, expected=st.clients)
         st.set_graph({m.src: m.payload for m in got.messages})
 
+    def report_scores(self) -> None:
+        """The opt-in macro scores (`metrics`), mean over clients like the accuracies."""
+        st = self.state
+        for where, sets in (("local", [st.task.local_tests[k] for k in st.clients]),
+                            ("global", [st.task.global_test] * len(st.clients))):
+            scores = np.mean([macro_prf(y, predictions(st.model, self.Psi[i], X), st.task.classes)
+                              for i, (X, y) in enumerate(sets)], axis=0)
+            for name, value in zip(("precision", "recall", "f1"), scores, strict=True):
+                if name in st.p.metrics:
+                    self.metric(f"{name}_{where}", float(value))
+
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state
         if self.round == 1 and st.needs_graph:
@@ -363,6 +381,8 @@ class GraphFLServer(Actor):
         glob = [accuracy(st.model, self.Psi[i], *st.task.global_test) for i in range(len(st.clients))]
         self.metric("accuracy_local", float(np.mean(local)))
         self.metric("accuracy_global", float(np.mean(glob)))
+        if len(st.p.metrics) > 1:
+            self.report_scores()
         self.metric("latency_s", (start + st.deadline if late else max(arrivals, default=start)) - start)
         self.metric("desync_s", max(arrivals, default=start) - min(arrivals, default=start))
         self.metric("late", late)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MLP", "Softmax", "accuracy", "sgd"]
+__all__ = ["MLP", "Softmax", "accuracy", "confusion", "macro_prf", "predictions", "sgd"]
 
 
 def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -113,3 +113,32 @@ def sgd(
 
 def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.argmax(model.logits(theta, X), axis=1) == y))
+
+
+def confusion(y: np.ndarray, pred: np.ndarray, classes: int) -> np.ndarray:
+    """Confusion counts C[true, predicted] of integer labels in range(classes)."""
+    y, pred = np.asarray(y, dtype=int), np.asarray(pred, dtype=int)
+    return np.bincount(y * classes + pred, minlength=classes * classes).reshape(classes, classes)
+
+
+def macro_prf(y: np.ndarray, pred: np.ndarray, classes: int) -> tuple[float, float, float]:
+    """Macro precision, recall and F1 (G-Fedfilt Table VI) over the classes present in y or pred.
+
+    Per class c: precision = C[c,c] / Σ_t C[t,c], recall = C[c,c] / Σ_p C[c,p],
+    F1 = 2 P R / (P + R) (0 where undefined); each is averaged over the classes that occur
+    as a label or a prediction, so classes absent from both do not dilute the mean."""
+    C = confusion(y, pred, classes)
+    tp = np.diag(C).astype(float)
+    col, row = C.sum(axis=0), C.sum(axis=1)
+    seen = (col + row) > 0
+    if not seen.any():
+        return 0.0, 0.0, 0.0
+    p = np.divide(tp, col, out=np.zeros(classes), where=col > 0)
+    r = np.divide(tp, row, out=np.zeros(classes), where=row > 0)
+    f = np.divide(2 * p * r, p + r, out=np.zeros(classes), where=(p + r) > 0)
+    return float(p[seen].mean()), float(r[seen].mean()), float(f[seen].mean())
+
+
+def predictions(model, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The class each row of X is assigned (the arg-max logit)."""
+    return np.argmax(model.logits(theta, X), axis=1)
