@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import ConfigError, require
+from netemu.data.files import cifar_folder, images_from_npz, read_cifar
 from netemu.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
@@ -182,17 +183,16 @@ def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> 
         cut = int(round(y.size * (1 - test_fraction)))
         return (X[order[:cut]], y[order[:cut]]), (X[order[cut:]], y[order[cut:]])
     path = Path(source)
-    if path.suffix == ".npz":
-        with np.load(path) as f:
-            missing = {"x_train", "y_train", "x_test", "y_test"} - set(f.files)
-            if missing:
-                raise ValueError(f"{path}: missing arrays {sorted(missing)} (has {sorted(f.files)})")
-            arrays = [f[k] for k in ("x_train", "y_train", "x_test", "y_test")]
-    elif path.is_dir():
+    if path.suffix == ".npz" and path.is_file():
+        return images_from_npz(path)  # MNIST-style or MedMNIST keys (netemu.data.files)
+    if cifar_folder(path):
+        return read_cifar(path)
+    if path.is_dir():
         arrays = [_read_idx(_find(path, stem)) for stem in (
             "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")]
     else:
-        raise FileNotFoundError(f"{source}: not \"sklearn\", an existing .npz file or a folder of IDX files")
+        raise FileNotFoundError(f"{source}: not \"sklearn\", an existing .npz file, a folder of IDX files "
+                                "or a folder of CIFAR-10 python batches")
     xtr, ytr, xte, yte = arrays
     for x, y, which in ((xtr, ytr, "train"), (xte, yte, "test")):
         if x.shape[0] != y.shape[0]:

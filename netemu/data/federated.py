@@ -2,7 +2,9 @@
 
 Data kind `digits_fl`: ten-class digit images — scikit-learn's bundled 8×8 digits by
 default (MNIST cannot be downloaded here), or MNIST/EMNIST-format files a user already
-has (`source`, as for `digits`).  Pixels are scaled to [0, 1].
+has (`source`, as for `digits`); also any single-label image set in MedMNIST's `.npz`
+or CIFAR-10's python batches (netemu.data.files), whose labels 0..C−1 set the classes.
+Pixels are scaled to [0, 1].
 
 Each client draws `samples` training images **with replacement** from the training
 split (the bundled set has about 1,250 training images, fewer than 20 × 450), with the
@@ -27,8 +29,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from netemu.config import require
+from netemu.config import ConfigError, require
 from netemu.data.clustered import load_images
+from netemu.data.files import DataError
 from netemu.rng import Streams
 
 __all__ = ["FederatedDigits", "FederatedTask", "make_federated_digits"]
@@ -66,7 +69,7 @@ class FederatedDigits:
     def __post_init__(self) -> None:
         require(isinstance(self.source, str) and self.source != "", "source", '"sklearn" or the path of a .npz file or IDX folder')
         require(self.partition in ("labels", "dirichlet", "rooms"), "partition", '"labels", "dirichlet" or "rooms"')
-        require(1 <= self.labels_per_client <= CLASSES, "labels_per_client", f"between 1 and {CLASSES}")
+        require(self.labels_per_client >= 1, "labels_per_client", ">= 1 (and at most the data's classes, 10 for digits)")
         require(self.kappa > 0, "kappa", "> 0")
         require(self.rooms >= 1, "rooms", ">= 1")
         require(self.room_size > 0, "room_size", "> 0 metres")
@@ -79,27 +82,32 @@ class FederatedDigits:
         return self if self.source == "sklearn" else replace(self, source=resolve(self.source))
 
 
-def _label_sets(params: FederatedDigits, clients: Sequence[str], room: dict[str, int], rng) -> dict[str, np.ndarray]:
+def _label_sets(params: FederatedDigits, clients: Sequence[str], room: dict[str, int], rng,
+                classes: int = CLASSES) -> dict[str, np.ndarray]:
     c = params.labels_per_client
     if params.partition == "rooms" and params.setup == 1:
-        shared = {r: rng.choice(CLASSES, c - 1, replace=False) for r in range(params.rooms)}
+        shared = {r: rng.choice(classes, c - 1, replace=False) for r in range(params.rooms)}
         out = {}
         for k in clients:
-            own = rng.choice(np.setdiff1d(np.arange(CLASSES), shared[room[k]]))
+            own = rng.choice(np.setdiff1d(np.arange(classes), shared[room[k]]))
             out[k] = np.append(shared[room[k]], own)
         return out
-    return {k: rng.choice(CLASSES, c, replace=False) for k in clients}
+    return {k: rng.choice(classes, c, replace=False) for k in clients}
 
 
 def make_federated_digits(params: FederatedDigits, clients: Sequence[str], streams: Streams) -> FederatedTask:
     (Xtr, ytr), (Xte, yte) = load_images(params.source, params.test_fraction, streams.generator("data/split"))
     scale = float(max(Xtr.max(), 1.0))
     Xtr, Xte = Xtr / scale, Xte / scale
-    pools = [np.flatnonzero(ytr == c) for c in range(CLASSES)]
-    test_pools = [np.flatnonzero(yte == c) for c in range(CLASSES)]
-    for c in range(CLASSES):
+    classes = int(max(ytr.max(), yte.max())) + 1  # 10 digits, or a file's classes 0..C−1
+    if params.labels_per_client > classes:
+        raise ConfigError("labels_per_client", f"between 1 and {classes}, the classes of {params.source}")
+    pools = [np.flatnonzero(ytr == c) for c in range(classes)]
+    test_pools = [np.flatnonzero(yte == c) for c in range(classes)]
+    for c in range(classes):
         if pools[c].size == 0 or test_pools[c].size == 0:
-            raise ValueError(f"data: {params.source} has no training or no test image of digit {c}")
+            raise DataError(f"{params.source}: no training or no test image of class {c} "
+                            f"(labels must cover 0..{classes - 1})")
     rng = streams.generator("data/partition")
     positions, room = None, {}
     if params.partition == "rooms":
@@ -110,10 +118,10 @@ def make_federated_digits(params: FederatedDigits, clients: Sequence[str], strea
     proportions = {}
     if params.partition == "dirichlet":
         for k in clients:
-            proportions[k] = rng.dirichlet(np.full(CLASSES, params.kappa))
+            proportions[k] = rng.dirichlet(np.full(classes, params.kappa))
     else:
-        for k, labels in _label_sets(params, clients, room, rng).items():
-            p = np.zeros(CLASSES)
+        for k, labels in _label_sets(params, clients, room, rng, classes).items():
+            p = np.zeros(classes)
             p[labels] = 1.0 / labels.size
             proportions[k] = p
     parts, local_tests = {}, {}
@@ -122,10 +130,10 @@ def make_federated_digits(params: FederatedDigits, clients: Sequence[str], strea
 
         def draw(X, y, pools_, n):
             counts = crng.multinomial(n, proportions[k])
-            rows = np.concatenate([crng.choice(pools_[c], counts[c], replace=True) for c in range(CLASSES)])
+            rows = np.concatenate([crng.choice(pools_[c], counts[c], replace=True) for c in range(classes)])
             rows = crng.permutation(rows)
             return X[rows], y[rows].astype(int)
 
         parts[k] = draw(Xtr, ytr, pools, params.samples)
         local_tests[k] = draw(Xte, yte, test_pools, params.test_samples)
-    return FederatedTask(parts, local_tests, (Xte, yte.astype(int)), proportions, positions)
+    return FederatedTask(parts, local_tests, (Xte, yte.astype(int)), proportions, positions, classes)

@@ -1,0 +1,189 @@
+"""Readers for image sets a user already has, in their published formats (no downloads).
+
+* `read_npz`: a NumPy `.npz` archive, read without pickles and with every array's size
+  checked from its `.npy` header before it is decompressed — MNIST-style
+  (x_train, y_train, x_test, y_test) or MedMNIST (train_images, train_labels,
+  val_images, val_labels, test_images, test_labels; images N×28×28 grayscale or
+  N×28×28×3 RGB, labels N×1).
+* `read_cifar`: a folder of CIFAR-10 "python version" batches (data_batch_1 … 5,
+  test_batch): pickled dicts whose b"data" is uint8 N×3072 (1024 red, 1024 green,
+  1024 blue values per image) and b"labels" a list of N ints in 0..9.  Pickles are read
+  only by netemu.safepickle's restricted unpickler (plain data and numeric arrays).
+
+Each returns ((X_train, y_train), (X_test, y_test)) with images as rows of floats and
+integer labels; a malformed file is a `DataError` naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from netemu.errors import DeviceError, InputError
+
+__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "read_cifar", "read_npz"]
+
+LIMITS = {
+    "file_bytes": 4 << 30,          # a data file read: no more than 4 GiB on disk
+    "array_items": 1 << 31,         # items of one array (TissueMNIST's training images are 1.3e8)
+}
+
+MNIST_KEYS = ("x_train", "y_train", "x_test", "y_test")
+MEDMNIST_KEYS = ("train_images", "train_labels", "test_images", "test_labels")
+CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR_TEST = "test_batch"
+CIFAR_PIXELS = 3 * 32 * 32
+
+
+class DataError(InputError):
+    """A data file that cannot be read or is not in the format its kind expects."""
+
+
+def _check_size(path: Path) -> None:
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+    if size > LIMITS["file_bytes"]:
+        raise DataError(f"{path}: {size} bytes is more than the limit of {LIMITS['file_bytes']} bytes for a data file")
+
+
+def _npy_header(z: zipfile.ZipFile, member: str, path: Path) -> tuple[tuple, np.dtype]:
+    """(shape, dtype) of an .npy member, read from its header only."""
+    with z.open(member) as f:
+        try:
+            major, _ = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
+        except ValueError as exc:
+            raise DataError(f"{path}: {member} is not a NumPy array ({exc})") from None
+    return shape, dtype
+
+
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz archive, refusing object arrays and arrays above LIMITS."""
+    path = Path(path)
+    _check_size(path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            for member in z.namelist():
+                shape, dtype = _npy_header(z, member, path)
+                if dtype.kind not in "biuf":
+                    raise DataError(f"{path}: {member} has dtype {dtype}; expected numeric image or label arrays")
+                if math.prod(shape) > LIMITS["array_items"]:
+                    raise DataError(f"{path}: {member} has shape {shape}, more than {LIMITS['array_items']} items")
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"{path}: not a readable .npz archive ({exc})") from None
+
+
+def _labels(y: np.ndarray, path: Path, key: str) -> np.ndarray:
+    """Integer class labels from N or N×1 arrays (MedMNIST stores N×1)."""
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise DataError(f"{path}: {key} has shape {y.shape}; expected one class label per image "
+                        "(N or N×1 — multi-label sets such as ChestMNIST are not single-label classification)")
+    if y.size and (y.min() < 0 or np.any(y != np.round(y))):
+        raise DataError(f"{path}: {key} holds labels that are not non-negative integers")
+    return y.astype(int)
+
+
+def images_from_npz(path: Path) -> tuple[tuple, tuple]:
+    """MNIST-style or MedMNIST .npz → ((X_train, y_train), (X_test, y_test)); MedMNIST's
+    validation split is not used (the papers train on train and report on test)."""
+    arrays = read_npz(path)
+    keys = MNIST_KEYS if set(MNIST_KEYS) & set(arrays) or not set(MEDMNIST_KEYS) & set(arrays) else MEDMNIST_KEYS
+    missing = set(keys) - set(arrays)
+    if missing:
+        raise DataError(f"{path}: missing arrays {sorted(missing)} (has {sorted(arrays)}; "
+                        f"accepted: {', '.join(MNIST_KEYS)} or MedMNIST's {', '.join(MEDMNIST_KEYS)})")
+    xtr, ytr, xte, yte = (arrays[k] for k in keys)
+    out = []
+    for x, y, xk, yk in ((xtr, ytr, keys[0], keys[1]), (xte, yte, keys[2], keys[3])):
+        if x.ndim not in (2, 3, 4) or (x.ndim == 4 and x.shape[3] not in (1, 3)):
+            raise DataError(f"{path}: {xk} has shape {x.shape}; expected N×H×W (grayscale), N×H×W×3 (RGB) or N×pixels")
+        labels = _labels(y, path, yk)
+        if x.shape[0] != labels.size:
+            raise DataError(f"{path}: {x.shape[0]} images in {xk} but {labels.size} labels in {yk}")
+        out.append((x.reshape(len(x), -1).astype(float), labels))
+    return out[0], out[1]
+
+
+def cifar_folder(path: Path) -> bool:
+    """Whether `path` is a folder holding CIFAR-10 python batches."""
+    return path.is_dir() and (path / CIFAR_TEST).is_file()
+
+
+def _check_data(obj, path: Path) -> None:
+    """Refuse anything but dicts, lists, tuples, scalars, str/bytes and numeric arrays."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if x is None or isinstance(x, (bool, int, float, str, bytes)):
+            continue
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif not (isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biuf" and x.dtype.fields is None):
+            raise DataError(f"{path}: refused a value of type {type(x).__qualname__} in a data batch")
+
+
+def _load_py2_pickle(path: Path):
+    """A pickle of plain data through netemu.safepickle's restricted unpickler, with Python 2
+    strings read as bytes (CIFAR-10's batches were written by Python 2's cPickle; the
+    official reader uses pickle.load(f, encoding="bytes"))."""
+    from netemu.safepickle import _DataUnpickler, read_bounded
+
+    try:
+        unpickler = _DataUnpickler(read_bounded(path), path)
+        unpickler.encoding = "bytes"  # type: ignore[attr-defined]  # pickle._Unpickler reads it for Python 2 strings
+        try:
+            obj = unpickler.load()
+        except DeviceError:
+            raise
+        except MemoryError:
+            raise DeviceError(f"{path}: the pickle asks for more memory than is available") from None
+        except Exception as exc:  # noqa: BLE001 - any decoding failure is the file's fault
+            raise DeviceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
+        _check_data(obj, path)
+    except DeviceError as exc:
+        raise DataError(str(exc)) from None
+    return obj
+
+
+def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    _check_size(path)
+    batch = _load_py2_pickle(path)
+    if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+        keys = sorted(map(repr, batch)) if isinstance(batch, dict) else type(batch).__name__
+        raise DataError(f"{path}: expected a CIFAR-10 batch, a dict with b'data' and b'labels' (has {keys})")
+    data, labels = batch[b"data"], batch[b"labels"]
+    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != CIFAR_PIXELS:
+        what = f"{data.dtype} {data.shape}" if isinstance(data, np.ndarray) else type(data).__name__
+        raise DataError(f"{path}: b'data' is {what}; expected uint8 N×{CIFAR_PIXELS}")
+    if not isinstance(labels, (list, np.ndarray)) or len(labels) != data.shape[0] or not all(
+            isinstance(v, (int, np.integer)) and 0 <= v <= 9 for v in labels):
+        raise DataError(f"{path}: b'labels' must be a list of {data.shape[0]} integers in 0..9")
+    return data.astype(float), np.asarray(labels, dtype=int)
+
+
+def read_cifar(folder: Path) -> tuple[tuple, tuple]:
+    """CIFAR-10 python batches → ((X_train, y_train), (X_test, y_test)); the training
+    batches present among data_batch_1..5 are concatenated (at least one is required)."""
+    folder = Path(folder)
+    train = [folder / name for name in CIFAR_TRAIN if (folder / name).is_file()]
+    if not train:
+        raise DataError(f"{folder}: no CIFAR-10 training batch (data_batch_1 … data_batch_5)")
+    parts = [_cifar_batch(p) for p in train]
+    test = _cifar_batch(folder / CIFAR_TEST)
+    return (np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])), test

@@ -1,0 +1,164 @@
+"""Readers for data in its published formats (MedMNIST .npz, CIFAR-10 python batches,
+CalCOFI's bottle.csv), tested on small files written here in those formats."""
+
+import pickle
+import struct
+
+import numpy as np
+import pytest
+
+from netemu.config import ConfigError
+from netemu.data.clustered import load_images
+from netemu.data.federated import FederatedDigits, make_federated_digits
+from netemu.data.files import DataError, read_cifar
+from netemu.rng import Streams
+
+
+def medmnist(path, rng, n=(60, 20, 30), classes=4, rgb=False):
+    """A MedMNIST-format archive: {train,val,test}_{images,labels}, uint8 images, N×1 labels."""
+    arrays = {}
+    for split, count in zip(("train", "val", "test"), n, strict=True):
+        shape = (count, 28, 28, 3) if rgb else (count, 28, 28)
+        arrays[f"{split}_images"] = rng.integers(0, 256, shape, dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(count) % classes).reshape(-1, 1).astype(np.uint8)
+    np.savez_compressed(path, **arrays)
+    return arrays
+
+
+def _py2_string(b: bytes) -> bytes:
+    """A Python 2 str as cPickle protocol 2 writes it (SHORT_BINSTRING / BINSTRING)."""
+    return (b"U" + bytes([len(b)]) if len(b) < 256 else b"T" + struct.pack("<i", len(b))) + b
+
+
+def _py2_int(v: int) -> bytes:
+    return b"K" + bytes([v]) if v < 256 else b"M" + struct.pack("<H", v) if v < 65536 else b"J" + struct.pack("<i", v)
+
+
+def py2_cifar_batch(data: np.ndarray, labels: list, extra: bytes = b"") -> bytes:
+    """The bytes of a CIFAR-10 python batch as Python 2's cPickle.dump(d, f, 2) wrote them:
+    a dict with str keys; b"data" a uint8 array pickled through numpy's _reconstruct."""
+    array = (b"cnumpy.core.multiarray\n_reconstruct\nq\x01cnumpy\nndarray\nq\x02" + _py2_int(0) + b"\x85"
+             + _py2_string(b"b") + b"\x87R(" + _py2_int(1) + _py2_int(data.shape[0]) + _py2_int(data.shape[1])
+             + b"\x86cnumpy\ndtype\n" + _py2_string(b"u1") + b"\x89\x88\x87R(" + _py2_int(3) + _py2_string(b"|")
+             + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xff" + _py2_int(0) + b"tb\x89" + _py2_string(data.tobytes()) + b"tb")
+    label_list = b"](" + b"".join(_py2_int(v) for v in labels) + b"e"
+    return (b"\x80\x02}(" + _py2_string(b"batch_label") + _py2_string(b"training batch 1 of 5")
+            + _py2_string(b"labels") + label_list + _py2_string(b"data") + array + extra
+            + _py2_string(b"filenames") + b"](" + b"".join(_py2_string(b"img%d.png" % i) for i in range(len(labels)))
+            + b"eu.")
+
+
+def cifar(folder, rng, batches=2, n=30, test=20):
+    folder.mkdir(exist_ok=True)
+    written = {}
+    for name, count in [(f"data_batch_{i}", n) for i in range(1, batches + 1)] + [("test_batch", test)]:
+        data = rng.integers(0, 256, (count, 3072), dtype=np.uint8)
+        labels = [int(v) for v in np.arange(count) % 10]
+        (folder / name).write_bytes(py2_cifar_batch(data, labels))
+        written[name] = (data, labels)
+    return written
+
+
+def test_the_py2_batch_writer_makes_what_the_official_reader_reads(tmp_path):
+    data = np.arange(2 * 3072).astype(np.uint8).reshape(2, 3072)
+    d = pickle.loads(py2_cifar_batch(data, [3, 7]), encoding="bytes")  # the CIFAR-10 page's unpickle()
+    assert d[b"labels"] == [3, 7] and np.array_equal(d[b"data"], data) and d[b"data"].dtype == np.uint8
+
+
+def test_medmnist_npz_feeds_digits_fl_with_its_own_classes(tmp_path):
+    arrays = medmnist(tmp_path / "pathmnist.npz", np.random.default_rng(0), classes=4)
+    (xtr, ytr), (xte, yte) = load_images(str(tmp_path / "pathmnist.npz"), 0.3, np.random.default_rng(0))
+    assert xtr.shape == (60, 784) and np.array_equal(ytr, arrays["train_labels"][:, 0])
+    assert np.array_equal(xte, arrays["test_images"].reshape(30, -1))  # val is not used
+    params = FederatedDigits(source=str(tmp_path / "pathmnist.npz"), labels_per_client=2, samples=20, test_samples=10)
+    task = make_federated_digits(params, ["a", "b", "c"], Streams(0))
+    assert task.classes == 4 and task.dim == 784
+    assert all(np.count_nonzero(p) == 2 for p in task.proportions.values())
+    assert all(x.max() <= 1.0 for x, _ in task.parts.values())
+
+
+def test_rgb_medmnist_images_flatten_to_rows_of_3_x_784(tmp_path):
+    medmnist(tmp_path / "bloodmnist.npz", np.random.default_rng(1), classes=8, rgb=True)
+    task = make_federated_digits(FederatedDigits(source=str(tmp_path / "bloodmnist.npz"), samples=10, test_samples=5),
+                                 ["a", "b"], Streams(0))
+    assert task.dim == 3 * 784 and task.classes == 8
+
+
+def test_more_labels_per_client_than_the_data_has_classes_is_refused(tmp_path):
+    medmnist(tmp_path / "m.npz", np.random.default_rng(0), classes=3)
+    with pytest.raises(ConfigError, match="labels_per_client: between 1 and 3, the classes of .*m.npz"):
+        make_federated_digits(FederatedDigits(source=str(tmp_path / "m.npz"), labels_per_client=4), ["a"], Streams(0))
+
+
+def test_multi_label_medmnist_is_refused_with_the_key_named(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = {f"{s}_images": rng.integers(0, 256, (5, 28, 28), dtype=np.uint8) for s in ("train", "test")}
+    arrays |= {f"{s}_labels": rng.integers(0, 2, (5, 14), dtype=np.uint8) for s in ("train", "test")}
+    np.savez(tmp_path / "chestmnist.npz", **arrays)
+    with pytest.raises(DataError, match=r"chestmnist.npz: train_labels has shape \(5, 14\).*multi-label"):
+        load_images(str(tmp_path / "chestmnist.npz"), 0.3, np.random.default_rng(0))
+
+
+def test_malformed_npz_files_are_refused_with_the_file_and_the_fault_named(tmp_path):
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(DataError, match="junk.npz: not a readable .npz archive"):
+        load_images(str(tmp_path / "junk.npz"), 0.3, np.random.default_rng(0))
+    np.savez(tmp_path / "obj.npz", train_images=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(DataError, match="obj.npz: train_images.npy has dtype object"):
+        load_images(str(tmp_path / "obj.npz"), 0.3, np.random.default_rng(0))
+    medmnist(tmp_path / "half.npz", np.random.default_rng(0))
+    arrays = dict(np.load(tmp_path / "half.npz"))
+    del arrays["test_labels"]
+    np.savez(tmp_path / "half.npz", **arrays)
+    with pytest.raises(DataError, match=r"half.npz: missing arrays \['test_labels'\]"):
+        load_images(str(tmp_path / "half.npz"), 0.3, np.random.default_rng(0))
+
+
+def test_npz_arrays_are_sized_from_their_headers_before_they_are_read(tmp_path, monkeypatch):
+    from netemu.data import files
+
+    medmnist(tmp_path / "m.npz", np.random.default_rng(0))
+    monkeypatch.setitem(files.LIMITS, "array_items", 1000)
+    with pytest.raises(DataError, match=r"m.npz: train_images.npy has shape \(60, 28, 28\), more than 1000 items"):
+        load_images(str(tmp_path / "m.npz"), 0.3, np.random.default_rng(0))
+
+
+def test_cifar10_python_batches_are_read_in_order_and_feed_digits_fl(tmp_path):
+    written = cifar(tmp_path / "cifar-10-batches-py", np.random.default_rng(0))
+    (xtr, ytr), (xte, yte) = read_cifar(tmp_path / "cifar-10-batches-py")
+    assert np.array_equal(xtr, np.concatenate([written["data_batch_1"][0], written["data_batch_2"][0]]))
+    assert ytr.tolist() == written["data_batch_1"][1] + written["data_batch_2"][1]
+    assert np.array_equal(xte, written["test_batch"][0]) and yte.tolist() == written["test_batch"][1]
+    task = make_federated_digits(FederatedDigits(source=str(tmp_path / "cifar-10-batches-py"), samples=10, test_samples=5),
+                                 ["a", "b"], Streams(0))
+    assert task.dim == 3072 and task.classes == 10 and task.global_test[0].max() <= 1.0
+
+
+def test_a_cifar_batch_naming_code_is_refused_without_running_it(tmp_path):
+    folder = tmp_path / "c"
+    cifar(folder, np.random.default_rng(0), batches=1)
+    evil = b"\x80\x02cposix\nsystem\n" + _py2_string(b"touch " + str(tmp_path / "pwned").encode()) + b"\x85R."
+    (folder / "data_batch_1").write_bytes(evil)
+    with pytest.raises(DataError, match="data_batch_1: refused to load posix.system"):
+        read_cifar(folder)
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("data, labels, fault", [
+    (np.zeros((3, 1024), np.uint8), [0, 1, 2], r"b'data' is uint8 \(3, 1024\); expected uint8 N×3072"),
+    (np.zeros((3, 3072), np.uint8), [0, 1], "b'labels' must be a list of 3 integers in 0..9"),
+    (np.zeros((2, 3072), np.uint8), [0, 10], "b'labels' must be a list of 2 integers in 0..9"),
+])
+def test_malformed_cifar_batches_are_refused_with_the_file_named(tmp_path, data, labels, fault):
+    cifar(tmp_path, np.random.default_rng(0), batches=1)
+    (tmp_path / "test_batch").write_bytes(py2_cifar_batch(data, labels))
+    with pytest.raises(DataError, match="test_batch: " + fault):
+        read_cifar(tmp_path)
+
+
+def test_a_truncated_cifar_batch_is_refused(tmp_path):
+    cifar(tmp_path, np.random.default_rng(0), batches=1)
+    raw = (tmp_path / "data_batch_1").read_bytes()
+    (tmp_path / "data_batch_1").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(DataError, match="data_batch_1: not a readable pickle"):
+        read_cifar(tmp_path)
