@@ -162,3 +162,72 @@ def test_a_truncated_cifar_batch_is_refused(tmp_path):
     (tmp_path / "data_batch_1").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(DataError, match="data_batch_1: not a readable pickle"):
         read_cifar(tmp_path)
+
+
+# The first columns of CalCOFI's bottle.csv (Kaggle "sohier/calcofi"), Latin-1 encoded,
+# and rows as they appear there: station ids with spaces, empty cells for unmeasured values.
+BOTTLE_HEADER = ("Cst_Cnt,Btl_Cnt,Sta_ID,Depth_ID,Depthm,T_degC,Salnty,O2ml_L,STheta,O2Sat,Oxy_µmol/Kg,"
+                 "BtlNum,RecInd,T_prec,T_qual,S_prec,S_qual")
+
+
+def bottle_csv(path, rng, n=40, gaps=(3, 7)):
+    lines = [BOTTLE_HEADER]
+    for i in range(n):
+        depth, t = 10.0 * i, 15.0 - 0.1 * i + rng.normal(0, 0.1)
+        s = f"{33.4 + 0.01 * i:.3f}" if i not in gaps else ""
+        lines.append(f"1,{i + 1},054.0 056.0,19-4903CR-HY-060-0930-05400560-{i:04d}A-3,{depth:g},{t:.2f},{s},"
+                     f"{5.0 + 0.01 * i:.2f},25.649,,,,3,1,,2,")
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
+
+
+def calcofi(path, **overrides):
+    from netemu.data.online import OnlineData
+
+    kw = {"csv": str(path), "csv_columns": ("Depthm", "T_degC", "O2ml_L"), "csv_target": "Salnty",
+          "iterations": 20, "test_samples": 8} | overrides
+    return OnlineData(**kw)
+
+
+def test_calcofi_bottle_csv_streams_named_columns_and_skips_rows_with_empty_cells(tmp_path):
+    from netemu.data.online import make_online
+
+    bottle_csv(tmp_path / "bottle.csv", np.random.default_rng(0))
+    data = make_online(calcofi(tmp_path / "bottle.csv"), ["a", "b"], Streams(0))
+    X, y = data.test
+    assert X.shape == (8, 3) and np.allclose(y, [33.4 + 0.01 * i for i in range(32, 40)])
+    assert sum(len(v) for v in data.outputs) == 40 - 2 - 8  # rows 3 and 7 have no salinity
+    assert data.inputs[0][0].tolist()[0] == 0.0 and data.outputs[0][0] == pytest.approx(33.4)
+
+
+def test_csv_rows_bounds_how_much_of_the_table_is_read(tmp_path):
+    from netemu.data.online import read_columns
+
+    bottle_csv(tmp_path / "bottle.csv", np.random.default_rng(0))
+    table = read_columns(tmp_path / "bottle.csv", ("T_degC",), "Salnty", max_rows=5)
+    assert table.shape == (5, 2) and table[-1, 1] == pytest.approx(33.45)  # rows 0,1,2,4,5
+
+
+def test_an_unknown_column_is_named_with_the_header(tmp_path):
+    from netemu.data.online import make_online
+
+    bottle_csv(tmp_path / "bottle.csv", np.random.default_rng(0))
+    with pytest.raises(DataError, match=r"bottle.csv: no column 'Salinity' in the header \(has Cst_Cnt, Btl_Cnt"):
+        make_online(calcofi(tmp_path / "bottle.csv", csv_target="Salinity"), ["a"], Streams(0))
+
+
+def test_a_non_number_in_a_chosen_column_is_refused_with_its_line(tmp_path):
+    from netemu.data.online import make_online
+
+    bottle_csv(tmp_path / "bottle.csv", np.random.default_rng(0))
+    text = (tmp_path / "bottle.csv").read_bytes().decode("latin-1").split("\r\n")
+    text[5] = text[5].replace(",5.04,", ",n/a,")  # line 6 of the file: the row i = 4
+    (tmp_path / "bottle.csv").write_bytes("\r\n".join(text).encode("latin-1"))
+    with pytest.raises(DataError, match=r"bottle.csv: line 6, column 'O2ml_L': 'n/a' is not a number"):
+        make_online(calcofi(tmp_path / "bottle.csv"), ["a"], Streams(0))
+
+
+@pytest.mark.parametrize("bad, field", [({"csv_target": ""}, "csv_target"), ({"csv": ""}, "csv_columns"),
+                                        ({"csv_rows": -1}, "csv_rows"), ({"csv_columns": "T_degC"}, "csv_columns")])
+def test_inconsistent_csv_options_are_refused(tmp_path, bad, field):
+    with pytest.raises(ConfigError, match=field):
+        calcofi(tmp_path / "bottle.csv", **bad)

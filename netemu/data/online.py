@@ -30,7 +30,7 @@ import numpy as np
 from netemu.config import require
 from netemu.rng import Streams
 
-__all__ = ["OnlineData", "OnlineRegression", "OnlineStream", "load_csv", "make_online", "nonlinear_target"]
+__all__ = ["OnlineData", "OnlineRegression", "OnlineStream", "load_csv", "make_online", "nonlinear_target", "read_columns"]
 
 LAGS = (0, 1, 4, 3)  # x = [x_s, x_{s-1}, x_{s-4}, x_{s-3}]
 
@@ -43,6 +43,9 @@ class OnlineData:
     test_samples: int = 500
     test_sources: int = 10
     csv: str = ""  # optional CSV of x columns and a final y column, streamed instead
+    csv_columns: tuple = ()  # named x columns of a wider table (e.g. CalCOFI's bottle.csv) ...
+    csv_target: str = ""  # ... and the named y column; rows with an empty field among them are skipped
+    csv_rows: int = 0  # read at most this many usable rows (0: all; PAO-Fed Fig. 4.4 uses 80,000)
 
     def __post_init__(self) -> None:
         require(self.iterations >= 1, "iterations", ">= 1")
@@ -50,6 +53,12 @@ class OnlineData:
                 "group_samples", "a list of positive sample counts")
         require(self.formula in ("product", "printed"), "formula", 'one of "product", "printed"')
         require(self.test_samples >= 1 and self.test_sources >= 1, "test_samples", ">= 1 (and test_sources >= 1)")
+        require(isinstance(self.csv_columns, (list, tuple)) and all(isinstance(c, str) and c for c in self.csv_columns),
+                "csv_columns", "a list of column names of the CSV header")
+        require(bool(self.csv_columns) == bool(self.csv_target), "csv_target",
+                "a column name, given together with csv_columns (or neither)")
+        require(not self.csv_columns or bool(self.csv), "csv_columns", "only with csv = the table's path")
+        require(isinstance(self.csv_rows, int) and self.csv_rows >= 0, "csv_rows", ">= 0 (0: every usable row)")
 
     def with_paths(self, resolve) -> OnlineData:
         """A copy with `csv` resolved (by `resolve`) relative to where the scenario lives."""
@@ -142,13 +151,17 @@ def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) ->
 def load_csv(path: Path, params: OnlineData, clients: Sequence[str], streams: Streams) -> OnlineRegression:
     """Stream a user's (x, y) rows: columns x1..xL then y, with a header line.
 
-    Rows are dealt to clients round-robin in file order and revealed like the synthetic
+    With `csv_columns` and `csv_target` the x and y columns are picked by name from a wider
+    table (`read_columns`).  Rows are dealt to clients round-robin in file order and revealed like the synthetic
     data (one per iteration at drawn iterations); the last `test_samples` rows are the test set.
     """
-    try:
-        table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: expected a CSV with a header and numeric columns x1..xL,y: {exc}") from None
+    if params.csv_columns:
+        table = read_columns(path, tuple(params.csv_columns), params.csv_target, params.csv_rows)
+    else:
+        try:
+            table = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: expected a CSV with a header and numeric columns x1..xL,y: {exc}") from None
     require(table.shape[1] >= 2, "csv", f"{path}: at least one x column and a y column")
     require(table.shape[0] > params.test_samples, "csv", f"{path}: more rows than test_samples = {params.test_samples}")
     train, test = table[: -params.test_samples], table[-params.test_samples :]
@@ -160,3 +173,65 @@ def load_csv(path: Path, params: OnlineData, clients: Sequence[str], streams: St
         inputs.append(rows[:, :-1])
         outputs.append(rows[:, -1])
     return OnlineRegression(tuple(clients), tuple(arrival), tuple(inputs), tuple(outputs), (test[:, :-1], test[:, -1]), params.iterations)
+
+
+CSV_BYTES = 4 << 30  # a CSV table read: no more than 4 GiB on disk (CalCOFI's bottle.csv is ~250 MB)
+
+
+def read_columns(path: Path, columns: tuple, target: str, max_rows: int = 0) -> np.ndarray:
+    """Rows [x columns..., target] of a CSV table with a header, picked by name.
+
+    Built for CalCOFI's bottle.csv (PAO-Fed Fig. 4.4): 74 columns, text ones among them,
+    and many empty cells.  A row with an empty field among the chosen columns is skipped;
+    any other non-number is a DataError naming the line and column.  Reading stops after
+    `max_rows` usable rows (0: all).  The file is read as Latin-1 (bottle.csv's header
+    has "Oxy_µmol/Kg" in that encoding), which decodes every byte."""
+    import csv
+    import os
+
+    from netemu.data.files import DataError
+
+    try:
+        size = os.stat(path).st_size
+        if size > CSV_BYTES:
+            raise DataError(f"{path}: {size} bytes is more than the limit of {CSV_BYTES} bytes for a CSV table")
+        with open(path, newline="", encoding="latin-1") as f:
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader, [])]
+            wanted = [*columns, target]
+            missing = [c for c in wanted if c not in header]
+            if missing:
+                shown = ", ".join(header[:20]) + (", ..." if len(header) > 20 else "")
+                raise DataError(f"{path}: no column {missing[0]!r} in the header (has {shown})")
+            index = [header.index(c) for c in wanted]
+            rows = []
+            for line, record in enumerate(reader, start=2):
+                fields = [record[i].strip() if i < len(record) else "" for i in index]
+                if any(v == "" for v in fields):
+                    continue
+                try:
+                    values = [float(v) for v in fields]
+                except ValueError:
+                    bad = next(c for c, v in zip(wanted, fields, strict=True) if not _is_number(v))
+                    raise DataError(f"{path}: line {line}, column {bad!r}: "
+                                    f"{fields[wanted.index(bad)]!r} is not a number") from None
+                if not all(np.isfinite(values)):
+                    continue  # a "NaN" cell is as missing as an empty one
+                rows.append(values)
+                if max_rows and len(rows) >= max_rows:
+                    break
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a readable CSV table ({exc})") from None
+    if not rows:
+        raise DataError(f"{path}: no row has numbers in all of {', '.join(wanted)}")
+    return np.array(rows)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
