@@ -231,3 +231,39 @@ def test_a_non_number_in_a_chosen_column_is_refused_with_its_line(tmp_path):
 def test_inconsistent_csv_options_are_refused(tmp_path, bad, field):
     with pytest.raises(ConfigError, match=field):
         calcofi(tmp_path / "bottle.csv", **bad)
+
+
+def harbox(folder, rng, users=3, per_class=4):
+    """large_scale_HARBox: user folders 1..U with <Class>_train.txt, 1000 numbers per sample."""
+    from netemu.data.files import HARBOX_CLASSES
+
+    written = []
+    for u in range(1, users + 1):
+        (folder / str(u)).mkdir(parents=True)
+        for label, name in enumerate(HARBOX_CLASSES):
+            if u == 2 and name == "Hop":
+                continue  # a user need not have every activity
+            samples = rng.normal(0, 5, (per_class, 100, 10))
+            samples[:, :, 0] = np.arange(100) * 0.01  # the time column
+            np.savetxt(folder / str(u) / f"{name}_train.txt", samples.reshape(per_class, 1000), fmt="%.6f")
+            written.append((samples[:, :, 1:].reshape(per_class, 900).round(6), label))
+    return written
+
+
+def test_harbox_users_are_pooled_without_the_time_column_and_feed_digits_fl(tmp_path):
+    written = harbox(tmp_path / "large_scale_HARBox", np.random.default_rng(0))
+    (xtr, ytr), (xte, yte) = load_images(str(tmp_path / "large_scale_HARBox"), 0.25, np.random.default_rng(0))
+    X, y = np.concatenate([xtr, xte]), np.concatenate([ytr, yte])
+    assert X.shape == (14 * 4, 900) and len(xte) == 14
+    expected = {tuple(row): label for rows, label in written for row in rows}
+    assert all(expected[tuple(row)] == label for row, label in zip(X, y, strict=True))
+    task = make_federated_digits(FederatedDigits(source=str(tmp_path / "large_scale_HARBox"), labels_per_client=2,
+                                                 samples=10, test_samples=5), ["a", "b"], Streams(0))
+    assert task.classes == 5 and task.dim == 900 and np.abs(task.parts["a"][0]).max() <= 1.0
+
+
+def test_a_harbox_file_of_partial_samples_is_refused(tmp_path):
+    harbox(tmp_path, np.random.default_rng(0), users=1)
+    np.savetxt(tmp_path / "1" / "Walk_train.txt", np.zeros((2, 999)))
+    with pytest.raises(DataError, match=r"1/Walk_train.txt: 1998 numbers is not a whole number of samples of 1000"):
+        load_images(str(tmp_path), 0.3, np.random.default_rng(0))

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import ConfigError, require
-from netemu.data.files import cifar_folder, images_from_npz, read_cifar
+from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox
 from netemu.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
@@ -187,6 +187,8 @@ def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> 
         return images_from_npz(path)  # MNIST-style or MedMNIST keys (netemu.data.files)
     if cifar_folder(path):
         return read_cifar(path)
+    if harbox_folder(path):
+        return read_harbox(path, test_fraction, rng)
     if path.is_dir():
         arrays = [_read_idx(_find(path, stem)) for stem in (
             "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")]

@@ -97,7 +97,7 @@ def _label_sets(params: FederatedDigits, clients: Sequence[str], room: dict[str,
 
 def make_federated_digits(params: FederatedDigits, clients: Sequence[str], streams: Streams) -> FederatedTask:
     (Xtr, ytr), (Xte, yte) = load_images(params.source, params.test_fraction, streams.generator("data/split"))
-    scale = float(max(Xtr.max(), 1.0))
+    scale = float(max(np.abs(Xtr).max(), 1.0))  # images: the largest pixel; signed data (HARBOX): |x|
     Xtr, Xte = Xtr / scale, Xte / scale
     classes = int(max(ytr.max(), yte.max())) + 1  # 10 digits, or a file's classes 0..C−1
     if params.labels_per_client > classes:

@@ -5,6 +5,11 @@
   (x_train, y_train, x_test, y_test) or MedMNIST (train_images, train_labels,
   val_images, val_labels, test_images, test_labels; images N×28×28 grayscale or
   N×28×28×3 RGB, labels N×1).
+* `read_harbox`: the large_scale_HARBox folder (user folders 1, 2, …, each with
+  Call/Hop/typing/Walk/Wave `_train.txt`): whitespace-separated numbers, 1000 per
+  sample (100 time steps × [time, 9 IMU channels]); the time column is dropped, as in
+  ClusterFL's reader, leaving 900 features; labels follow that class order.  The users are
+  pooled (the natural per-user split is not kept) and `test_fraction` held out.
 * `read_cifar`: a folder of CIFAR-10 "python version" batches (data_batch_1 … 5,
   test_batch): pickled dicts whose b"data" is uint8 N×3072 (1024 red, 1024 green,
   1024 blue values per image) and b"labels" a list of N ints in 0..9.  Pickles are read
@@ -25,7 +30,7 @@ import numpy as np
 
 from netemu.errors import DeviceError, InputError
 
-__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "read_cifar", "read_npz"]
+__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "harbox_folder", "read_cifar", "read_harbox", "read_npz"]
 
 LIMITS = {
     "file_bytes": 4 << 30,          # a data file read: no more than 4 GiB on disk
@@ -187,3 +192,42 @@ def read_cifar(folder: Path) -> tuple[tuple, tuple]:
     parts = [_cifar_batch(p) for p in train]
     test = _cifar_batch(folder / CIFAR_TEST)
     return (np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])), test
+
+
+HARBOX_CLASSES = ("Call", "Hop", "typing", "Walk", "Wave")  # ClusterFL's class order and file names
+HARBOX_STEPS, HARBOX_COLUMNS = 100, 10  # per sample: 100 time steps of [time, acc xyz, gyro xyz, mag xyz]
+
+
+def harbox_folder(path: Path) -> bool:
+    """Whether `path` looks like large_scale_HARBox: a folder "1" with a *_train.txt file."""
+    return (path / "1").is_dir() and any((path / "1" / f"{c}_train.txt").is_file() for c in HARBOX_CLASSES)
+
+
+def read_harbox(folder: Path, test_fraction: float, rng: np.random.Generator) -> tuple[tuple, tuple]:
+    """All users' samples pooled, 900 features each; a `test_fraction` share drawn by `rng` is held out."""
+    folder = Path(folder)
+    users = sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    X, y = [], []
+    for user in users:
+        for label, name in enumerate(HARBOX_CLASSES):
+            path = user / f"{name}_train.txt"
+            if not path.is_file():
+                continue
+            _check_size(path)
+            try:
+                values = np.loadtxt(path, dtype=float, ndmin=1).ravel()
+            except ValueError as exc:
+                raise DataError(f"{path}: expected whitespace-separated numbers ({exc})") from None
+            per = HARBOX_STEPS * HARBOX_COLUMNS
+            if values.size % per:
+                raise DataError(f"{path}: {values.size} numbers is not a whole number of samples of {per} "
+                                f"({HARBOX_STEPS} steps × {HARBOX_COLUMNS} columns)")
+            samples = values.reshape(-1, HARBOX_STEPS, HARBOX_COLUMNS)[:, :, 1:].reshape(-1, per - HARBOX_STEPS)
+            X.append(samples)
+            y.append(np.full(len(samples), label))
+    if not X:
+        raise DataError(f"{folder}: no user folder holds a {'/'.join(HARBOX_CLASSES)}_train.txt file")
+    Xa, ya = np.concatenate(X), np.concatenate(y)
+    order = rng.permutation(ya.size)
+    cut = int(round(ya.size * (1 - test_fraction)))
+    return (Xa[order[:cut]], ya[order[:cut]]), (Xa[order[cut:]], ya[order[cut:]])
