@@ -70,6 +70,8 @@ class FederatedDigits:
         require(isinstance(self.source, str) and self.source != "", "source", '"sklearn" or the path of a .npz file or IDX folder')
         require(self.partition in ("labels", "dirichlet", "rooms"), "partition", '"labels", "dirichlet" or "rooms"')
         require(self.labels_per_client >= 1, "labels_per_client", ">= 1 (and at most the data's classes, 10 for digits)")
+        # the bundled digits have 10 classes: checked here, by validate; a file's classes when its data is built
+        require(self.source != "sklearn" or self.labels_per_client <= CLASSES, "labels_per_client", f"between 1 and {CLASSES} (the bundled digits' classes)")
         require(self.kappa > 0, "kappa", "> 0")
         require(self.rooms >= 1, "rooms", ">= 1")
         require(self.room_size > 0, "room_size", "> 0 metres")
