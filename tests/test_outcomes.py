@@ -191,7 +191,7 @@ def test_a_signal_leaves_a_closed_incomplete_folder_and_one_line(tmp_path, sig, 
         time.sleep(0.1)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == code
+    assert proc.returncode == code, err
     assert err.strip().count("\n") == 0 and "Traceback" not in err and "never retrieved" not in err
     s = summary(out)
     assert s["complete"] is False and s["stopped_by"] == reason
