@@ -133,8 +133,9 @@ class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpic
         raise DeviceError(f"{self.path}: refused a persistent id in a pickle")
 
 
-def _check_plain(obj: Any, path: Path) -> None:
-    """Every value reachable from `obj` is one of the plain types (iterative: no recursion limit)."""
+def _check_plain(obj: Any, path: Path, allow_bytes: bool = False) -> None:
+    """Every value reachable from `obj` is one of the plain types (iterative: no recursion limit);
+    `allow_bytes` admits bytes too (Python 2 pickles read with encoding="bytes")."""
     import numpy as np
 
     stack, seen = [obj], 0
@@ -143,7 +144,7 @@ def _check_plain(obj: Any, path: Path) -> None:
         seen += 1
         if seen > LIMITS["intervals"] * 2:
             raise DeviceError(f"{path}: more than {LIMITS['intervals'] * 2} values in one trace")
-        if x is None or isinstance(x, (bool, int, float, str)):
+        if x is None or isinstance(x, (bool, int, float, str)) or (allow_bytes and isinstance(x, bytes)):
             continue
         if isinstance(x, dict):
             stack.extend(x.keys())
@@ -157,17 +158,21 @@ def _check_plain(obj: Any, path: Path) -> None:
             raise DeviceError(f"{path}: refused a value of type {type(x).__module__}.{type(x).__qualname__} in a trace")
 
 
-def load_pickle(path: Path, data: bytes | None = None) -> Any:
-    """A pickle of plain data, read without running code (see `_DataUnpickler`)."""
+def load_pickle(path: Path, data: bytes | None = None, *, encoding: str = "ASCII") -> Any:
+    """A pickle of plain data, read without running code (see `_DataUnpickler`).  With
+    `encoding="bytes"` a Python 2 pickle's strings are read as bytes, as the official readers
+    of such files do (e.g. CIFAR-10's batches), and bytes values are admitted."""
     path = Path(path)
     raw = read_bounded(path) if data is None else data
     try:
-        obj = _DataUnpickler(raw, path).load()
+        unpickler = _DataUnpickler(raw, path)
+        unpickler.encoding = encoding  # type: ignore[attr-defined]  # pickle._Unpickler's setting for Python 2 strings
+        obj = unpickler.load()
     except DeviceError:
         raise
     except MemoryError:
         raise DeviceError(f"{path}: the pickle asks for more memory than is available") from None
     except Exception as exc:  # noqa: BLE001 - any decoding failure is the file's fault
         raise DeviceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
-    _check_plain(obj, path)
+    _check_plain(obj, path, allow_bytes=encoding == "bytes")
     return obj

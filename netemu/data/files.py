@@ -127,43 +127,16 @@ def cifar_folder(path: Path) -> bool:
     return path.is_dir() and (path / CIFAR_TEST).is_file()
 
 
-def _check_data(obj, path: Path) -> None:
-    """Refuse anything but dicts, lists, tuples, scalars, str/bytes and numeric arrays."""
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if x is None or isinstance(x, (bool, int, float, str, bytes)):
-            continue
-        if isinstance(x, dict):
-            stack.extend(x.keys())
-            stack.extend(x.values())
-        elif isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif not (isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind in "biuf" and x.dtype.fields is None):
-            raise DataError(f"{path}: refused a value of type {type(x).__qualname__} in a data batch")
-
-
 def _load_py2_pickle(path: Path):
     """A pickle of plain data through netemu.safepickle's restricted unpickler, with Python 2
     strings read as bytes (CIFAR-10's batches were written by Python 2's cPickle; the
     official reader uses pickle.load(f, encoding="bytes"))."""
-    from netemu.safepickle import _DataUnpickler, read_bounded
+    from netemu.safepickle import load_pickle
 
     try:
-        unpickler = _DataUnpickler(read_bounded(path), path)
-        unpickler.encoding = "bytes"  # type: ignore[attr-defined]  # pickle._Unpickler reads it for Python 2 strings
-        try:
-            obj = unpickler.load()
-        except DeviceError:
-            raise
-        except MemoryError:
-            raise DeviceError(f"{path}: the pickle asks for more memory than is available") from None
-        except Exception as exc:  # noqa: BLE001 - any decoding failure is the file's fault
-            raise DeviceError(f"{path}: not a readable pickle ({type(exc).__name__}: {exc})") from None
-        _check_data(obj, path)
+        return load_pickle(path, encoding="bytes")
     except DeviceError as exc:
         raise DataError(str(exc)) from None
-    return obj
 
 
 def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
