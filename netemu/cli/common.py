@@ -1,0 +1,19 @@
+"""What more than one subcommand needs: naming the Python code a scenario ships before it runs."""
+
+from __future__ import annotations
+
+import sys
+
+
+def announce_script(sc, args) -> None:
+    """Say which Python code shipped with the scenario a run will execute (its script, a Flower
+    app_dir: path and BLAKE2 hash), or refuse it with --no-scripts."""
+    from netemu.errors import InputError
+    from netemu.scenario.build import script_hash
+
+    for key, path in sc.code():
+        if getattr(args, "no_scripts", False):
+            raise InputError(f"{sc.path}: {key} = {str(path)!r}: refused by --no-scripts (a scenario that ships Python code runs it)")
+        what = "the Python script" if key == "script" else f"Python code from ({key})"
+        print(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})", file=sys.stderr)
+

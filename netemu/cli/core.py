@@ -1,0 +1,98 @@
+"""The top-level `netemu` parser and `main`: the one place where errors meant for people
+(the `NetemuError` family) become a `netemu: ...` line and an exit code, without a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+
+from netemu import __version__
+from netemu.cli import algorithms, devices, log, plot, report, run, sweep, validate
+
+__all__ = ["main"]
+
+EXAMPLES = """examples:
+  netemu run scenarios/quickstart.toml
+  netemu run scenarios/quickstart.toml --runs 10 --seed 3 --set algorithm.lr=0.02 --out runs/lr002
+  netemu replay runs/quickstart/trace.msgpack --scenario scenarios/quickstart.toml
+  netemu validate scenarios/*.toml
+  netemu algorithms pgfl
+  netemu log summary runs/quickstart
+  netemu log filter runs/quickstart --actor client-3 --kind update --table
+  netemu log diff runs/a runs/b
+  netemu plot runs/a runs/b --metric mse
+  netemu plot runs/a runs/b --metric mse --x time
+  netemu sweep scenarios/quickstart.toml --grid algorithm.lr=0.02,0.05,0.1 --grid run.seed=1..5
+  netemu plot runs/quickstart-sweep --metric mse --x algorithm.lr
+
+exit codes:
+  0    complete: every run of every algorithm did all its rounds
+  1    failed: an actor raised, or a deadlock stopped the emulation
+  2    bad input: a scenario, trace, log, device file or option was refused
+  3    incomplete: a run ended early without failing (run.until, the horizon run.max_time,
+       a crash without recovery); summary.json says which run and why
+  130  interrupted (Ctrl-C), 143 terminated (SIGTERM): the run folder holds what was done
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: `--help` ends with the registered algorithms and data kinds
+    (read only when help is shown, so other commands do not import every plug-in)."""
+
+    def format_help(self) -> str:
+        from netemu.plugins import registry
+
+        reg = registry()
+        lines = [f"algorithms (netemu algorithms lists their parameters): {', '.join(reg.algorithms)}",
+                 f"data kinds: {', '.join(reg.data)}"]
+        lines += [f"plug-in not loaded: {b}" for b in reg.broken]
+        return super().format_help() + "\n" + "\n".join(lines) + "\n"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="netemu",
+        description="Emulate networked federated learning: actors in virtual time over impaired links.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"netemu {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in (run, log, sweep, devices, plot, report, algorithms, validate):
+        command.register(sub)
+    return parser
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """netemu's own warnings as one plain line (`netemu: warning: ...`), others as Python shows them."""
+    if category.__module__.startswith("netemu"):
+        from netemu.terminal import printable
+
+        return f"netemu: warning: {printable(message)}\n"
+    return _python_format_warning(message, category, filename, lineno, line)
+
+
+_python_format_warning = warnings.formatwarning
+
+
+def main(argv: list[str] | None = None) -> int:
+    from netemu.errors import NetemuError
+
+    warnings.formatwarning = _format_warning
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
+        from netemu.terminal import printable  # names from shared files never reach the terminal raw
+
+        print("netemu: " + "\n".join(map(printable, str(exc).split("\n"))), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\nnetemu: interrupted", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,138 @@
+"""`netemu log summary|filter|timeline|diff`: a message log on the terminal (or a timeline image)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    log = sub.add_parser("log", help="inspect a message log (a run folder or a messages.jsonl)")
+    log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
+    summary = log_sub.add_parser("summary", help="traffic per message kind and link class, delay percentiles, slowest links and actors")
+    summary.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    summary.add_argument("--top", type=int, default=5, help="how many slowest links and actors (default 5)")
+    summary.add_argument("--algorithm", help="only this algorithm's records")
+    summary.add_argument("--run", type=int, help="only this Monte Carlo run's records")
+    summary.add_argument("--per-run", action="store_true", help="an actor table per algorithm and run (default: the mean over them)")
+    summary.set_defaults(func=cmd_log_summary)
+    filt = log_sub.add_parser("filter", help="print the records matching every condition given")
+    filt.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    for name, kind in (("src", str), ("dst", str), ("kind", str), ("round", int), ("since", float), ("until", float),
+                       ("event", str), ("actor", str), ("algorithm", str), ("run", int)):
+        filt.add_argument(f"--{name}", type=kind, help="an actor as src, dst or actor" if name == "actor" else None)
+    filt.add_argument("--table", action="store_true", help="a readable table instead of JSON lines")
+    filt.set_defaults(func=cmd_log_filter)
+    tl = log_sub.add_parser("timeline", help="a swim-lane PNG: arrows from send to delivery, crosses for drops, compute spans")
+    tl.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    tl.add_argument("--out", type=Path, default=Path("timeline.png"), help="image file (default timeline.png)")
+    tl.add_argument("--actors", nargs="+", help="only these actors' lanes")
+    tl.add_argument("--since", type=float, help="start of the time window")
+    tl.add_argument("--until", type=float, help="end of the time window")
+    tl.add_argument("--algorithm", help="which algorithm of a run folder (default: the first)")
+    tl.add_argument("--run", type=int, help="which Monte Carlo run (default: the first)")
+    tl.add_argument("--max-messages", type=int, default=400,
+                    help="more messages than this: a shorter window (none given) or aggregated drawing (default 400)")
+    tl.set_defaults(func=cmd_log_timeline)
+    diff = log_sub.add_parser("diff", help="where two logs first diverge, and how their totals differ")
+    diff.add_argument("a", type=Path)
+    diff.add_argument("b", type=Path)
+    diff.set_defaults(func=cmd_log_diff)
+
+
+def cmd_log_summary(args) -> int:
+    import json
+
+    from netemu.logtools import summarize
+    from netemu.terminal import printable as p
+
+    s = summarize(args.log, top=args.top, algorithm=args.algorithm, run=args.run)
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    first, last = s["virtual_time"]["first"], s["virtual_time"]["last"]
+    print(f"{s['records']} records of {s['runs']} algorithm/run pair(s), virtual time {first} .. {last}")
+    print(f"\n{'kind / link class':<28}{'sent':>9}{'deliv.':>9}{'dropped':>9}{'in fl.':>8}{'bytes':>12}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}  drops")
+    for name, t in s["traffic"].items():
+        d = t["delay"] or dict.fromkeys(("p50", "p90", "p99", "max"), float("nan"))
+        reasons = ", ".join(f"{p(k)} {v}" for k, v in t["dropped_by_reason"].items())
+        print(f"{p(name):<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
+              f"{d['p50']:>9.3g}{d['p90']:>9.3g}{d['p99']:>9.3g}{d['max']:>9.3g}  {reasons}")
+    print("(delay percentiles from a streaming sketch, within 1 % of the exact order statistic; max exact)")
+    for title, key in (("slowest links", "slowest_links"), ("slowest receivers", "slowest_receivers")):
+        print(f"\n{title} (mean delay):")
+        for x in s[key]:
+            print(f"  {p(x['name']):<30} {x['mean_delay']:.4g} s mean, {x['max_delay']:.4g} s max, {x['messages']} messages")
+    tables = ({k: v["actors"] for k, v in s["per_run"].items()} if args.per_run or s["runs"] == 1
+              else {f"mean over {s['runs']} algorithm/run pairs (--per-run, --run, --algorithm for one)": s["actors"]})
+    for label, actors in tables.items():
+        print(f"\n{'actor':<20}{'participation':>14}{'compute time':>14}{'idle time':>12}   {p(label)}")
+        for name, a in actors.items():
+            print(f"{p(name):<20}{a['participation_rate']:>14.3f}{a['compute_time']:>14.4g}{a['idle_time']:>12.4g}")
+    return 0
+
+
+def _safe_json(line: str) -> str:
+    """A JSON line with every non-printable character as a \\u escape (still valid JSON)."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else json_escape(c) for c in line)
+
+
+def json_escape(c: str) -> str:
+    n = ord(c)
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
+def cmd_log_filter(args) -> int:
+    import orjson
+
+    from netemu.logtools import filter_records
+    from netemu.terminal import printable as p
+
+    conditions = {k: getattr(args, k) for k in ("src", "dst", "kind", "round", "since", "until", "event", "actor", "algorithm", "run")}
+    out = sys.stdout
+    for r in filter_records(args.log, **conditions):
+        if args.table:
+            rest = " ".join(f"{p(k)}={p(v)}" for k, v in r.items() if k not in ("t", "event", "src", "dst", "kind"))
+            route = f"{r.get('src', r.get('actor', ''))}->{r['dst']}" if "dst" in r else r.get("actor", "")
+            out.write(f"{r['t']:>14.6f}  {p(r['event']):<9} {p(route):<28} {p(r.get('kind', '')):<10} {rest}\n")
+        else:
+            out.write(_safe_json(orjson.dumps(r).decode()) + "\n")
+    return 0
+
+
+def cmd_log_timeline(args) -> int:
+    from netemu.logtools import timeline
+    from netemu.terminal import printable
+
+    notes: list[str] = []
+    out = timeline(args.log, args.out, actors=args.actors, since=args.since, until=args.until, algorithm=args.algorithm,
+                   run=args.run, max_messages=args.max_messages, notes=notes)
+    print(out)
+    for note in notes:
+        print(f"  note: {printable(note)}")
+    return 0
+
+
+def cmd_log_diff(args) -> int:
+    import json
+
+    from netemu.logtools import diff
+
+    d = diff(args.a, args.b)
+    if d["identical"]:
+        print("the logs are identical")
+    else:
+        f = d["first_difference"]
+        print(f"first difference at line {f['line']}:\n  a: {json.dumps(f['a'])}\n  b: {json.dumps(f['b'])}")
+    print(f"\n{'event':<14}{'a':>12}{'b':>12}{'b - a':>12}")
+    for e, t in d["totals"].items():
+        print(f"{e:<14}{t['a']:>12}{t['b']:>12}{t['b_minus_a']:>12}")
+    return 0 if d["identical"] else 1
+

@@ -1,0 +1,37 @@
+"""`netemu validate`: check scenario files without running them (never executes a scenario script)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from netemu.scenario import load_scenario
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    validate = sub.add_parser("validate", help="check scenario files without running them (never executes a scenario script)")
+    validate.add_argument("scenarios", type=Path, nargs="+", help="scenario TOML files")
+    validate.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    validate.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args) -> int:
+    from netemu.errors import NetemuError
+
+    failed = 0
+    for path in args.scenarios:
+        try:
+            sc = load_scenario(path, args.overrides)
+        except NetemuError as exc:
+            failed += 1
+            print(exc, file=sys.stderr)
+        else:
+            labels = ", ".join(a["label"] for a in sc.table["algorithm"])
+            print(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})")
+            from netemu.scenario.build import script_hash
+
+            for key, code in sc.code():
+                print(f"  {key} {code} (blake2b {script_hash(code)}): not executed by validate; `netemu run` executes it")
+    return 2 if failed else 0
+
