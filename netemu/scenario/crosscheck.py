@@ -1,0 +1,79 @@
+"""The checks that need the scenario's topology built: connectivity, link classes and node
+names the tables refer to (names, globs or ranges: `match_nodes`), roles, and each
+algorithm's own requirements (graph shape, data, rounds)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any
+
+import networkx as nx
+
+from netemu.algorithms.base import AlgorithmSpec, Setting
+from netemu.scenario.schema import REQUIRED, Issues
+
+__all__ = ["check_graph", "match_nodes"]
+
+_RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
+
+
+def match_nodes(pattern: str, names: list[str]) -> list[str]:
+    """Nodes matching `pattern`: a name, a glob (`client-1*`) or a numeric range
+    (`client-{0..63}`, both ends included), in the order of `names`."""
+    m = _RANGE.search(pattern)
+    if m is None:
+        return fnmatch.filter(names, pattern)
+    lo, hi = int(m.group(1)), int(m.group(2))
+    wanted = {pattern[: m.start()] + str(i) + pattern[m.end() :] for i in range(lo, hi + 1)}
+    return [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
+
+
+def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], issues: Issues) -> None:
+    """Cross-checks that need the topology: link classes, node names, roles."""
+    for cls in table["links"]:
+        if cls not in graph_classes:
+            issues.add(f"links.{cls}", "(table)", f"no link of this class in the topology; classes: {', '.join(sorted(graph_classes))}")
+    for i, ov in enumerate(table["link"]):
+        for end in ("src", "dst"):
+            if isinstance(ov, dict) and ov.get(end) not in graph_nodes:
+                issues.add(f"link[{i}].{end}", ov.get(end), "a node of the topology")
+    for i, group in enumerate(table["nodes"]["group"]):
+        for pattern in group.get("members", []) if isinstance(group, dict) else []:
+            if not isinstance(pattern, str) or not match_nodes(pattern, graph_nodes):
+                issues.add(f"nodes.group[{i}].members", pattern, "node names, globs (client-1*) or ranges (client-{0..63}) matching a node")
+    for i, crash in enumerate(table["nodes"]["crash"]):
+        if not isinstance(crash, dict):
+            continue
+        if crash.get("node") not in graph_nodes:
+            issues.add(f"nodes.crash[{i}].node", crash.get("node"), "a node of the topology")
+        if crash.get("recover", -1) >= 0 and crash["recover"] <= crash.get("at", 0):
+            issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
+
+
+def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, graph: nx.DiGraph, issues: Issues) -> None:
+    """The algorithm's own requirements (graph shape, data, rounds), each at the key it concerns."""
+    alg = table["algorithm"][i]
+    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"])
+    for req in spec.unmet(setting):
+        value: Any = table
+        for part in req.key.split("."):
+            value = value.get(part, REQUIRED) if isinstance(value, dict) else REQUIRED
+        issues.add(req.key, value, f"algorithm[{i}] = {alg['name']!r} needs {req.needs}")
+
+
+def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], params: dict[int, Any], issues: Issues) -> None:
+    """What needs the topology: connected, link classes and node names that exist, the roles
+    each algorithm needs, and its own requirements (for the entries whose params were built)."""
+    if not nx.is_weakly_connected(graph):
+        parts = sorted((sorted(c) for c in nx.weakly_connected_components(graph)), key=len)
+        issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
+    classes = {c for _, _, c in graph.edges(data="link_class")}
+    _check_nodes(table, sorted(graph.nodes), classes, issues)
+    roles = {r for _, r in graph.nodes(data="role")}
+    for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+        need = set(spec.roles)
+        if not need <= roles:
+            issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
+        elif i in params:
+            _check_requirements(table, i, spec, params[i], graph, issues)

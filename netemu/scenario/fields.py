@@ -1,0 +1,214 @@
+"""The tables of a scenario file: links (latency and loss models, jitter, outages), node
+behaviour, topologies, and the whole `SCHEMA` with the `[flower]` shorthand.  A link
+component's parameters come from its class's signature and its constructor checks the
+ranges (one source of truth); plug-in tables are checked by netemu.scenario.specs."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from netemu.net import links as L
+from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
+from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
+from netemu.scenario.specs import algorithm_table, construct, data_table
+
+__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SCHEMA", "SHORTHANDS", "TOPOLOGIES", "renamed", "shorthands"]
+
+LATENCY_MODELS = {
+    "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
+    "empirical": L.Empirical, "rounds": L.RoundDelay,
+}
+LOSS_MODELS = {"bernoulli": L.Bernoulli, "gilbert_elliott": L.GilbertElliott}
+
+TOPOLOGIES = {
+    "star": {"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1")},
+    "multi_server": {
+        "servers": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
+        "clients_per_server": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
+        "server_degree": Field(float, 3.0, lambda v: v > 0, "> 0 (average degree of the server graph)"),
+    },
+    "random_peers": {
+        "peers": Field(int, REQUIRED, lambda v: v >= 2, ">= 2"),
+        "avg_degree": Field(float, 3.0, lambda v: v > 0, "> 0"),
+    },
+    "geometric": {
+        "positions": Field(dict, REQUIRED, accepts="(node = [x, y] pairs)"),
+        "d_max": Field(float, REQUIRED, lambda v: v > 0, "> 0"),
+    },
+    "graphml": {"file": Field(str, REQUIRED, accepts="(path of a GraphML file, relative to the scenario)")},
+}
+
+
+def _selects(value: Any, key: str, issues: Issues, selector: str, choices, accepts: str = "") -> bool:
+    """Whether the table `value` names one of `choices` under `selector`; reports it if not."""
+    if isinstance(value, dict) and isinstance(value.get(selector), str) and value[selector] in choices:
+        return True
+    got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
+    where = f"{key}.{selector}" if isinstance(value, dict) or not accepts else key
+    issues.add(where, got, f"{accepts}one of {', '.join(choices)}")
+    return False
+
+
+def _model(registry: dict[str, type], what: str) -> Any:
+    """Checker of a `{model = "...", <params>}` link-component table.
+
+    Parameter names come from the component's signature; its constructor checks the
+    ranges (one source of truth).  An empirical latency takes `samples` inline or a
+    `file` of delays (one per line, relative to the scenario; checked at load time).
+    """
+
+    def check(value: Any, key: str, issues: Issues) -> Any:
+        if not _selects(value, key, issues, "model", registry, accepts=f"{what} model: "):
+            return value
+        model, cls = value["model"], registry[value["model"]]
+        params = {k: v for k, v in value.items() if k != "model"}
+        accepted = ["samples", "file"] if cls is L.Empirical else list(inspect.signature(cls).parameters)
+        before = len(issues.items)
+        for k, v in params.items():
+            if k not in accepted:
+                issues.add(f"{key}.{k}", v, f"unknown parameter of the {model} {what} model; accepted: {', '.join(accepted)}")
+            elif k == "file" and not isinstance(v, str):
+                issues.add(f"{key}.{k}", v, "expected a path (string)")
+            elif k == "samples" and not (isinstance(v, list) and all(finite(x) for x in v)):
+                issues.add(f"{key}.{k}", v, "expected a list of finite delays in seconds")
+            elif k not in ("file", "samples") and not finite(v):
+                issues.add(f"{key}.{k}", v, "expected a finite number (NaN and inf are not accepted)")
+        if cls is L.Empirical and len([k for k in params if k in accepted]) != 1:
+            issues.add(key, value, "an empirical latency needs exactly one of `samples` or `file`")
+        if len(issues.items) == before and "file" not in params:
+            try:
+                cls(**params)
+            except (ValueError, TypeError) as exc:
+                issues.add(key, value, str(exc))
+        return value
+
+    return check
+
+
+def _jitter(value: Any, key: str, issues: Issues) -> Any:
+    value = validate(Section({"sigma": Field(float, REQUIRED), "correlation": Field(float, 0.0)}), value, key, issues)
+    if isinstance(value, dict) and not any(i.key.startswith(key) for i in issues.items):
+        construct(L.Jitter, value, key, issues)
+    return value
+
+
+def _outages(value: Any, key: str, issues: Issues) -> Any:
+    ok = isinstance(value, list) and all(
+        isinstance(w, list) and len(w) == 2 and all(finite(x) for x in w) and 0 <= w[0] < w[1] for w in value
+    )
+    if not ok:
+        issues.add(key, value, "expected a list of [start, end] windows of finite times with 0 <= start < end")
+    return value
+
+
+LINK_FIELDS = {
+    "latency": Custom(_model(LATENCY_MODELS, "latency"), {"model": "constant", "delay": 0.0}),
+    "jitter": Custom(_jitter, None),
+    "loss": Custom(_model(LOSS_MODELS, "loss"), None),
+    "bandwidth": Field(float, 0.0, lambda v: v >= 0, ">= 0 bits/s (0 = unlimited)"),
+    "outages": Custom(_outages, []),
+}
+BEHAVIOUR_FIELDS = {
+    "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
+    "speed": Field(float, 1.0, lambda v: v > 0, "> 0 work units per second"),
+    "slowdown_sigma": Field(float, 0.0, lambda v: v >= 0, ">= 0"),
+}
+
+
+def _topology(value: Any, key: str, issues: Issues) -> Any:
+    if not _selects(value, key, issues, "kind", TOPOLOGIES):
+        return value
+    value = validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), value, key, issues)
+    if value.get("kind") == "geometric" and isinstance(value.get("positions"), dict):
+        for name, pos in value["positions"].items():
+            if not (isinstance(pos, list) and len(pos) == 2 and all(finite(x) for x in pos)):
+                issues.add(f"{key}.positions.{name}", pos, "expected [x, y]: two finite numbers")
+    return value
+
+
+SCHEMA = Section(
+    {
+        "run": Section(
+            {
+                "name": Field(str, ""),
+                "description": Field(str, ""),
+                "seed": Field(int, 0, lambda v: 0 <= v <= SEED_MAX, f"in 0 .. 2**63-1 = {SEED_MAX}"),
+                "rounds": Field(int, REQUIRED, lambda v: v >= 1, f">= 1 (at most {MAX_ROUNDS:,})"),
+                "runs": Field(int, 1, lambda v: v >= 1, f">= 1 Monte Carlo runs (at most {MAX_RUNS:,})"),
+                "until": Field(float, 0.0, lambda v: v >= 0, ">= 0 virtual seconds (0 = no limit)"),
+                "max_time": Field(float, 0.0, lambda v: v >= 0, allow_inf=True,
+                                  accepts=">= 0 virtual seconds: the horizon (0 = automatic, inf = no horizon)"),
+            }
+        ),
+        "topology": Custom(_topology),
+        "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
+        "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
+        "nodes": Section(
+            {
+                **BEHAVIOUR_FIELDS,
+                "group": ArrayOf(Section({"name": Field(str, ""), "members": Field(list), **BEHAVIOUR_FIELDS})),
+                "crash": ArrayOf(
+                    Section(
+                        {
+                            "node": Field(str),
+                            "at": Field(float, REQUIRED, lambda v: v >= 0, ">= 0"),
+                            "recover": Field(float, -1.0, accepts="(omit for never)"),
+                        }
+                    )
+                ),
+            }
+        ),
+        "data": Custom(data_table, None),  # required unless every algorithm says it needs none (parse_scenario)
+        "algorithm": ArrayOf(Custom(algorithm_table), min_items=1),
+        "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
+        "devices": Section(
+            {
+                "file": Field(str, "", accepts="(a netemu devices JSON file, relative to the scenario; see netemu devices import)"),
+                "bandwidth": Field(bool, True, accepts="(set the clients' link bandwidth from the devices)"),
+            }
+        ),
+        "output": Section({"plots": Field(bool, True), "log": Field(bool, True), "trace": Field(bool, True)}),
+        "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
+    }
+)
+
+
+#: top-level tables that stand for one more `[[algorithm]]` entry of that name: `[flower]`
+#: (server_app, client_app, run_config, ...) is `[[algorithm]] name = "flower"` with the same keys.
+SHORTHANDS = ("flower",)
+
+
+def shorthands(raw: dict, issues: Issues) -> tuple[dict, dict[str, str]]:
+    """`raw` with each shorthand table moved into `algorithm`, and the dotted key of each
+    entry it became ("algorithm[1]" -> "flower"), so that errors name what the file says."""
+    found = [name for name in SHORTHANDS if name in raw]
+    if not found:
+        return raw, {}
+    raw = dict(raw)
+    entries = raw.get("algorithm", [])
+    entries = list(entries) if isinstance(entries, list) else entries
+    renamed = {}
+    for name in found:
+        table = raw.pop(name)
+        if not isinstance(table, dict):
+            issues.add(name, table, f"a table of the {name} algorithm's settings ([{name}])")
+            continue
+        if "name" in table:
+            issues.add(f"{name}.name", table["name"], f"no `name` in [{name}]: it is the {name} algorithm")
+            continue
+        if isinstance(entries, list):
+            renamed[f"algorithm[{len(entries)}]"] = name
+            entries.append({"name": name, **table})
+    raw["algorithm"] = entries
+    return raw, renamed
+
+
+def renamed(issue: Issue, renamed: dict[str, str]) -> Issue:
+    for key, name in renamed.items():
+        if issue.key in (key, key + ".name"):  # the entry, or the algorithm it names
+            return dataclasses.replace(issue, key=name)
+        if issue.key.startswith(key + "."):
+            return dataclasses.replace(issue, key=name + issue.key[len(key):])
+    return issue

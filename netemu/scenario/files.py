@@ -1,0 +1,100 @@
+"""What a scenario reads from disk, bounded: the scenario file itself, a GraphML topology,
+empirical latency samples and the devices file (relative to the scenario); a FIFO, a device
+or an oversized file is refused before anything reads it."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+from netemu.net import links as L
+from netemu.scenario.limits import MAX_DEPTH
+from netemu.scenario.schema import Issue, Issues, ScenarioError
+
+__all__ = ["MAX_DATA_FILE_BYTES", "MAX_GRAPHML_BYTES", "MAX_SCENARIO_BYTES", "check_files", "graphml_size_ok", "read_toml",
+           "regular_file"]
+
+MAX_SCENARIO_BYTES = 50_000_000
+MAX_GRAPHML_BYTES = 200_000_000
+MAX_DATA_FILE_BYTES = 1_000_000_000  # latency samples and devices files
+
+
+def regular_file(path: Path, limit: int) -> None:
+    """Refuse what is not a regular file of at most `limit` bytes (a FIFO, /dev/zero or a
+    socket would block or never end) before anything reads it.  Missing files pass:
+    their readers report them."""
+    import stat
+
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"{path}: not a regular file (a device, FIFO or socket)")
+    if st.st_size > limit:
+        raise OSError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} accepted")
+
+
+def _link_tables(table: dict) -> list[tuple[str, dict]]:
+    return [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
+
+
+def graphml_size_ok(table: dict, resolve: Callable[[str], Path], issues: Issues) -> bool:
+    topo = table["topology"]
+    if topo["kind"] != "graphml":
+        return True
+    try:
+        regular_file(resolve(topo["file"]), MAX_GRAPHML_BYTES)
+    except OSError as exc:
+        issues.add("topology.file", topo["file"], f"a GraphML file: {exc}")
+        return False
+    return True
+
+
+def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> None:
+    """The files a scenario names (relative to it): empirical latency samples and the devices
+    file are read and checked now; a data source and a script must exist."""
+    for where, link in _link_tables(table):
+        latency = link.get("latency") or {}
+        if latency.get("model") == "empirical" and "file" in latency:
+            try:
+                regular_file(resolve(latency["file"]), MAX_DATA_FILE_BYTES)
+                L.Empirical.from_file(resolve(latency["file"]))
+            except (OSError, ValueError) as exc:
+                issues.add(f"{where}.latency.file", latency["file"], f"a readable file of delays (one per line): {exc}")
+    if table["devices"]["file"]:
+        from netemu.devices import DeviceError, read_devices
+
+        try:
+            regular_file(resolve(table["devices"]["file"]), MAX_DATA_FILE_BYTES)
+            read_devices(resolve(table["devices"]["file"]))
+        except (DeviceError, OSError) as exc:
+            issues.add("devices.file", table["devices"]["file"], str(exc))
+    source = (table["data"] or {}).get("source", "sklearn")
+    if table["data"] and table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not resolve(source).exists():
+        issues.add("data.source", source, '"sklearn", or an existing .npz file or folder of MNIST IDX files (relative to the scenario)')
+    if table["script"] and not resolve(table["script"]).is_file():
+        issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
+
+
+def read_toml(path: Path) -> dict:
+    """The TOML table of a scenario file, or a ScenarioError naming what is wrong with the file."""
+    try:
+        if path.is_dir():
+            raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
+        regular_file(path, MAX_SCENARIO_BYTES)
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise ScenarioError([Issue(str(path), "(syntax)", "(nesting)", f"TOML nested at most {MAX_DEPTH} levels deep")]) from None
+    except FileNotFoundError:
+        raise ScenarioError([Issue(str(path), "(file)", str(path), "an existing scenario file")]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError([Issue(str(path), "(encoding)", f"byte 0x{exc.object[exc.start]:02x} at offset {exc.start}",
+                                   "a UTF-8 text file (TOML)")]) from None
+    except OSError as exc:
+        raise ScenarioError([Issue(str(path), "(file)", str(path), f"a readable scenario file ({exc.strerror or exc})")]) from None
+    except MemoryError:
+        raise ScenarioError([Issue(str(path), "(file)", str(path), "a scenario file that fits in memory")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([Issue(str(path), "(syntax)", str(exc), "valid TOML")]) from None
