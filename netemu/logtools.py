@@ -1,26 +1,27 @@
-"""Reading message logs: summaries, filters and the first divergence of two logs.
+"""Reading message logs: summaries, filters, the first divergence of two logs, timelines.
 
 Logs are streamed line by line with orjson, so memory holds the aggregates, not the
 log (a 1,000,000-record log is summarized in a few seconds; tools/bench_log.py):
 delay percentiles come from a streaming quantile sketch (`Quantiles`, 1 % relative
-accuracy), never from a list of every delay.  A line longer than `MAX_LINE` bytes, or
+accuracy, netemu/traffic.py), never from a list of every delay; the timeline is drawn
+by netemu/timelineplot.py from what is collected here.  A line longer than `MAX_LINE` bytes, or
 a record without a number `t` and a string `event`, or an event without the fields
 its kind needs (docs/formats.md), is refused with a `LogError` naming file and line.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from netemu.errors import LogError
-from netemu.terminal import printable
+from netemu.timelineplot import draw_timeline
+from netemu.traffic import Mean, Quantiles, Traffic, percentiles
 
 __all__ = ["LogError", "MAX_LINE", "Quantiles", "Traffic", "diff", "filter_records", "log_path", "natural_key", "read", "summarize"]
 
@@ -85,134 +86,6 @@ def natural_key(name: object) -> tuple:
 # ------------------------------------------------------------------ summary
 
 
-class Quantiles:
-    """Streaming quantiles of non-negative values with relative accuracy `alpha`.
-
-    Values fall into logarithmic buckets ``(γ^(k-1), γ^k]`` with ``γ = (1+α)/(1-α)``
-    (the DDSketch construction, Masson et al., VLDB 2019); `quantile(q)` returns a
-    value within a factor ``1 ± α`` of the order statistic of rank ``⌊q (n - 1)⌋``.
-    Zero is counted exactly; min, max and the mean are exact.  Memory: one counter per
-    occupied bucket (about 1,400 buckets for values between 1 µs and 10⁶ s at α = 1 %).
-    Sketches with the same `alpha` merge exactly (bucket counts add), which is how
-    `netemu report` sums link classes; it and `netemu log summary` share this sketch.
-    """
-
-    def __init__(self, alpha: float = 0.01):
-        self.alpha = alpha
-        self.gamma = (1 + alpha) / (1 - alpha)
-        self._inv_log_gamma = 1.0 / math.log(self.gamma)
-        self.buckets: Counter = Counter()
-        self.zeros = 0
-        self.count = 0
-        self.total = 0.0
-        self.max = -math.inf
-        self.min = math.inf
-
-    def add(self, x: float) -> None:
-        self.count += 1
-        self.total += x
-        if x > self.max:
-            self.max = x
-        if x < self.min:
-            self.min = x
-        if x > 0:
-            self.buckets[math.ceil(math.log(x) * self._inv_log_gamma)] += 1
-        else:
-            self.zeros += 1
-
-    def merge(self, other: Quantiles) -> None:
-        """Add every value `other` has seen (exact: the same buckets, counts summed)."""
-        if other.alpha != self.alpha:
-            raise ValueError(f"cannot merge sketches of relative accuracy {self.alpha} and {other.alpha}")
-        self.buckets.update(other.buckets)
-        self.zeros += other.zeros
-        self.count += other.count
-        self.total += other.total
-        self.max = max(self.max, other.max)
-        self.min = min(self.min, other.min)
-
-    def quantile(self, q: float) -> float:
-        if not self.count:
-            return math.nan
-        rank = math.floor(q * (self.count - 1))
-        if rank < self.zeros:
-            return 0.0
-        seen = self.zeros
-        for k in sorted(self.buckets):
-            seen += self.buckets[k]
-            if seen > rank:
-                return max(self.min, min(2 * self.gamma**k / (self.gamma + 1), self.max))
-        return self.max
-
-    def cdf(self) -> list[list[float]]:
-        """[x, fraction of values <= x] at each occupied bucket's upper edge (clipped to max);
-        a leading [0, fraction] when some values are <= 0."""
-        if not self.count:
-            return []
-        out, seen = [], self.zeros
-        if self.zeros:
-            out.append([0.0, self.zeros / self.count])
-        for k in sorted(self.buckets):
-            seen += self.buckets[k]
-            out.append([min(self.gamma**k, self.max), seen / self.count])
-        return out
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.count if self.count else math.nan
-
-
-class _Mean:
-    """Count, mean and max of a stream (what the slowest-links tables need)."""
-
-    __slots__ = ("count", "total", "max")
-
-    def __init__(self) -> None:
-        self.count, self.total, self.max = 0, 0.0, -math.inf
-
-    def add(self, x: float) -> None:
-        self.count += 1
-        self.total += x
-        if x > self.max:
-            self.max = x
-
-    @property
-    def mean(self) -> float:
-        return self.total / self.count if self.count else math.nan
-
-
-@dataclass
-class Traffic:
-    """Message counts of one traffic class (kind / link class): what `netemu log summary` and
-    `netemu report` both tally, with the delays of the delivered messages in a `Quantiles`."""
-
-    sent: int = 0
-    delivered: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    in_flight: int = 0
-    bytes: int = 0
-    delays: Quantiles = field(default_factory=Quantiles)
-
-    def merge(self, o: Traffic) -> None:
-        self.sent += o.sent
-        self.delivered += o.delivered
-        self.dropped.update(o.dropped)
-        self.in_flight += o.in_flight
-        self.bytes += o.bytes
-        self.delays.merge(o.delays)
-
-    def counts(self) -> dict:
-        """The counts as JSON-ready numbers (drops in total and by reason)."""
-        return {"sent": self.sent, "delivered": self.delivered, "dropped": sum(self.dropped.values()),
-                "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight, "bytes": self.bytes}
-
-
-def _percentiles(q: Quantiles) -> dict:
-    if not q.count:
-        return {}
-    return {"p50": q.quantile(0.50), "p90": q.quantile(0.90), "p99": q.quantile(0.99), "max": float(q.max)}
-
-
 @dataclass
 class _Busy:
     """The union of an actor's compute spans, streamed in start order, clipped at the end."""
@@ -248,8 +121,8 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
     `per_run` gives the same per pair, with that pair's span.
     """
     traffic: dict[tuple[str, str], Traffic] = defaultdict(Traffic)
-    links: dict[str, _Mean] = defaultdict(_Mean)
-    receivers: dict[str, _Mean] = defaultdict(_Mean)
+    links: dict[str, Mean] = defaultdict(Mean)
+    receivers: dict[str, Mean] = defaultdict(Mean)
     pending: dict[tuple, Traffic] = {}
     busy: dict[tuple, _Busy] = {}
     active_rounds: dict[tuple, set] = defaultdict(set)  # (ctx, actor) -> rounds it sent in
@@ -300,7 +173,7 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
         except (KeyError, TypeError, ValueError) as exc:
             raise _shape_error(path, n, r, exc) from None
     by_kind = {
-        f"{kind} / {link}": {**tr.counts(), "delay": _percentiles(tr.delays)}
+        f"{kind} / {link}": {**tr.counts(), "delay": percentiles(tr.delays)}
         for (kind, link), tr in sorted(traffic.items(), key=lambda kv: tuple(map(str, kv[0])))
     }
     slowest = lambda groups: [
@@ -446,11 +319,6 @@ def timeline(
     messages, the window ends at the `max_messages`-th send; with a window holding more,
     messages are aggregated (deliveries and drops per lane in 100 time bins).  What was
     done is said in the title and appended to `notes`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     notes = notes if notes is not None else []
     chosen = (algorithm, run) if algorithm is not None or run is not None else None
     if chosen is not None and (algorithm is None or run is None):  # fill the other coordinate from the log
@@ -505,58 +373,5 @@ def timeline(
     spans = [s for s in spans if keep(s[2])]
     outages = [o for o in outages if keep(o[2])]
     order = sorted(lanes, key=lambda n: (not n.startswith("server"), natural_key(n)))
-    y = {n: i for i, n in enumerate(order)}
-    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.35 * len(order) + 1.2)))
-    for t0, dur, a in spans:
-        ax.broken_barh([(t0, dur)], (y[a] - 0.15, 0.3), color="tab:green", alpha=0.5)
-    for i, (t0, t1, src, dst) in enumerate(outages):  # shaded on the sender's lane, clipped to the window
-        t0c, t1c = max(t0, left), min(t1, right)
-        if t1c <= t0c:
-            continue
-        ax.broken_barh([(t0c, t1c - t0c)], (y[src] - 0.45, 0.9), color="tab:gray", alpha=0.25,
-                       label="link outage" if i == 0 else None)
-        ax.text(t0c, y[src] - 0.3, printable(f" down: {src}->{dst}"), fontsize="x-small", va="center", color="dimgray")
-    colors = {"loss": "tab:red", "outage": "tab:purple", "expired": "tab:orange", "crash": "black"}
-    if aggregate:
-        import numpy as np
-
-        edges = np.linspace(left, right if right > left else left + 1.0, 101)
-        width = edges[1] - edges[0]
-        for label, items, color, dy in (("delivered", arrows, "tab:blue", 0.0), ("dropped", drops, "tab:red", 0.2)):
-            for lane in order:
-                times = [x[2] for x in items if x[3] == lane]
-                if not times:
-                    continue
-                counts, _ = np.histogram(times, bins=edges)
-                top = counts.max()
-                ax.bar(edges[:-1], counts / top * 0.35 if top else counts, width=width, bottom=y[lane] + 0.4 - dy,
-                       align="edge", color=color, alpha=0.7, label=label if lane == order[0] else None)
-        ax.legend(loc="upper right", fontsize="small")
-    else:
-        for ts, src, td, dst, _ in arrows:
-            ax.annotate("", xy=(td, y[dst]), xytext=(ts, y[src]),
-                        arrowprops={"arrowstyle": "->", "lw": 0.6, "alpha": 0.6, "color": "tab:blue"})
-        for reason in sorted({str(d[4]) for d in drops}):
-            pts = [d for d in drops if str(d[4]) == reason]
-            for ts, src, td, dst, _ in pts:
-                ax.plot([ts, td], [y[src], y[dst]], color=colors.get(reason, "gray"), lw=0.6, ls=":")
-            ax.scatter([d[2] for d in pts], [y[d[3]] for d in pts], marker="x", color=colors.get(reason, "gray"),
-                       label=printable(f"dropped: {reason}"), zorder=3)
-        if drops or outages:
-            ax.legend(loc="upper right", fontsize="small")
-    ax.set_yticks(range(len(order)), [printable(n) for n in order])
-    ax.invert_yaxis()
-    ax.set_xlim(left, right if right > left else left + 1.0)
-    ax.set_xlabel("virtual time (s)")
-    title = printable(_ctx_label(chosen))
-    how = "aggregated per time bin" if aggregate else f"t = {left:g} .. {right:g} s"
-    ax.set_title(f"message timeline {title}: {how}".strip(), fontsize="medium")
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    try:
-        fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
-    except OSError as exc:
-        raise LogError(f"{out}: cannot write the timeline ({exc.strerror or exc})") from None
-    finally:
-        plt.close(fig)
-    return Path(out)
+    return draw_timeline(out, order, arrows, drops, spans, outages, left=left, right=right, aggregate=aggregate,
+                         title=_ctx_label(chosen))
