@@ -1,4 +1,4 @@
-"""The style sheet and the script of the `netemu report` page (netemu/htmlreport.py).
+"""The style sheet and the script of the `netemu report` page (netemu/reportpage.py).
 
 A small hand-written script draws every chart as inline SVG from the embedded JSON: line
 charts with a min–max band, bars, delay distributions and the swim-lane timeline, with
