@@ -7,7 +7,7 @@ queues, losses and outages.  See README.md and docs/.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from netemu.actors import Actor
+from netemu.actors import Actor, Cohort
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.log import MessageLog
 from netemu.net import *  # noqa: F403 - the network API is part of the public API
@@ -33,6 +33,6 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy: the runner sits below everyt
 
 
 __all__ = [
-    "Actor", "ActorFailed", "Deadlock", "DeadlockError", "MessageLog", "PartialModel", "RunResult", "Streams",
+    "Actor", "ActorFailed", "Cohort", "Deadlock", "DeadlockError", "MessageLog", "PartialModel", "RunResult", "Streams",
     "VirtualEnvironment", "VirtualTimeLoop", "WireError", "World", "decode", "encode", "run_folder", "__version__", *_net_all,
 ]

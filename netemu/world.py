@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from netemu.actors import Actor
+from netemu.actors import Actor, Cohort
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.errors import RunStopped
 from netemu.log import MessageLog
@@ -99,6 +99,7 @@ class World:
         self.log = log if log is not None else MessageLog(None)
         self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates)
         self.actors: dict[str, Actor] = {}
+        self.cohorts: dict[str, Cohort] = {}  # member (client) name -> the cohort standing for it
         self.metrics: list[tuple] = []
         self.privacy = PrivacyLedger()  # zCDP spent by clients that release perturbed models
         self._tasks: dict[str, asyncio.Task] = {}
@@ -121,10 +122,20 @@ class World:
             raise ValueError(f"actor {actor.name!r} has no node in the graph")
         if not actor.networked and actor.name in self.network.nodes:
             raise ValueError(f"process {actor.name!r} has the name of a network node")
-        if actor.name in self.actors:
+        if actor.name in self.actors or actor.name in self.cohorts:
             raise ValueError(f"two actors named {actor.name!r}")
+        if isinstance(actor, Cohort):
+            for m in actor.members:
+                if m.name not in self.network.nodes:
+                    raise ValueError(f"cohort {actor.name!r}: member {m.name!r} has no node in the graph")
+                if m.name in self.actors or m.name in self.cohorts:
+                    raise ValueError(f"cohort {actor.name!r}: member {m.name!r} already has an actor")
         actor.world = self
         self.actors[actor.name] = actor
+        if isinstance(actor, Cohort):
+            for m in actor.members:
+                self.cohorts[m.name] = actor
+            actor.attach(self)
         if actor.networked:
             self.network.connect(actor.name, actor.inbox.put)
         return actor
@@ -180,13 +191,23 @@ class World:
                 failure.set_exception(exc)
             return
         except Exception as exc:  # noqa: BLE001 - any actor error stops the run
-            if not failure.done():
-                details = "".join(traceback.format_exception(exc))
-                frames = traceback.extract_tb(exc.__traceback__)
-                where = f"{frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name}" if frames else ""
-                failure.set_exception(ActorFailed(actor.name, self.env.now, details, where))
+            self._fail(actor.name, exc)
             return
         self._finish(actor.name)
+
+    def _fail(self, name: str, exc: BaseException) -> None:
+        """Actor (or cohort member) `name` raised `exc`: stop the run with `ActorFailed`
+        (a `RunStopped` as it is: it already names what stopped, where and when)."""
+        failure = self._failure
+        if failure is None or failure.done():
+            return
+        if isinstance(exc, RunStopped):
+            failure.set_exception(exc)
+            return
+        details = "".join(traceback.format_exception(exc))
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f"{frames[-1].filename}:{frames[-1].lineno}, in {frames[-1].name}" if frames else ""
+        failure.set_exception(ActorFailed(name, self.env.now, details, where))
 
     def _finish(self, name: str) -> None:
         fut = self._finished.get(name)
@@ -199,6 +220,10 @@ class World:
             return
         self.network.set_up(name, False)
         self.log(t=self.env.now, event="crash", actor=name)
+        cohort = self.cohorts.get(name)
+        if cohort is not None:
+            cohort.crash_member(cohort.member[name])
+            return
         actor = self.actors.get(name)
         if actor is not None:
             actor.on_crash()
@@ -215,6 +240,10 @@ class World:
             return
         self.network.set_up(name, True)
         self.log(t=self.env.now, event="recover", actor=name)
+        cohort = self.cohorts.get(name)
+        if cohort is not None:
+            cohort.recover_member(cohort.member[name])
+            return
         actor = self.actors.get(name)
         if actor is not None:
             actor.incarnation += 1
@@ -264,14 +293,24 @@ class World:
             return True
         self.stopped_by = next(what for what, d in deadlines.items() if d in done)
         stuck = self._waits()  # the actors the run waits for first, then the daemons
-        self.stop_waits = dict(sorted(stuck.items(), key=lambda kv: self.actors[kv[0]].daemon))
+        self.stop_waits = dict(sorted(stuck.items(), key=lambda kv: self._daemon(kv[0])))
         return False
 
+    def _daemon(self, name: str) -> bool:
+        actor = self.actors.get(name) or self.cohorts.get(name)
+        return actor is not None and actor.daemon
+
     def _waits(self) -> dict[str, str]:
+        """What each actor waits for; a cohort's members are listed one by one, as the
+        actors they stand for would be."""
         out = {}
         for name, actor in self.actors.items():
             task = self._tasks.get(name)
-            if not self._up(name):
+            if isinstance(actor, Cohort):
+                if task is not None and not task.done():
+                    for member, what in actor.waits().items():
+                        out[member] = what if self._up(member) else "nothing (crashed)"
+            elif not self._up(name):
                 out[name] = "nothing (crashed)"
             elif task is not None and not task.done():
                 out[name] = actor.waiting_for or _describe_wait(task)

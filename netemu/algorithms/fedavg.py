@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.actors import Actor, Cohort, Member
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import require
 from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
+from netemu.net.network import Message
 from netemu.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
@@ -77,12 +78,43 @@ class FedAvgClient(Actor):
             self.send(msg.src, "update", {"w": w, "n": self.y.shape[0]})
 
 
-def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int) -> None:
+class FedAvgClients(Cohort):
+    """The clients of `FedAvgClient`, as one cohort: the same draws, records and messages
+    (the local steps stay per client, when each client's compute ends)."""
+
+    receives = "model"
+
+    def __init__(self, name: str, members: list[str], params: FedAvgParams,
+                 parts: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        super().__init__(name, members)
+        self.p = params
+        self.data = [parts[m] for m in members]
+
+    def on_message(self, m: Member, msg: Message) -> None:
+        m.round = msg.round
+        if not self.participates(m):
+            return
+        n = self.data[m.index][1].shape[0]
+        self.compute(m, self.p.local_steps * n, self.reply, msg)
+
+    def reply(self, m: Member, msg: Message) -> None:
+        X, y = self.data[m.index]
+        w = gradient_steps(msg.payload, X, y, self.p.lr, self.p.local_steps)
+        self.send(m, msg.src, "update", {"w": w, "n": y.shape[0]})
+
+
+def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, cohort: bool = True) -> None:
+    """The server and the clients: one cohort for all clients (`cohort=False`: one actor each)."""
+    clients = []
     for name, node in world.network.nodes.items():
         if node.role == "server":
             world.add(FedAvgServer(name, params, rounds, task))
+        elif cohort:
+            clients.append(name)
         else:
             world.add(FedAvgClient(name, params, task.parts[name]))
+    if clients:
+        world.add(FedAvgClients("fedavg-clients", clients, params, task.parts))
 
 
 SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__,

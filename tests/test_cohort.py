@@ -1,0 +1,126 @@
+"""A Cohort stands for many clients without changing the emulation: the same log, trace,
+metrics and reports as one actor per client."""
+
+import io
+
+import numpy as np
+import pytest
+
+from netemu import ActorFailed, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, NodeBehaviour, World, star
+from netemu.algorithms.fedavg import SPEC, FedAvgParams
+from netemu.data import LinearData, make_linear
+
+N = 12
+
+
+def lossy_links(g):
+    return {e: Link(Exponential(0.3, base=0.05), loss=Bernoulli(0.1), bandwidth=1e5, link_class=g.edges[e]["link_class"])
+            for e in g.edges}
+
+
+def varied_nodes():
+    """Random participation and compute slow-downs; clients 0-2 are stragglers that miss
+    deadlines (models queue while they compute); client-4 crashes and recovers twice."""
+    out = {f"client-{k}": NodeBehaviour(participation=0.7, speed=40.0, slowdown_sigma=0.5) for k in range(N)}
+    for k in range(3):
+        out[f"client-{k}"] = NodeBehaviour(participation=0.9, speed=3.0, slowdown_sigma=0.3)
+    out["client-4"] = NodeBehaviour(participation=0.8, speed=40.0, crashes=((7.0, 21.5), (33.0, 40.0)))
+    out["client-5"] = NodeBehaviour(speed=40.0, crashes=((12.0, None),))  # never comes back
+    return out
+
+
+def fedavg_run(cohort, links=None, behaviours=None, rounds=10, samples=(20, 80), until=None):
+    g = star(N)
+    keys = []
+
+    def fates(key, draw):
+        value = draw()
+        keys.append((key, value))
+        return value
+
+    buf = io.BytesIO()
+    world = World(g, seed=5, links=links(g) if links else None, behaviours=behaviours, log=MessageLog(buf), fates=fates)
+    task = make_linear(LinearData(dim=4, samples_min=samples[0], samples_max=samples[1]),
+                       [f"client-{k}" for k in range(N)], world.streams)
+    SPEC.build(world, FedAvgParams(lr=0.1, local_steps=3, round_time=4.0), task, rounds, cohort=cohort)
+    result = world.run(until=until)
+    return buf.getvalue(), keys, result, world
+
+
+def test_a_fedavg_cohort_writes_the_same_log_trace_and_metrics_as_one_actor_per_client():
+    one_each = fedavg_run(False, lossy_links, varied_nodes())
+    cohort = fedavg_run(True, lossy_links, varied_nodes())
+    assert b'"event":"crash"' in one_each[0] and b'"reason":"crash"' in one_each[0]  # the case covers crashes
+    assert cohort[0] == one_each[0]
+    assert cohort[1] == one_each[1]
+    assert cohort[2].metrics == one_each[2].metrics
+    assert np.array_equal(cohort[3].actors["server"].w, one_each[3].actors["server"].w)
+
+
+def test_equal_instants_are_ordered_as_with_one_actor_per_client():
+    """Constant delays and equal data sizes: every client computes for the same time and
+    replies at the same instant, so the order of the replies is the loop's order of
+    timers that tie — the cohort schedules exactly the same timers."""
+    def constant(g):
+        return {e: Link(Constant(0.5), link_class=g.edges[e]["link_class"]) for e in g.edges}
+
+    same = {f"client-{k}": NodeBehaviour(speed=100.0) for k in range(N)}
+    one_each = fedavg_run(False, constant, same, samples=(30, 30))
+    cohort = fedavg_run(True, constant, same, samples=(30, 30))
+    assert cohort[0] == one_each[0]
+
+
+def test_a_crashed_member_sends_nothing_until_it_recovers():
+    log = fedavg_run(True, lossy_links, varied_nodes())[0].decode()
+    import orjson
+    recs = [orjson.loads(line) for line in log.splitlines()]
+    sends = [r["t"] for r in recs if r["event"] == "send" and r["src"] == "client-5"]
+    assert sends and max(sends) < 12.0
+    down = [r["t"] for r in recs if r["event"] == "send" and r["src"] == "client-4" and (7.0 <= r["t"] < 21.5 or 33 <= r["t"] < 40)]
+    assert down == []
+
+
+def test_a_stopped_run_names_what_each_member_waits_for_as_actors_would():
+    one_each = fedavg_run(False, lossy_links, varied_nodes(), rounds=50, until=13.3)[2]
+    cohort = fedavg_run(True, lossy_links, varied_nodes(), rounds=50, until=13.3)[2]
+    assert cohort.waits == one_each.waits
+    assert cohort.waits["client-5"] == "nothing (crashed)"
+    assert cohort.waits["client-7"] in ("recv(kind='model')",) or cohort.waits["client-7"].startswith("sleep(")
+
+
+class Faulty(Cohort):
+    receives = "model"
+
+    def on_message(self, m, msg):
+        self.compute(m, 1.0, self.reply, msg)
+
+    def reply(self, m, msg):
+        if m.name == "client-2":
+            raise ZeroDivisionError("boom")
+        self.send(m, msg.src, "update", 1)
+
+
+class Broadcaster(__import__("netemu").Actor):
+    async def run(self):
+        self.broadcast("model", 0)
+        await self.sleep(10.0)
+
+
+def test_an_error_in_cohort_code_stops_the_run_naming_the_member_and_the_time():
+    world = World(star(3), seed=1, links={e: Link(Constant(1.0)) for e in star(3).edges})
+    world.add(Broadcaster("server"))
+    world.add(Faulty("clients", ["client-0", "client-1", "client-2"]))
+    with pytest.raises(ActorFailed) as info:
+        world.run()
+    assert info.value.actor == "client-2"
+    assert info.value.time == 2.0  # delivered at 1, computed for 1 virtual second
+    assert "ZeroDivisionError: boom" in str(info.value)
+
+
+def test_a_member_needs_a_node_and_no_other_actor():
+    world = World(star(2), seed=1)
+    with pytest.raises(ValueError, match="member 'client-9' has no node"):
+        world.add(Faulty("clients", ["client-0", "client-9"]))
+    world.add(Broadcaster("client-1"))
+    with pytest.raises(ValueError, match="member 'client-1' already has an actor"):
+        world.add(Faulty("clients", ["client-0", "client-1"]))
