@@ -41,11 +41,15 @@ def _matches(kind: Kinds, msg: Message) -> bool:
 
 
 class Inbox:
-    """Delivered messages waiting to be received, with receivers filtered by kind."""
+    """Delivered messages waiting to be received, with receivers filtered by kind.
+
+    A receiver is a future woken by the first message of its kind, or a collector
+    (`Actor.collect`): a function offered each message of its kind as it is delivered,
+    which returns whether it woke code (as `put` does)."""
 
     def __init__(self) -> None:
         self._items: deque[Message] = deque()
-        self._waiters: deque[tuple[Kinds, asyncio.Future]] = deque()
+        self._waiters: deque[tuple[Kinds, asyncio.Future, Callable[[Message], bool] | None]] = deque()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -54,8 +58,10 @@ class Inbox:
         """Hand `msg` to the first waiter of its kind, or keep it; returns whether a
         waiter was woken (the network delivers the next message of a batch at once
         only when none was)."""
-        for i, (kind, fut) in enumerate(self._waiters):
+        for i, (kind, fut, collect) in enumerate(self._waiters):
             if _matches(kind, msg):
+                if collect is not None:
+                    return collect(msg)
                 del self._waiters[i]
                 fut.set_result(msg)
                 return True
@@ -69,9 +75,9 @@ class Inbox:
                 return msg
         return None
 
-    def waiter(self, kind: Kinds) -> asyncio.Future:
+    def waiter(self, kind: Kinds, collect: Callable[[Message], bool] | None = None) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((kind, fut))
+        self._waiters.append((kind, fut, collect))
         return fut
 
     def expire(self, fut: asyncio.Future) -> None:
@@ -81,7 +87,7 @@ class Inbox:
             fut.set_result(None)
 
     def discard(self, fut: asyncio.Future) -> None:
-        for i, (_, waiting) in enumerate(self._waiters):
+        for i, (_, waiting, _) in enumerate(self._waiters):
             if waiting is fut:
                 del self._waiters[i]
                 return
@@ -202,6 +208,80 @@ class Actor:
                 handle.cancel()
             if not fut.done() or fut.cancelled():  # cancelled: stop waiting
                 inbox.discard(fut)
+
+    async def collect(self, kind: Kinds, handle: Callable[[Message], object], done: Callable[[], bool],
+                      ends: Callable[[Message], bool], *, until: float | None = None) -> None:
+        """Exactly `while not done() and (msg := await self.recv(kind, until=until)) is not None:
+        handle(msg)`, without a task wake-up per message.
+
+        `ends(msg)` must say, before `handle(msg)` runs and without side effects, whether
+        `done()` will hold after it.  A message that does not end the collection is
+        handled by one loop callback where the woken task step would have run, and the
+        deadline timer is renewed there as `recv` renews it; the one that ends it (or
+        arrives when `until` has passed) wakes the actor with it.  So the loop runs the
+        same steps and timers in the same order as the `recv` loop: the same records.
+        """
+        inbox = self.inbox
+        while not done():  # what was delivered before: `recv` takes it without waiting
+            msg = inbox.take(kind)
+            if msg is None:
+                break
+            handle(msg)
+        if done():
+            return
+        loop = asyncio.get_running_loop()
+        timer: list[asyncio.Handle | None] = [None]
+
+        def arm() -> bool:
+            """Set the deadline as `recv` sets its own; False when it has passed already."""
+            if until is None:
+                return True
+            timeout = until - loop.time()
+            if timeout <= 0:
+                return False
+            when = loop.time() + timeout
+            timer[0] = loop.call_soon(inbox.expire, fut) if when <= loop.time() else loop.call_at(when, inbox.expire, fut)
+            return True
+
+        def step(msg: Message) -> None:  # where the task woken by `msg` would have run
+            if fut.done():
+                return
+            if timer[0] is not None:
+                timer[0].cancel()
+                timer[0] = None
+            try:
+                handle(msg)
+            except Exception as exc:  # noqa: BLE001 - raised in the collecting actor
+                inbox.discard(fut)
+                fut.set_exception(exc)
+                return
+            if done() or not arm():
+                inbox.discard(fut)
+                fut.set_result(None)
+
+        def offer(msg: Message) -> bool:
+            if ends(msg) or (until is not None and until - loop.time() <= 0):
+                inbox.discard(fut)
+                fut.set_result(msg)  # the actor handles it, as `recv` would return it
+            else:
+                loop.call_soon(step, msg)
+            return True
+
+        fut = inbox.waiter(kind, offer)
+        if not arm():
+            inbox.discard(fut)
+            return
+        self.waiting_for = f"recv(kind={kind!r})"
+        try:
+            last = await fut
+        finally:
+            self.waiting_for = None
+            if timer[0] is not None:
+                timer[0].cancel()
+            if not fut.done() or fut.cancelled():
+                inbox.discard(fut)
+        if last is not None:
+            handle(last)
 
     # -------------------------------------------------------------- time
 

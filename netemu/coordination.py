@@ -66,6 +66,7 @@ async def gather(
     sees every message received, counted or not, before it is tested.  Nothing is received
     when the result is already done (an empty `expected`, a quorum of 0).
     """
+    pure = counts is None and on_message is None  # whether a message ends the gather is known before it is handled
     if counts is None:
         counts = (lambda m: True) if round is None else (lambda m: m.round == round)
     waiting = None if expected is None else set(expected)
@@ -74,7 +75,7 @@ async def gather(
     def done() -> bool:
         return (waiting is not None and not waiting) or (quorum is not None and len(got.messages) >= quorum)
 
-    while not done() and (msg := await actor.recv(kind, until=until)) is not None:
+    def take(msg: Message) -> None:
         if on_message is not None:
             on_message(msg)
         if counts(msg):
@@ -83,6 +84,18 @@ async def gather(
             got.sources.add(msg.src)
             if waiting is not None:
                 waiting.discard(msg.src)
+
+    def ends(msg: Message) -> bool:
+        """Whether `take(msg)` makes the gather done (only with the built-in, pure tests)."""
+        if not counts(msg):
+            return False
+        return (quorum is not None and len(got.messages) + 1 >= quorum) or (waiting is not None and waiting <= {msg.src})
+
+    if pure:  # one wake-up per gather, not per reply (the same steps, timers and records)
+        await actor.collect(kind, take, done, ends, until=until)
+    else:
+        while not done() and (msg := await actor.recv(kind, until=until)) is not None:
+            take(msg)
     got.complete = done()
     return got
 

@@ -124,3 +124,23 @@ def test_a_member_needs_a_node_and_no_other_actor():
     world.add(Broadcaster("client-1"))
     with pytest.raises(ValueError, match="member 'client-1' already has an actor"):
         world.add(Faulty("clients", ["client-0", "client-1"]))
+
+
+async def recv_loop(self, kind, handle, done, ends, *, until=None):
+    """`Actor.collect` as its docstring defines it: one wake-up per message."""
+    while not done() and (msg := await self.recv(kind, until=until)) is not None:
+        handle(msg)
+
+
+@pytest.mark.parametrize("links, nodes, samples", [
+    (lossy_links, varied_nodes(), (20, 80)),
+    (lambda g: {e: Link(Constant(0.5), link_class=g.edges[e]["link_class"]) for e in g.edges},
+     {f"client-{k}": NodeBehaviour(speed=100.0) for k in range(N)}, (30, 30)),
+])
+def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, links, nodes, samples):
+    woken_once = fedavg_run(True, links, nodes, samples=samples)
+    from netemu.actors import Actor
+    monkeypatch.setattr(Actor, "collect", recv_loop)
+    per_message = fedavg_run(True, links, nodes, samples=samples)
+    assert woken_once[0] == per_message[0] and woken_once[1] == per_message[1]
+    assert woken_once[2].metrics == per_message[2].metrics
