@@ -144,3 +144,32 @@ def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, link
     per_message = fedavg_run(True, links, nodes, samples=samples)
     assert woken_once[0] == per_message[0] and woken_once[1] == per_message[1]
     assert woken_once[2].metrics == per_message[2].metrics
+
+
+def shipped_run(scenario, sets, out):
+    from pathlib import Path
+
+    from netemu.runner import execute
+    from netemu.scenario import load_scenario
+
+    root = Path(__file__).parent.parent
+    execute(load_scenario(root / "scenarios" / scenario, [*sets, "run.runs=1", "output.plots=false"]), out, quiet=True)
+    return {f.relative_to(out): f.read_bytes() for f in sorted(out.rglob("*"))
+            if f.suffix in (".jsonl", ".msgpack", ".csv")}
+
+
+@pytest.mark.parametrize("module, scenario, sets", [
+    ("fedavg", "quickstart_scripted.toml", ["run.rounds=12"]),  # a crash and a recovery
+    ("online_fl", "paofed_fig4_2a.toml", ["run.rounds=15"]),
+    ("online_fl", "paofed_fig4_5.toml", ["run.rounds=15"]),  # PSO-Fed, Online-Fed, signSGD
+])
+def test_shipped_scenarios_write_the_same_files_with_cohorts_as_with_one_actor_per_client(
+        monkeypatch, tmp_path, module, scenario, sets):
+    import importlib
+    build = importlib.import_module(f"netemu.algorithms.{module}").build
+    cohorts = shipped_run(scenario, sets, tmp_path / "cohorts")
+    monkeypatch.setitem(build.__kwdefaults__, "cohort", False)
+    one_each = shipped_run(scenario, sets, tmp_path / "actors")
+    assert cohorts.keys() == one_each.keys() and len(cohorts) >= 3
+    for name in cohorts:
+        assert cohorts[name] == one_each[name], name

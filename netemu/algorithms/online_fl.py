@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.actors import Actor, Cohort, Member
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
@@ -211,6 +211,43 @@ class OnlineClient(Actor):
             self.send(msg.src, "update", st.share(st.W[k], st.sent_indices(n, k)))
 
 
+class OnlineClients(Cohort):
+    """Every `OnlineClient` as one cohort: the same steps, draws, messages and records,
+    computed per client when its model arrives."""
+
+    receives = "model"
+
+    def __init__(self, name: str, state: OnlineState) -> None:
+        super().__init__(name, state.clients)
+        self.state = state
+        self.k = [state.index[m.name] for m in self.members]
+        self.sign_rngs: dict[int, np.random.Generator] = {}  # per member, made on first use
+
+    def on_message(self, member: Member, msg: Message) -> None:
+        st, p, k = self.state, self.state.p, self.k[member.index]
+        n = member.round = msg.round
+        st.took_part[k] = n
+        Z, Y = st.features(n, np.array([k]))
+        z, y = Z[0], Y[0]
+        if isinstance(msg.payload, PartialModel):
+            start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
+        elif p.partial_down:
+            start = st.W[k].copy()
+            start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
+        else:
+            start = msg.payload
+        if p.uplink == "sign":
+            sign_rng = self.sign_rngs.get(member.index)
+            if sign_rng is None:
+                sign_rng = self.sign_rngs[member.index] = self.member_rng(member, "stochastic-sign")
+            e = y - start @ z
+            bits = np.packbits(stochastic_sign(-z * e, sign_rng.random(p.rff_dim)) > 0)
+            self.send(member, msg.src, "update", {"bits": bits})
+            return
+        st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
+        self.send(member, msg.src, "update", st.share(st.W[k], st.sent_indices(n, k)))
+
+
 class ClientPool(Actor):
     """The autonomous updates (4.11)–(4.12) of every client that has new data but
     took no part in the iteration, as one vectorized LMS step."""
@@ -236,14 +273,18 @@ class ClientPool(Actor):
                 st.W[idle] = lms_step(st.W[idle], Z, y, p.mu)  # eqs. (4.11)-(4.12), all idle clients at once
 
 
-def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int) -> None:
+def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int, *, cohort: bool = True) -> None:
+    """The server, the clients (one cohort; `cohort=False`: one actor each) and the pool."""
     servers = [n for n, node in world.network.nodes.items() if node.role == "server"]
     require(len(servers) == 1, "topology", "a star with one server")
     require(rounds <= data.iterations, "rounds", f"<= data.iterations = {data.iterations}")
     state = OnlineState(world, params, data)
     world.add(OnlineServer(servers[0], state, rounds))
-    for name in state.clients:
-        world.add(OnlineClient(name, state))
+    if cohort:
+        world.add(OnlineClients("online-clients", state))
+    else:
+        for name in state.clients:
+            world.add(OnlineClient(name, state))
     world.add(ClientPool(state, rounds))
 
 
