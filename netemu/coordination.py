@@ -130,11 +130,14 @@ def send_each(actor: Actor, kind: str, payloads: Mapping[str, Any], *, round: in
     return actor.send_many(list(payloads), kind, list(payloads.values()), round=round)
 
 
-def gaussian_release(actor: Actor, w: np.ndarray, sensitivity: float, variance: float, round: int) -> np.ndarray:
+def gaussian_release(actor: Actor, w: np.ndarray, sensitivity: float, variance: float, round: int, *,
+                     name: str | None = None) -> np.ndarray:
     """w + N(0, σ² I), σ² = `variance`, drawn from the stream `privacy/<actor>/<round>`; records the
     release's ρ = Δ²/(2σ²) zCDP (Gaussian mechanism, thesis eqs. 3.13 / 5.32) for the actor in
-    the run's privacy ledger, where releases add up (Theorem 2.3)."""
+    the run's privacy ledger, where releases add up (Theorem 2.3).  `name`: the client releasing,
+    when `actor` is a `Cohort` standing for it."""
     world = actor.world
-    world.privacy.spend(actor.name, round, zcdp_of_gaussian(sensitivity, variance))
-    noise = world.streams.generator(f"privacy/{actor.name}/{round}").standard_normal(np.shape(w))
+    who = actor.name if name is None else name
+    world.privacy.spend(who, round, zcdp_of_gaussian(sensitivity, variance))
+    noise = world.streams.generator(f"privacy/{who}/{round}").standard_normal(np.shape(w))
     return w + math.sqrt(variance) * noise

@@ -160,6 +160,7 @@ def shipped_run(scenario, sets, out):
 
 @pytest.mark.parametrize("module, scenario, sets", [
     ("fedavg", "quickstart_scripted.toml", ["run.rounds=12"]),  # a crash and a recovery
+    ("pgfl", "pgfl_faults.toml", ["run.rounds=4"]),  # crashes, DP noise
     ("online_fl", "paofed_fig4_2a.toml", ["run.rounds=15"]),
     ("online_fl", "paofed_fig4_5.toml", ["run.rounds=15"]),  # PSO-Fed, Online-Fed, signSGD
 ])

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.actors import Actor, Cohort, Member
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.config import require
 from netemu.coordination import gather, gaussian_release, sample, send_each
@@ -223,18 +223,24 @@ class PGFLServer(Actor):
         return np.where(count[:, None] > 0, total / np.maximum(count, 1)[:, None], self.models)
 
 
-class PGFLClient(Actor):
-    daemon = True
+class PGFLLocal:
+    """One client's local state and steps — φ_k, the pending w̃_k, (5.4), (5.5), (5.11) —
+    shared by the one-actor client `PGFLClient` and the cohort `PGFLClients`."""
 
     def __init__(self, name: str, state: PGFLState) -> None:
-        super().__init__(name)
-        self.state, self.k = state, state.index[name]
+        self.name, self.state, self.k = name, state, state.index[name]
         self.X, self.y = state.task.parts[name]
         self.phi = np.zeros(state.task.dim)  # φ_k (kept across a crash: stable storage)
         self.pending: tuple[int, np.ndarray] | None = None  # (round, w̃_k) awaiting its dual update
         self.lam = state.p.lam / len(state.members(state.server_of[name]))  # λ/|C_s| (5.4)
         if state.task.loss == "ridge":
             self.system = ridge_system(self.X, self.y, state.p.rho, self.lam)
+
+    def dual(self, m: int, w_s: np.ndarray) -> None:
+        """(5.5) with w̃_k (Algorithm 5), when the model of the round it answered arrives."""
+        if self.pending is not None and self.pending[0] == m:
+            self.phi = self.phi + self.state.p.rho * (w_s - self.pending[1])
+            self.pending = None
 
     def primal(self, w_s: np.ndarray) -> np.ndarray:
         """(5.4) from the server's model w_s,(q)."""
@@ -243,41 +249,78 @@ class PGFLClient(Actor):
             return ridge_primal(self.system, self.phi, w_s, p.rho)
         return logistic_primal(self.X, self.y, self.phi, w_s, p.rho, self.lam, st.W[self.k], p.newton_steps)
 
-    def perturb(self, w: np.ndarray, n: int) -> np.ndarray:
+    def perturb(self, releaser: Actor, w: np.ndarray, n: int) -> np.ndarray:
         """(5.11): w + N(0, δ²_n I) with δ²_n = Δ²/(2 φ0) · ζ^(n−1); records the zCDP spent."""
         p = self.state.p
         if p.phi0 == 0:
             return w
         delta = sensitivity(p.grad_bound, p.rho, self.y.shape[0])
         variance = noise_variance(delta, p.phi0) * p.zeta ** (n - 1)
-        return gaussian_release(self, w, delta, variance, n)  # zCDP (5.32), added up as (5.33)
+        return gaussian_release(releaser, w, delta, variance, n, name=self.name)  # zCDP (5.32), added up as (5.33)
+
+    def update(self, releaser: Actor, w_s: np.ndarray, n: int) -> dict:
+        """The primal step of iteration n and the message that reports it."""
+        w = self.primal(w_s)
+        self.state.W[self.k] = w
+        shared = self.perturb(releaser, w, n)
+        self.pending = (n, shared)
+        return {"w": shared, "phi": self.phi}
+
+
+class PGFLClient(Actor):
+    daemon = True
+
+    def __init__(self, name: str, state: PGFLState) -> None:
+        super().__init__(name)
+        self.state, self.local = state, PGFLLocal(name, state)
 
     async def run(self) -> None:
-        p = self.state.p
+        p, local = self.state.p, self.local
         while True:
             msg = await self.recv("model")
             m, w_s = msg.round, msg.payload["w"]
-            if self.pending is not None and self.pending[0] == m:  # (5.5) with w̃_k (Algorithm 5)
-                self.phi = self.phi + p.rho * (w_s - self.pending[1])
-                self.pending = None
+            local.dual(m, w_s)
             if not msg.payload["next"] or not self.participates(m + 1):
                 continue
             n = self.round = m + 1
-            await self.compute(p.work_per_sample * self.y.shape[0])
-            w = self.primal(w_s)
-            self.state.W[self.k] = w
-            shared = self.perturb(w, n)
-            self.send(msg.src, "update", {"w": shared, "phi": self.phi})
-            self.pending = (n, shared)
+            await self.compute(p.work_per_sample * local.y.shape[0])
+            self.send(msg.src, "update", local.update(self, w_s, n))
 
 
-def build(world: World, params: PGFLParams, task: ClusteredTask, rounds: int) -> None:
+class PGFLClients(Cohort):
+    """Every `PGFLClient` as one cohort: the same draws, computes, messages and records."""
+
+    receives = "model"
+
+    def __init__(self, name: str, state: PGFLState) -> None:
+        super().__init__(name, state.clients)
+        self.state = state
+        self.local = [PGFLLocal(c, state) for c in state.clients]
+
+    def on_message(self, member: Member, msg: Message) -> None:
+        local = self.local[member.index]
+        m, w_s = msg.round, msg.payload["w"]
+        local.dual(m, w_s)
+        if not msg.payload["next"] or not self.participates(member, m + 1):
+            return
+        member.round = m + 1
+        self.compute(member, self.state.p.work_per_sample * local.y.shape[0], self.reply, msg)
+
+    def reply(self, member: Member, msg: Message) -> None:
+        self.send(member, msg.src, "update", self.local[member.index].update(self, msg.payload["w"], member.round))
+
+
+def build(world: World, params: PGFLParams, task: ClusteredTask, rounds: int, *, cohort: bool = True) -> None:
+    """The servers and the clients (one cohort; `cohort=False`: one actor each)."""
     state = PGFLState(world, params, task)
     for name, node in world.network.nodes.items():
         if node.role == "server":
             world.add(PGFLServer(name, state, rounds))
-    for name in state.clients:
-        world.add(PGFLClient(name, state))
+    if cohort:
+        world.add(PGFLClients("pgfl-clients", state))
+    else:
+        for name in state.clients:
+            world.add(PGFLClient(name, state))
 
 
 #: scenario algorithm names -> parameter presets.
