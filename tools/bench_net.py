@@ -13,6 +13,13 @@ runs in its own process so peak memory (max RSS) is per size.
 
     python tools/bench_net.py            # all sizes
     python tools/bench_net.py --sizes 10 256 --reps 3
+    python tools/bench_net.py --cohort   # the clients as one Cohort, the server collecting with gather
+
+With --cohort each message costs the same network work (its fate draws, envelope and two
+log lines), without the per-client machinery (a task, future and inbox per client, a
+wake-up of the server per reply); a round ends at the quorum or 10 s after the broadcast
+(instead of 10 s after the last reply), so the two logs differ only in when lossy
+rounds end.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchtime import timed  # noqa: E402
 
-from netemu import Actor, Bernoulli, Exponential, Link, MessageLog, World, star  # noqa: E402
+from netemu import Actor, Bernoulli, Cohort, Exponential, Link, MessageLog, World, star  # noqa: E402
+from netemu.coordination import gather  # noqa: E402
 from netemu.rng import Streams  # noqa: E402
 from netemu.wire.codec import decode_envelope, encode, encode_envelope  # noqa: E402
 
@@ -63,14 +71,36 @@ class Client(Actor):
             self.send(msg.src, "update", msg.payload, round=msg.round)
 
 
-def emulate(n_actors: int, rounds: int, log_path: str) -> int:
+class GatheringServer(Server):
+    async def run(self):
+        w = np.zeros(10)
+        n = len(self.neighbours)
+        for r in range(self.rounds):
+            self.round = r
+            self.broadcast("model", w)
+            # `recv(timeout=10)` n times ends 10 s after the last reply; the deadline here is absolute
+            await gather(self, "update", self.now + 10.0, quorum=n)
+
+
+class Clients(Cohort):
+    receives = "model"
+
+    def on_message(self, m, msg):
+        self.send(m, msg.src, "update", msg.payload, round=msg.round)
+
+
+def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False) -> int:
     g = star(n_actors - 1)
     links = {e: Link(Exponential(0.01), loss=Bernoulli(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
     with open(log_path, "wb") as f:
         world = World(g, seed=1, links=links, log=MessageLog(f))
-        world.add(Server("server", rounds))
-        for k in range(n_actors - 1):
-            world.add(Client(f"client-{k}"))
+        if cohort:
+            world.add(GatheringServer("server", rounds))
+            world.add(Clients("clients", [f"client-{k}" for k in range(n_actors - 1)]))
+        else:
+            world.add(Server("server", rounds))
+            for k in range(n_actors - 1):
+                world.add(Client(f"client-{k}"))
         result = world.run()
     return result.messages["total"]["sent"]
 
@@ -93,14 +123,14 @@ def reference(n_messages: int, n_links: int, log_path: str) -> None:
                                      option=orjson.OPT_APPEND_NEWLINE))
 
 
-def measure(n_actors: int, reps: int) -> dict:
+def measure(n_actors: int, reps: int, cohort: bool = False) -> dict:
     rounds = max(2, 200_000 // (2 * n_actors))
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "messages.jsonl")
-        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log), reps)
+        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log, cohort), reps)
         ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log), reps)
     return {
-        "actors": n_actors,
+        "actors": n_actors, "cohort": cohort,
         "rounds": rounds,
         "messages": sent,
         "reps": reps,
@@ -116,13 +146,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 256, 10_000])
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--cohort", action="store_true", help="clients as one Cohort, server with gather")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one, args.reps)))
+        print(json.dumps(measure(args.one, args.reps, args.cohort)))
         return
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort)],
                              capture_output=True, text=True, check=True)
         print(out.stdout.strip(), flush=True)
 
