@@ -11,6 +11,10 @@ of clients is a ratio measured on the same machine in the same invocation.
 
     python tools/bench_scale.py                        # 100,000 clients x 5 rounds
     python tools/bench_scale.py --clients 1000000 --rounds 1
+    python tools/bench_scale.py --actors               # clients as one actor each, not one cohort
+
+The clients run as one `Cohort` (what `netemu run` does); --actors runs them as one actor
+each, the engine's other path, which writes the same log and trace.
 """
 
 from __future__ import annotations
@@ -27,10 +31,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one(clients: int, rounds: int) -> dict:
+def one(clients: int, rounds: int, actors: bool = False) -> dict:
     """One run in this process (the parent starts a fresh process per measurement)."""
+    from netemu.algorithms import fedavg
     from netemu.runner import execute
     from netemu.scenario import load_scenario
+
+    if actors:
+        fedavg.build.__kwdefaults__["cohort"] = False
 
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
         f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false"])
@@ -41,17 +49,17 @@ def one(clients: int, rounds: int) -> dict:
         summary = execute(sc, Path(tmp) / "run", quiet=True)
         log_mib = (Path(tmp) / "run" / "messages.jsonl").stat().st_size / 2**20
     return {
-        "clients": clients, "rounds": rounds,
+        "clients": clients, "rounds": rounds, "clients_as": "actors" if actors else "cohort",
         "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_run_mib": base_rss,
         "messages": summary["messages"]["fedavg"]["sent"], "log_mib": round(log_mib, 1),
     }
 
 
-def measure(clients: int, rounds: int, reps: int) -> dict:
+def measure(clients: int, rounds: int, reps: int, actors: bool = False) -> dict:
     runs = []
     for _ in range(max(1, reps)):
-        out = subprocess.run([sys.executable, __file__, "--one", str(clients), "--rounds", str(rounds)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(clients), "--rounds", str(rounds), *(["--actors"] * actors)],
                              capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout))
     best = dict(runs[0])
@@ -70,14 +78,15 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1_000, help="clients of the comparison run (0: none)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--actors", action="store_true", help="the clients as one actor each (not one cohort)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one run in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.rounds)))
+        print(json.dumps(one(args.one, args.rounds, args.actors)))
         return
-    big = measure(args.clients, args.rounds, args.reps)
+    big = measure(args.clients, args.rounds, args.reps, args.actors)
     if args.small:
-        small = measure(args.small, args.rounds, max(args.reps, 3))
+        small = measure(args.small, args.rounds, max(args.reps, 3), args.actors)
         print(json.dumps(small))
         big["cpu_per_client_round_vs_small"] = round(big["us_cpu_per_client_round"] / small["us_cpu_per_client_round"], 2)
     print(json.dumps(big))
