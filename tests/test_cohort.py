@@ -174,3 +174,37 @@ def test_shipped_scenarios_write_the_same_files_with_cohorts_as_with_one_actor_p
     assert cohorts.keys() == one_each.keys() and len(cohorts) >= 3
     for name in cohorts:
         assert cohorts[name] == one_each[name], name
+
+
+def test_a_gather_waits_on_one_future_however_many_replies_come(monkeypatch):
+    from netemu.actors import Inbox
+    from netemu.coordination import gather
+
+    made = []
+    plain = Inbox.waiter
+
+    def counting(self, kind, collect=None):
+        made.append(kind)
+        return plain(self, kind, collect)
+
+    class Server(__import__("netemu").Actor):
+        async def run(self):
+            self.broadcast("model", 0)
+            self.got = await gather(self, "update", 50.0, quorum=8)
+
+    class Echo(Cohort):
+        receives = "model"
+
+        def on_message(self, m, msg):
+            self.sleep(m, 1.0 + m.index, self.reply, msg)
+
+        def reply(self, m, msg):
+            self.send(m, msg.src, "update", m.index)
+
+    monkeypatch.setattr(Inbox, "waiter", counting)
+    world = World(star(8), seed=1)
+    server = world.add(Server("server"))
+    world.add(Echo("clients", [f"client-{k}" for k in range(8)]))
+    world.run()
+    assert sorted(m.payload for m in server.got.messages) == list(range(8)) and server.got.complete
+    assert made == ["update"]
