@@ -324,6 +324,10 @@ class Actor:
         return f"<{type(self).__name__} {self.name}>"
 
 
+def _noop() -> None:
+    """A loop step that does nothing (where an actor's task step would run and do nothing visible)."""
+
+
 class Member:
     """One client of a `Cohort`: its own node name, round, compute counter and queue of
     messages received while it was busy (what its inbox would hold)."""
@@ -500,8 +504,8 @@ class Cohort(Actor):
         """Member `m`'s node crashed: its pending work is cancelled (the timer one loop step
         later, as a cancelled task cancels its sleep) and its queue emptied."""
         self.on_member_crash(m)
-        if m.handle is not None:
-            asyncio.get_running_loop().call_soon(m.handle.cancel)
+        # one loop step, as the cancelled task's own: the clock stops stepping the network here too
+        asyncio.get_running_loop().call_soon(_noop if m.handle is None else m.handle.cancel)
         m.handle = None
         m.busy = False
         m.waiting = None
@@ -512,6 +516,7 @@ class Cohort(Actor):
     def recover_member(self, m: Member) -> None:
         m.incarnation += 1
         self.on_member_recover(m)
+        asyncio.get_running_loop().call_soon(_noop)  # where the restarted task's first step would run
 
     def waits(self) -> dict[str, str]:
         """What each member waits for (deadlock and stop reports)."""
