@@ -2,6 +2,9 @@
 
 * `Softmax(d, C)` — multinomial logistic regression: logits = X W + b.
 * `MLP(d, H, C)` — one hidden layer: logits = relu(X W1 + b1) W2 + b2.
+* `MLPBN(d, H, C)` — the same with batch norm after the hidden layer's product:
+  logits = relu(BN(X W1)) W2 + b2 (netemu.kernels.batchnorm; no b1, which BN cancels).
+* `CNN` (netemu.kernels.cnn) — a small convolutional network with the same interface.
 
 Both use the mean softmax cross-entropy over a batch.  `loss_grad` returns the loss
 and its gradient with respect to the flat parameter vector (checked against finite
@@ -11,6 +14,11 @@ differences in tests/test_classifiers.py); `sgd` runs epochs of mini-batch SGD o
 
 (the proximal term of FedProx and of FedPnP's local step, FedPnP eq. 9; mu = 0 is plain
 SGD).  Labels are integers 0 … C−1.
+
+Every model has `local_mask`: None, or (models with batch norm) a bool vector over θ
+marking the batch-norm scales, shifts and running statistics — the entries FedBN keeps
+on the client.  A batch-norm model keeps its running statistics inside θ at `running`
+(zero gradient) and has `loss_grad_stats`, which `sgd` calls to update them (see `sgd`).
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MLP", "Softmax", "accuracy", "confusion", "macro_prf", "predictions", "sgd"]
+from netemu.kernels import batchnorm as bn
+
+__all__ = ["MLP", "MLPBN", "Softmax", "accuracy", "confusion", "macro_prf", "predictions", "sgd"]
 
 
 def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -37,6 +47,7 @@ def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray
 class Softmax:
     d: int
     C: int
+    local_mask = None  # no batch norm: nothing for FedBN to keep local
 
     @property
     def size(self) -> int:
@@ -62,6 +73,7 @@ class MLP:
     d: int
     H: int
     C: int
+    local_mask = None
 
     @property
     def size(self) -> int:
@@ -93,21 +105,93 @@ class MLP:
         return loss, np.concatenate([(X.T @ g_hidden).ravel(), g_hidden.sum(axis=0), (hidden.T @ g).ravel(), g.sum(axis=0)])
 
 
+@dataclass(frozen=True)
+class MLPBN:
+    """One hidden layer with batch norm: logits = relu(BN(X W1)) W2 + b2.  θ = [W1, γ, β,
+    W2, b2, running mean, running variance]; training mode (`loss_grad`) normalizes with the
+    batch's statistics, evaluation (`logits`) with the running ones."""
+
+    d: int
+    H: int
+    C: int
+
+    @property
+    def size(self) -> int:
+        return self.d * self.H + 2 * self.H + self.H * self.C + self.C + 2 * self.H
+
+    @property
+    def running(self) -> slice:
+        return slice(self.size - 2 * self.H, self.size)
+
+    @property
+    def local_mask(self) -> np.ndarray:
+        mask = np.zeros(self.size, dtype=bool)
+        i = self.d * self.H
+        mask[i : i + 2 * self.H] = True  # γ, β
+        mask[self.running] = True
+        return mask
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        """He-initialized weights, γ = 1, β = 0, zero biases, running mean 0 and variance 1."""
+        W1 = rng.standard_normal((self.d, self.H)) * np.sqrt(2.0 / self.d)
+        W2 = rng.standard_normal((self.H, self.C)) * np.sqrt(2.0 / self.H)
+        H = self.H
+        return np.concatenate([W1.ravel(), np.ones(H), np.zeros(H), W2.ravel(), np.zeros(self.C), np.zeros(H), np.ones(H)])
+
+    def _split(self, theta: np.ndarray):
+        d, H, C = self.d, self.H, self.C
+        i = d * H
+        j = i + 2 * H + H * C
+        return (theta[:i].reshape(d, H), theta[i : i + H], theta[i + H : i + 2 * H],
+                theta[i + 2 * H : j].reshape(H, C), theta[j : j + C], theta[j + C : j + C + H], theta[j + C + H :])
+
+    def logits(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        W1, gamma, beta, W2, b2, mean, var = self._split(theta)
+        return np.maximum(bn.evaluate(X @ W1, gamma, beta, mean, var), 0.0) @ W2 + b2
+
+    def loss_grad_stats(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Training mode: loss, gradient (zero on the running statistics), the batch's [mean, variance]."""
+        W1, gamma, beta, W2, b2, _, _ = self._split(theta)
+        pre, cache, stats = bn.train(X @ W1, gamma, beta)
+        hidden = np.maximum(pre, 0.0)
+        loss, g = _cross_entropy(hidden @ W2 + b2, y)
+        dpre, dgamma, dbeta = bn.backward((g @ W2.T) * (pre > 0), cache)
+        grad = np.concatenate([(X.T @ dpre).ravel(), dgamma, dbeta, (hidden.T @ g).ravel(), g.sum(axis=0), np.zeros(2 * self.H)])
+        return loss, grad, stats
+
+    def loss_grad(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad, _ = self.loss_grad_stats(theta, X, y)
+        return loss, grad
+
+
 def sgd(
     model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, lr: float,
     rng: np.random.Generator, mu: float = 0.0, anchor: np.ndarray | None = None,
 ) -> np.ndarray:
     """`epochs` passes of mini-batch SGD (a fresh permutation per epoch from `rng`) on the
-    loss plus (mu/2)‖θ − anchor‖²; returns a new vector."""
+    loss plus (mu/2)‖θ − anchor‖²; returns a new vector.
+
+    The batch-norm hook: a model whose `running` is not None (the slice of θ holding its
+    running statistics) is stepped through `loss_grad_stats`, and after each step those
+    entries are set to (1 − m) r + m s — r their value before the step, s the batch's
+    statistics, m = `bn.MOMENTUM` — instead of the gradient step (their gradient is zero,
+    and the proximal term does not pull them).  Other models take the plain path below."""
     theta = theta.copy()
     anchor = theta.copy() if anchor is None else anchor
     n = y.shape[0]
+    running = getattr(model, "running", None)
     for _ in range(epochs):
         order = rng.permutation(n)
         for start in range(0, n, batch):
             rows = order[start : start + batch]
-            _, g = model.loss_grad(theta, X[rows], y[rows])
-            theta -= lr * (g + mu * (theta - anchor))
+            if running is None:
+                _, g = model.loss_grad(theta, X[rows], y[rows])
+                theta -= lr * (g + mu * (theta - anchor))
+            else:
+                _, g, stats = model.loss_grad_stats(theta, X[rows], y[rows])
+                tracked = (1 - bn.MOMENTUM) * theta[running] + bn.MOMENTUM * stats
+                theta -= lr * (g + mu * (theta - anchor))
+                theta[running] = tracked
     return theta
 
 
