@@ -1,6 +1,7 @@
-"""Readers for data in its published formats (MedMNIST .npz, CIFAR-10 python batches,
-CalCOFI's bottle.csv), tested on small files written here in those formats."""
+"""Readers for data in its published formats (MNIST/EMNIST IDX files, MedMNIST .npz,
+CIFAR-10 python batches, CalCOFI's bottle.csv), tested on small files written here in those formats."""
 
+import gzip
 import pickle
 import struct
 
@@ -10,7 +11,7 @@ import pytest
 from netemu.config import ConfigError
 from netemu.data.clustered import load_images
 from netemu.data.federated import FederatedDigits, make_federated_digits
-from netemu.data.files import DataError, read_cifar
+from netemu.data.files import DataError, read_cifar, read_idx_folder
 from netemu.rng import Streams
 
 
@@ -267,3 +268,134 @@ def test_a_harbox_file_of_partial_samples_is_refused(tmp_path):
     np.savetxt(tmp_path / "1" / "Walk_train.txt", np.zeros((2, 999)))
     with pytest.raises(DataError, match=r"1/Walk_train.txt: 1998 numbers is not a whole number of samples of 1000"):
         load_images(str(tmp_path), 0.3, np.random.default_rng(0))
+
+
+def idx_bytes(array, magic=None, dims=None):
+    """An IDX file as MNIST's are written: 0x00 0x00 0x08 ndim, big-endian uint32 dims, uint8 data."""
+    array = np.asarray(array, dtype=np.uint8)
+    head = bytes([0, 0, 8, array.ndim]) if magic is None else magic
+    shape = array.shape if dims is None else dims
+    return head + b"".join(int(n).to_bytes(4, "big") for n in shape) + array.tobytes()
+
+
+def mnist_folder(folder, rng, n=(60, 20), side=28, prefix="", test="t10k", zipped=True, classes=10):
+    """The four MNIST (or, with prefix "emnist-digits-" and test = "test", EMNIST) IDX files."""
+    folder.mkdir(exist_ok=True)
+    written = {}
+    for split, count in zip(("train", test), n, strict=True):
+        images = rng.integers(0, 256, (count, side, side), dtype=np.uint8)
+        labels = (np.arange(count) % classes).astype(np.uint8)
+        for kind, array, ndim in (("images", images, 3), ("labels", labels, 1)):
+            name = f"{prefix}{split}-{kind}-idx{ndim}-ubyte" + (".gz" if zipped else "")
+            (folder / name).write_bytes(gzip.compress(idx_bytes(array)) if zipped else idx_bytes(array))
+            written[f"{split}-{kind}"] = array
+    return written
+
+
+def test_mnist_idx_files_feed_digits_fl_as_28x28_rows(tmp_path):
+    written = mnist_folder(tmp_path / "mnist", np.random.default_rng(0))
+    (xtr, ytr), (xte, yte) = read_idx_folder(tmp_path / "mnist")
+    assert np.array_equal(xtr, written["train-images"].reshape(60, 784)) and np.array_equal(ytr, written["train-labels"])
+    assert np.array_equal(xte, written["t10k-images"].reshape(20, 784)) and np.array_equal(yte, written["t10k-labels"])
+    task = make_federated_digits(FederatedDigits(source=str(tmp_path / "mnist"), samples=20, test_samples=10),
+                                 ["a", "b"], Streams(0))
+    assert task.dim == 784 and task.classes == 10 and task.global_test[0].shape == (20, 784)
+
+
+def test_plain_and_gzipped_idx_files_read_the_same(tmp_path):
+    a = mnist_folder(tmp_path / "a", np.random.default_rng(1), zipped=True)
+    mnist_folder(tmp_path / "b", np.random.default_rng(1), zipped=False)
+    assert a and all(np.array_equal(u, v) for u, v in zip(sum(read_idx_folder(tmp_path / "a"), ()),
+                                                          sum(read_idx_folder(tmp_path / "b"), ()), strict=True))
+
+
+def test_emnist_images_are_transposed_to_mnists_orientation(tmp_path):
+    """EMNIST stores each image column by column: the reader turns it back to rows."""
+    rng = np.random.default_rng(2)
+    written = mnist_folder(tmp_path, rng, side=6, prefix="emnist-digits-", test="test")
+    (xtr, _), (xte, _) = read_idx_folder(tmp_path)
+    assert np.array_equal(xtr.reshape(60, 6, 6), written["train-images"].transpose(0, 2, 1))
+    assert np.array_equal(xte.reshape(20, 6, 6), written["test-images"].transpose(0, 2, 1))
+
+
+def write(folder, name, raw):
+    (folder / name).write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+
+
+IMAGES = "train-images-idx3-ubyte"
+LABELS = "train-labels-idx1-ubyte"
+
+
+@pytest.mark.parametrize("name, raw, fault", [
+    (IMAGES, idx_bytes(np.zeros((2, 3, 3)), magic=b"\x00\x00\x0d\x03"),
+     "not an unsigned-byte IDX file of images, N × rows × columns: magic 0x00000d03, expected 0x00000803"),
+    (IMAGES, idx_bytes(np.zeros(18)), ".*: magic 0x00000801, expected 0x00000803"),  # a labels file in the images' place
+    (IMAGES, b"\x00\x00", ".*: magic 2 bytes, expected 0x00000803"),
+    (IMAGES, b"\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00", r"dimensions: the header ends after 6 of 12 bytes"),
+    (IMAGES, idx_bytes(np.zeros((0, 3, 3))), r"dimensions \(0, 3, 3\); expected every dimension >= 1"),
+    (IMAGES, idx_bytes(np.zeros((2, 3, 3)))[:-1], r"size: dimensions \(2, 3, 3\) need 34 bytes, the file has 33"),
+    (IMAGES, idx_bytes(np.zeros((2, 3, 3))) + b"\x00", r"size: dimensions \(2, 3, 3\) need 34 bytes, the file has 35"),
+    (IMAGES + ".gz", idx_bytes(np.zeros((2, 3, 3)))[:-1], r"size: dimensions \(2, 3, 3\) need 18 bytes of data, the file holds 17"),
+    (IMAGES + ".gz", idx_bytes(np.zeros((2, 3, 3))) + b"\x00", r"size: .* need 18 bytes of data, the file holds more than 18"),
+])
+def test_bad_idx_headers_are_refused_with_file_field_and_value(tmp_path, name, raw, fault):
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(2, 2), side=3, zipped=False)
+    (tmp_path / IMAGES).unlink()
+    write(tmp_path, name, raw)
+    with pytest.raises(DataError, match=f"{name}: {fault}"):
+        load_images(str(tmp_path), 0.3, np.random.default_rng(0))
+
+
+def test_a_gz_file_that_is_not_gzip_is_refused(tmp_path):
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(2, 2), side=3)
+    (tmp_path / (IMAGES + ".gz")).write_bytes(idx_bytes(np.zeros((2, 3, 3))))
+    with pytest.raises(DataError, match=f"{IMAGES}.gz: not a readable gzipped IDX file"):
+        read_idx_folder(tmp_path)
+
+
+def test_idx_sizes_are_checked_from_the_header_before_the_data_is_read(tmp_path, monkeypatch):
+    """A header claiming more than LIMITS is refused before its data is read or decompressed."""
+    from netemu.data import files
+
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(60, 20))
+    monkeypatch.setitem(files.LIMITS, "array_items", 1000)
+    read, real = [], gzip.GzipFile.read
+
+    def logged(self, size=-1):
+        read.append(size)
+        return real(self, size)
+
+    monkeypatch.setattr(gzip.GzipFile, "read", logged)
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte.gz: dimensions \(60, 28, 28\) make 47040 bytes, more than the limit of 1000"):
+        read_idx_folder(tmp_path)
+    assert read == [16]  # the header only
+
+
+def test_a_gz_stream_longer_than_its_header_says_is_not_decompressed_past_it(tmp_path):
+    """A small header over a large stream (a decompression bomb) is refused after header + 1 bytes."""
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(2, 2), side=3)
+    bomb = idx_bytes(np.zeros((2, 3, 3))) + bytes(50_000_000)
+    write(tmp_path, IMAGES + ".gz", bomb)
+    with pytest.raises(DataError, match="holds more than 18"):
+        read_idx_folder(tmp_path)
+
+
+def test_image_and_label_counts_must_agree(tmp_path):
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(4, 2), side=3, zipped=False)
+    write(tmp_path, LABELS, idx_bytes(np.zeros(3)))
+    with pytest.raises(DataError, match=f"{LABELS}: 3 labels for the 4 images of {IMAGES}"):
+        read_idx_folder(tmp_path)
+
+
+def test_test_images_of_another_size_are_refused(tmp_path):
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(4, 2), side=3, zipped=False)
+    write(tmp_path, "t10k-images-idx3-ubyte", idx_bytes(np.zeros((2, 4, 4))))
+    with pytest.raises(DataError, match=r"t10k-images-idx3-ubyte: images of 4 × 4 pixels, the training images are 3 × 3"):
+        read_idx_folder(tmp_path)
+
+
+def test_a_missing_idx_file_is_named_with_what_is_accepted(tmp_path):
+    mnist_folder(tmp_path, np.random.default_rng(0), n=(2, 2), side=3, zipped=False)
+    (tmp_path / "t10k-labels-idx1-ubyte").unlink()
+    with pytest.raises(DataError, match=r"no file t10k-labels-idx1-ubyte\[.gz\] \(accepted: the four MNIST IDX files"):
+        read_idx_folder(tmp_path)

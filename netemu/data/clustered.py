@@ -22,7 +22,6 @@ Clusters are a balanced random split of the clients (§5.4.1: "randomly split").
 from __future__ import annotations
 
 import dataclasses
-import gzip
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import ConfigError, require
-from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox
+from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox, read_idx_folder
 from netemu.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
@@ -142,36 +141,6 @@ class DigitsData:
         return tasks if ok else None
 
 
-def _read_idx(path: Path) -> np.ndarray:
-    """An IDX file (MNIST format, optionally gzipped): magic 0x0000 08 ndim, big-endian dims, uint8 data."""
-    raw = (gzip.open if path.suffix == ".gz" else open)(path, "rb").read()
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
-        raise ValueError(f"{path}: not an unsigned-byte IDX file (magic {raw[:4].hex()})")
-    ndim = raw[3]
-    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
-    if data.size != int(np.prod(shape)):
-        raise ValueError(f"{path}: header says {shape} ({int(np.prod(shape))} values), the file holds {data.size}")
-    return data.reshape(shape)
-
-
-def _find(folder: Path, stem: str) -> Path:
-    """The IDX file `stem` in `folder`, gzipped or not, with "-idx" or ".idx", and with any
-    prefix; "t10k-" may also be "test-" (EMNIST: emnist-digits-test-images-idx3-ubyte.gz)."""
-    stems = {stem, stem.replace("t10k-", "test-")}
-    names = tuple(sorted(stems | {n.replace("-idx", ".idx") for n in stems}))
-    for name in names:
-        for candidate in (folder / name, folder / (name + ".gz")):
-            if candidate.is_file():
-                return candidate
-    found = sorted({p for name in names for p in folder.glob(f"*{name}*") if p.is_file()})
-    if len(found) == 1:
-        return found[0]
-    what = f"several files match *{stem}*: {', '.join(p.name for p in found)}" if found else f"no {stem}[.gz]"
-    raise FileNotFoundError(f"{folder}: {what} (MNIST IDX files: train-images-idx3-ubyte, train-labels-idx1-ubyte, "
-                            "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, optionally with a prefix such as emnist-digits-)")
-
-
 def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> tuple[tuple, tuple]:
     """((X_train, y_train), (X_test, y_test)) with images flattened to rows of floats."""
     if source == "sklearn":
@@ -190,17 +159,9 @@ def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> 
     if harbox_folder(path):
         return read_harbox(path, test_fraction, rng)
     if path.is_dir():
-        arrays = [_read_idx(_find(path, stem)) for stem in (
-            "train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")]
-    else:
-        raise FileNotFoundError(f"{source}: not \"sklearn\", an existing .npz file, a folder of IDX files "
-                                "or a folder of CIFAR-10 python batches")
-    xtr, ytr, xte, yte = arrays
-    for x, y, which in ((xtr, ytr, "train"), (xte, yte, "test")):
-        if x.shape[0] != y.shape[0]:
-            raise ValueError(f"{source}: {x.shape[0]} {which} images but {y.shape[0]} labels")
-    return ((xtr.reshape(len(xtr), -1).astype(float), ytr.astype(int)),
-            (xte.reshape(len(xte), -1).astype(float), yte.astype(int)))
+        return read_idx_folder(path)  # MNIST/EMNIST IDX files (netemu.data.files)
+    raise FileNotFoundError(f"{source}: not \"sklearn\", an existing .npz file, a folder of IDX files "
+                            "or a folder of CIFAR-10 python batches")
 
 
 def _binary(X: np.ndarray, y: np.ndarray, task: list, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,5 +1,12 @@
 """Readers for image sets a user already has, in their published formats (no downloads).
 
+* `read_idx_folder`: MNIST's four IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
+  t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte; each optionally gzipped, with a prefix
+  such as EMNIST's emnist-digits- and "test" for "t10k").  Every header (magic, dimensions,
+  the data size they imply against the file's length) is checked before the data is read.
+  EMNIST stores each image transposed (column by column) relative to MNIST: files whose
+  name starts with "emnist" are transposed back on reading, so both sets are upright
+  row-major images and a model sees the same orientation from either.
 * `read_npz`: a NumPy `.npz` archive, read without pickles and with every array's size
   checked from its `.npy` header before it is decompressed — MNIST-style
   (x_train, y_train, x_test, y_test) or MedMNIST (train_images, train_labels,
@@ -21,16 +28,18 @@ integer labels; a malformed file is a `DataError` naming the file and what is wr
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from netemu.errors import DeviceError, InputError
 
-__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "harbox_folder", "read_cifar", "read_harbox", "read_npz"]
+__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "harbox_folder", "read_idx", "read_idx_folder", "read_cifar", "read_harbox", "read_npz"]
 
 LIMITS = {
     "file_bytes": 4 << 30,          # a data file read: no more than 4 GiB on disk
@@ -165,6 +174,85 @@ def read_cifar(folder: Path) -> tuple[tuple, tuple]:
     parts = [_cifar_batch(p) for p in train]
     test = _cifar_batch(folder / CIFAR_TEST)
     return (np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts])), test
+
+
+IDX_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+_IDX_KIND = {3: "images, N × rows × columns", 1: "labels, N"}
+
+
+def read_idx(path: Path, ndim: int) -> np.ndarray:
+    """An unsigned-byte IDX array of `ndim` dimensions (3: images, 1: labels), gzipped if the
+    name ends in .gz.  Header: magic 0x000008 followed by the dimension count, then one
+    big-endian uint32 per dimension; the data is their product of bytes.  The header is
+    checked before anything is allocated; a .gz file is decompressed only up to the size
+    its header states (plus one byte, to notice trailing data)."""
+    path = Path(path)
+    _check_size(path)
+    expected = 0x0800 | ndim
+    zipped = path.suffix == ".gz"
+    try:
+        with (gzip.open(path, "rb") if zipped else open(path, "rb")) as f:
+            head = f.read(4 + 4 * ndim)
+            magic = int.from_bytes(head[:4], "big") if len(head) >= 4 else None
+            if magic != expected:
+                shown = f"0x{magic:08x}" if magic is not None else f"{len(head)} bytes"
+                raise DataError(f"{path}: not an unsigned-byte IDX file of {_IDX_KIND[ndim]}: magic {shown}, "
+                                f"expected 0x{expected:08x}")
+            if len(head) < 4 + 4 * ndim:
+                raise DataError(f"{path}: dimensions: the header ends after {len(head) - 4} of {4 * ndim} bytes")
+            dims = tuple(int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+            if min(dims) < 1:
+                raise DataError(f"{path}: dimensions {dims}; expected every dimension >= 1")
+            count = math.prod(dims)
+            if count > LIMITS["array_items"]:
+                raise DataError(f"{path}: dimensions {dims} make {count} bytes, more than the limit of {LIMITS['array_items']}")
+            if not zipped and os.stat(path).st_size != len(head) + count:
+                raise DataError(f"{path}: size: dimensions {dims} need {len(head) + count} bytes, "
+                                f"the file has {os.stat(path).st_size}")
+            data = f.read(count + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{path}: not a readable {'gzipped ' if zipped else ''}IDX file ({exc})") from None
+    if len(data) != count:
+        held = f"more than {count}" if len(data) > count else str(len(data))
+        raise DataError(f"{path}: size: dimensions {dims} need {count} bytes of data, the file holds {held}")
+    return np.frombuffer(data, dtype=np.uint8, count=count).reshape(dims)
+
+
+def _find_idx(folder: Path, stem: str) -> Path:
+    """The IDX file `stem` in `folder`, gzipped or not, with "-idx" or ".idx", and with any
+    prefix; "t10k-" may also be "test-" (EMNIST: emnist-digits-test-images-idx3-ubyte.gz)."""
+    stems = {stem, stem.replace("t10k-", "test-")}
+    names = tuple(sorted(stems | {n.replace("-idx", ".idx") for n in stems}))
+    for name in names:
+        for candidate in (folder / name, folder / (name + ".gz")):
+            if candidate.is_file():
+                return candidate
+    found = sorted({p for name in names for p in folder.glob(f"*{name}*") if p.is_file()})
+    if len(found) == 1:
+        return found[0]
+    what = f"several files match *{stem}*: {', '.join(p.name for p in found)}" if found else f"no file {stem}[.gz]"
+    raise DataError(f"{folder}: {what} (accepted: the four MNIST IDX files {', '.join(IDX_STEMS)}, "
+                    "optionally gzipped and with a prefix such as emnist-digits-)")
+
+
+def read_idx_folder(folder: Path) -> tuple[tuple, tuple]:
+    """MNIST/EMNIST IDX files → ((X_train, y_train), (X_test, y_test)), images as rows of
+    rows·columns floats (EMNIST's transposed to MNIST's orientation, module docstring)."""
+    folder, out = Path(folder), []
+    for images_stem, labels_stem in (IDX_STEMS[:2], IDX_STEMS[2:]):
+        images_path = _find_idx(folder, images_stem)
+        images = read_idx(images_path, 3)
+        labels_path = _find_idx(folder, labels_stem)
+        labels = read_idx(labels_path, 1)
+        if images.shape[0] != labels.shape[0]:
+            raise DataError(f"{labels_path}: {labels.shape[0]} labels for the {images.shape[0]} images of {images_path.name}")
+        if images_path.name.lower().startswith("emnist"):
+            images = images.transpose(0, 2, 1)
+        if out and images.shape[1:] != out[0][2]:
+            raise DataError(f"{images_path}: images of {images.shape[1]} × {images.shape[2]} pixels, "
+                            f"the training images are {out[0][2][0]} × {out[0][2][1]}")
+        out.append((images.reshape(len(images), -1).astype(float), labels.astype(int), images.shape[1:]))
+    return out[0][:2], out[1][:2]
 
 
 HARBOX_CLASSES = ("Call", "Hop", "typing", "Walk", "Wave")  # ClusterFL's class order and file names

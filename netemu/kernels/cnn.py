@@ -68,23 +68,27 @@ def _col2im(dcols: np.ndarray, shape: tuple) -> np.ndarray:
     return dpad[:, 1:-1, 1:-1, :]
 
 
+_CORNERS = ((0, 0), (0, 1), (1, 0), (1, 1))  # a 2×2 block's entries, in the order ties are broken
+
+
 def _pool(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """2×2 max-pooling of (N, H, W, C) (odd sides floored) and the arg-max in each block."""
-    n, h, w, c = x.shape
-    p, q = h // 2, w // 2
-    blocks = x[:, : 2 * p, : 2 * q, :].reshape(n, p, 2, q, 2, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, p, q, c, 4)
-    idx = blocks.argmax(axis=-1)
-    return np.take_along_axis(blocks, idx[..., None], axis=-1)[..., 0], idx
+    """2×2 max-pooling of (N, H, W, C) (odd sides floored) and which corner of each block
+    holds its maximum (the first of `_CORNERS` on a tie)."""
+    p, q = x.shape[1] // 2, x.shape[2] // 2
+    corners = [x[:, i : 2 * p : 2, j : 2 * q : 2, :] for i, j in _CORNERS]
+    out = np.maximum(np.maximum(corners[0], corners[1]), np.maximum(corners[2], corners[3]))
+    which = np.full(out.shape, 3, dtype=np.int8)
+    for k in (2, 1, 0):
+        which[corners[k] == out] = k
+    return out, which
 
 
-def _unpool(dout: np.ndarray, idx: np.ndarray, shape: tuple) -> np.ndarray:
-    """The pooling's gradient: each block's output gradient to its arg-max, zero elsewhere."""
-    n, h, w, c = shape
-    p, q = h // 2, w // 2
-    dblocks = np.zeros((n, p, q, c, 4))
-    np.put_along_axis(dblocks, idx[..., None], dout[..., None], axis=-1)
+def _unpool(dout: np.ndarray, which: np.ndarray, shape: tuple) -> np.ndarray:
+    """The pooling's gradient: each block's output gradient to its maximum, zero elsewhere."""
+    p, q = shape[1] // 2, shape[2] // 2
     dx = np.zeros(shape)
-    dx[:, : 2 * p, : 2 * q, :] = dblocks.reshape(n, p, q, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(n, 2 * p, 2 * q, c)
+    for k, (i, j) in enumerate(_CORNERS):
+        dx[:, i : 2 * p : 2, j : 2 * q : 2, :] = np.where(which == k, dout, 0.0)
     return dx
 
 
