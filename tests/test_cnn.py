@@ -165,3 +165,13 @@ def test_training_on_a_separable_set_raises_accuracy(model):
 def test_a_cnn_too_small_to_pool_is_refused():
     with pytest.raises(ValueError, match="side 2"):
         CNN(2, 3, c2=4)
+
+
+@pytest.mark.parametrize("model", [CNN(7, 3, c1=2), CNN(9, 3, c1=2, c2=2)], ids=repr)
+def test_without_batch_norm_evaluation_and_training_compute_the_same_logits(model):
+    from netemu.kernels.classifiers import _cross_entropy
+
+    rng = np.random.default_rng(10)
+    X, y = rng.standard_normal((6, model.d)), rng.integers(0, 3, 6)
+    theta = model.init(rng)
+    assert model.loss_grad(theta, X, y)[0] == _cross_entropy(model.logits(theta, X), y)[0]

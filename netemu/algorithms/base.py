@@ -24,12 +24,15 @@ __all__ = ["CONNECTED_PEERS", "ONE_SERVER", "SERVERS_WITH_CLIENTS", "AlgorithmSp
 class Setting:
     """What a requirement may look at: the run-0 topology (node attribute `role`, and
     `server` for clients of a multi-server graph), the algorithm's constructed params,
-    the resolved `[data]` table and the number of rounds."""
+    the resolved `[data]` table and the number of rounds.  `features()`, when given, is the
+    data's feature count as its files' headers state it (None when the data kind cannot
+    tell before the data is built); it reads files, so call it only when needed."""
 
     graph: nx.DiGraph
     params: Any
     data: dict
     rounds: int
+    features: Callable[[], int | None] | None = None
 
 
 @dataclass(frozen=True)

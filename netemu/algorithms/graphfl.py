@@ -60,6 +60,14 @@ epochs α, data fraction q (it trains on a random ⌈qD⌉ of its samples each r
 sparsity z.  The update sizes in P'' are the emulator's encoded message sizes; the
 server's deadline is T_opt plus 2% for the step changes of msgpack size headers.
 
+The model (`model`): `"softmax"` (logistic regression), `"mlp"` (one hidden layer of
+`hidden` units), `"mlp_bn"` (the same with batch norm), `"cnn"` (conv 3×3 with `channels`
+filters → ReLU → 2×2 max-pool, a second such layer when `channels2` > 0, then dense;
+netemu.kernels.cnn) and `"cnn_bn"` (with batch norm after each convolution).  The CNNs
+read each sample as a square grey image, so the data's feature count must be a square
+(64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm models train with the
+batch's statistics and are evaluated with running statistics that travel inside θ.
+
 Metrics per round, from the server: `accuracy_local` (each client's Ψ[k] on its local
 test set, mean over clients), `accuracy_global` (on the global test set), `latency_s`
 (from the round's start to the last update that made the deadline, or the deadline if
@@ -83,7 +91,8 @@ from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.config import ConfigError, require
 from netemu.coordination import gather
-from netemu.kernels.classifiers import MLP, Softmax, accuracy, macro_prf, predictions, sgd
+from netemu.kernels.classifiers import MLP, MLPBN, Softmax, accuracy, macro_prf, predictions, sgd
+from netemu.kernels.cnn import CNN, square_side
 from netemu.kernels.graphfilter import (
     components,
     hard_filter,
@@ -112,12 +121,15 @@ FILTERS = ("soft", "hard", "mean", "identity")
 
 
 SCORES = ("accuracy", "precision", "recall", "f1")  # the names `metrics` accepts
+MODELS = ("softmax", "mlp", "mlp_bn", "cnn", "cnn_bn")
 
 
 @dataclass(frozen=True)
 class GraphFLParams:
-    model: str = "softmax"  # "softmax" | "mlp"
+    model: str = "softmax"  # "softmax" | "mlp" | "mlp_bn" | "cnn" | "cnn_bn" (module docstring)
     hidden: int = 32  # MLP hidden units
+    channels: int = 8  # CNN: filters of the first convolution
+    channels2: int = 0  # CNN: filters of a second convolution (0: none)
     lr: float = 0.05
     lr_decay: float = 1.0  # learning rate lr · lr_decay^(t−1)
     epochs: int = 5  # local epochs E
@@ -153,8 +165,10 @@ class GraphFLParams:
     metrics: tuple = ("accuracy",)  # add "precision", "recall", "f1": macro scores (G-Fedfilt Table VI)
 
     def __post_init__(self) -> None:
-        require(self.model in ("softmax", "mlp"), "model", '"softmax" or "mlp"')
+        require(self.model in MODELS, "model", " | ".join(f'"{m}"' for m in MODELS))
         require(self.hidden >= 1, "hidden", ">= 1")
+        require(isinstance(self.channels, int) and self.channels >= 1, "channels", "an integer >= 1")
+        require(isinstance(self.channels2, int) and self.channels2 >= 0, "channels2", "an integer >= 0 (0: one convolution)")
         require(self.lr > 0, "lr", "> 0")
         require(0 < self.lr_decay <= 1, "lr_decay", "in (0, 1]")
         require(self.epochs >= 1, "epochs", ">= 1")
@@ -195,6 +209,30 @@ class GraphFLParams:
 _POSITIONS_NEEDED = '"statistics" unless data.partition = "rooms" gives positions'
 
 
+def _square_ok(p: GraphFLParams, d: int | None) -> bool:
+    """Whether a CNN can read d features as a square grey image (d unknown: not refused here)."""
+    if not p.model.startswith("cnn") or d is None:
+        return True
+    side = square_side(d)
+    return side is not None and side >= (4 if p.channels2 else 2)
+
+
+def _square_needed(p: GraphFLParams, d: int | str) -> str:
+    return (f'square grey images for model = "{p.model}": features = side² with side >= {4 if p.channels2 else 2} '
+            f"(64 for the bundled digits, 784 for MNIST/EMNIST; RGB images are not accepted); the data has {d}")
+
+
+def make_model(p: GraphFLParams, d: int, C: int):
+    """The classifier `p.model` names, for d features and C classes."""
+    if p.model == "softmax":
+        return Softmax(d, C)
+    if p.model in ("mlp", "mlp_bn"):
+        return (MLP if p.model == "mlp" else MLPBN)(d, p.hidden, C)
+    if not _square_ok(p, d):
+        raise ConfigError("model", _square_needed(p, d))
+    return CNN(square_side(d) or 0, C, p.channels, p.channels2, batchnorm=p.model == "cnn_bn")
+
+
 class GraphFLState:
     """The run's shared constants: task, model, client weights ζ and the client graph."""
 
@@ -203,7 +241,7 @@ class GraphFLState:
         self.clients = [n for n, node in world.network.nodes.items() if node.role == "client"]
         require(set(self.clients) <= set(task.parts), "topology", "a star whose clients all have data")
         d, C = task.dim, task.classes
-        self.model = Softmax(d, C) if p.model == "softmax" else MLP(d, p.hidden, C)
+        self.model = make_model(p, d, C)
         self.theta0 = self.model.init(world.streams.generator("model/init"))
         if p.graph == "positions":
             require(task.positions is not None, "graph", _POSITIONS_NEEDED)
@@ -459,8 +497,13 @@ VARIANTS: dict[str, dict] = {
 POSITIONS = Requirement('data.partition = "rooms" when graph = "positions" (only rooms give clients positions)',
                         lambda s: s.params.graph != "positions" or s.data.get("partition") == "rooms", key="data.partition")
 
+#: a CNN reads square grey images: refused by validate when the data's files say otherwise.
+SQUARE_IMAGES = Requirement('square grey images for model = "cnn" or "cnn_bn" (features = side², e.g. 64 or 784; '
+                            "RGB images and non-square feature counts are not accepted)",
+                            lambda s: _square_ok(s.params, s.features() if s.features else None), key="data.source")
+
 SPECS = [
     AlgorithmSpec(name, GraphFLParams, build, datasets=("digits_fl",), roles=("server", "client"), doc=__doc__, defaults=preset,
-                  requires=(ONE_SERVER, POSITIONS))
+                  requires=(ONE_SERVER, POSITIONS, SQUARE_IMAGES))
     for name, preset in VARIANTS.items()
 ]

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from netemu.config import ConfigError, require
 from netemu.data.clustered import load_images
-from netemu.data.files import DataError
+from netemu.data.files import DataError, feature_count
 from netemu.rng import Streams
 
 __all__ = ["FederatedDigits", "FederatedTask", "make_federated_digits"]
@@ -82,6 +83,11 @@ class FederatedDigits:
 
     def with_paths(self, resolve) -> FederatedDigits:
         return self if self.source == "sklearn" else replace(self, source=resolve(self.source))
+
+    def features(self) -> int | None:
+        """Features per sample, from the source's headers (netemu.data.files.feature_count):
+        64 for the bundled 8×8 digits; None when the files do not say."""
+        return 64 if self.source == "sklearn" else feature_count(Path(self.source))
 
 
 def _label_sets(params: FederatedDigits, clients: Sequence[str], room: dict[str, int], rng,

@@ -39,7 +39,7 @@ import numpy as np
 
 from netemu.errors import DeviceError, InputError
 
-__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "images_from_npz", "harbox_folder", "read_idx", "read_idx_folder", "read_cifar", "read_harbox", "read_npz"]
+__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "feature_count", "images_from_npz", "harbox_folder", "read_idx", "read_idx_folder", "read_cifar", "read_harbox", "read_npz"]
 
 LIMITS = {
     "file_bytes": 4 << 30,          # a data file read: no more than 4 GiB on disk
@@ -292,3 +292,32 @@ def read_harbox(folder: Path, test_fraction: float, rng: np.random.Generator) ->
     order = rng.permutation(ya.size)
     cut = int(round(ya.size * (1 - test_fraction)))
     return (Xa[order[:cut]], ya[order[:cut]]), (Xa[order[cut:]], ya[order[cut:]])
+
+
+def feature_count(path: Path) -> int | None:
+    """Features per sample of the image data at `path`, from headers only (nothing is
+    decompressed beyond them): an .npz's training images, CIFAR-10 (3072), HARBOX (900),
+    MNIST IDX images (rows × columns); None for anything else (its reader reports it)."""
+    path = Path(path)
+    if path.suffix == ".npz" and path.is_file():
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = {m.removesuffix(".npy"): m for m in z.namelist()}
+                key = next((k for k in ("x_train", "train_images") if k in names), None)
+                return None if key is None else math.prod(_npy_header(z, names[key], path)[0][1:])
+        except (zipfile.BadZipFile, OSError, DataError):
+            return None
+    if cifar_folder(path):
+        return CIFAR_PIXELS
+    if harbox_folder(path):
+        return HARBOX_STEPS * (HARBOX_COLUMNS - 1)
+    if path.is_dir():
+        try:
+            images = _find_idx(path, IDX_STEMS[0])
+            with (gzip.open(images, "rb") if images.suffix == ".gz" else open(images, "rb")) as f:
+                head = f.read(16)
+        except (DataError, OSError, EOFError, zlib.error):
+            return None
+        if len(head) == 16 and int.from_bytes(head[:4], "big") == 0x0803:
+            return int.from_bytes(head[8:12], "big") * int.from_bytes(head[12:16], "big")
+    return None

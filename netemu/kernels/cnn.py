@@ -191,10 +191,14 @@ class CNN:
             else:
                 run = self._part(theta, f"run{i}")
                 z = bn.evaluate(z, self._part(theta, f"g{i}"), self._part(theta, f"beta{i}"), run[:cout], run[cout:])
-            active = z > 0
-            a = np.where(active, z, 0.0).reshape(n, s, s, cout)
-            pooled, idx = _pool(a)
-            caches.append((x.shape, cols, norm, active, a.shape, idx))
+            a = np.maximum(z, 0.0).reshape(n, s, s, cout)
+            if train:
+                pooled, idx = _pool(a)
+                caches.append((x.shape, cols, norm, z > 0, a.shape, idx))
+            else:  # evaluation needs no arg-max
+                q = s // 2
+                pooled = np.maximum(np.maximum(a[:, 0 : 2 * q : 2, 0 : 2 * q : 2], a[:, 0 : 2 * q : 2, 1 : 2 * q : 2]),
+                                    np.maximum(a[:, 1 : 2 * q : 2, 0 : 2 * q : 2], a[:, 1 : 2 * q : 2, 1 : 2 * q : 2]))
             x, s = pooled, s // 2
         feats = x.reshape(n, -1)
         return feats @ self._part(theta, "Wd") + self._part(theta, "bd"), feats, caches, stats

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
@@ -51,10 +52,11 @@ def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], i
             issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
 
 
-def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, graph: nx.DiGraph, issues: Issues) -> None:
+def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, graph: nx.DiGraph, issues: Issues,
+                        features: Callable[[], int | None] | None = None) -> None:
     """The algorithm's own requirements (graph shape, data, rounds), each at the key it concerns."""
     alg = table["algorithm"][i]
-    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"])
+    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"], features)
     for req in spec.unmet(setting):
         value: Any = table
         for part in req.key.split("."):
@@ -62,9 +64,11 @@ def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, g
         issues.add(req.key, value, f"algorithm[{i}] = {alg['name']!r} needs {req.needs}")
 
 
-def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], params: dict[int, Any], issues: Issues) -> None:
+def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], params: dict[int, Any], issues: Issues,
+                features: Callable[[], int | None] | None = None) -> None:
     """What needs the topology: connected, link classes and node names that exist, the roles
-    each algorithm needs, and its own requirements (for the entries whose params were built)."""
+    each algorithm needs, and its own requirements (for the entries whose params were built;
+    `features()` is the data's feature count from its files, for `Setting.features`)."""
     if not nx.is_weakly_connected(graph):
         parts = sorted((sorted(c) for c in nx.weakly_connected_components(graph)), key=len)
         issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
@@ -76,4 +80,4 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
         if not need <= roles:
             issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
         elif i in params:
-            _check_requirements(table, i, spec, params[i], graph, issues)
+            _check_requirements(table, i, spec, params[i], graph, issues, features)

@@ -22,7 +22,7 @@ from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
-from netemu.scenario.specs import algorithm_params, check_algorithms
+from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
 
 __all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
            "parse_scenario"]
@@ -74,7 +74,7 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
         except (ValueError, OSError) as exc:  # InputError is a ValueError
             issues.add("topology", table["topology"], str(exc))
         else:
-            check_graph(table, graph, specs, params, issues)
+            check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
         check_files(table, sc.resolve, issues)
     if issues.items:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])

@@ -123,3 +123,19 @@ def check_algorithms(table: dict, specs: list[AlgorithmSpec], resolve: Callable[
     for label in {x for x in labels if labels.count(x) > 1}:
         issues.add("algorithm", label, "unique labels: give compared variants a distinct `label`")
     return params
+
+
+def data_features(table: dict, resolve: Callable[[str], str]) -> int | None:
+    """The data's feature count from its files' headers, when its kind's params can say
+    (a `features()` method, paths resolved by `resolve`); None when they cannot, when there
+    is no [data] table, or when the table or a file is bad (their own checks report that)."""
+    data = table["data"]
+    if not data:
+        return None
+    try:
+        params = plugins.data_kind(data["kind"]).params(**{k: v for k, v in data.items() if k != "kind"})
+        if hasattr(params, "with_paths"):
+            params = params.with_paths(resolve)
+        return params.features() if hasattr(params, "features") else None
+    except (ValueError, OSError, TypeError):
+        return None
