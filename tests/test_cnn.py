@@ -175,3 +175,94 @@ def test_without_batch_norm_evaluation_and_training_compute_the_same_logits(mode
     X, y = rng.standard_normal((6, model.d)), rng.integers(0, 3, 6)
     theta = model.init(rng)
     assert model.loss_grad(theta, X, y)[0] == _cross_entropy(model.logits(theta, X), y)[0]
+
+
+# --- through graphfl: model selection, the emulator, validate and the shipped scenario ---
+
+
+@pytest.mark.parametrize("model", ["cnn_bn", "mlp_bn", "cnn"])
+def test_fedavg_with_the_model_in_an_ideal_network_matches_a_plain_loop(model):
+    """Every client's sgd from its row, then the ζ-weighted mean — with the running
+    statistics travelling inside θ and averaged like every other entry."""
+    from test_graphfl import K, final_models, setup
+
+    world, p, task = setup("fedprox", mu=0.0, model=model, channels=3, rounds=3)
+    world.run()
+    st = world.actors["server"].state
+    assert type(st.model).__name__ == {"cnn_bn": "CNN", "mlp_bn": "MLPBN", "cnn": "CNN"}[model]
+    Psi = np.tile(st.theta0, (K, 1))
+    for t in range(1, 4):
+        trained = np.stack([sgd(st.model, Psi[i], *task.parts[k], epochs=p.epochs, batch=p.batch, lr=p.lr,
+                                rng=world.streams.generator(f"sgd/{k}/{t}"), anchor=Psi[i])
+                            for i, k in enumerate(st.clients)])
+        Psi = np.tile(st.zeta @ (Psi + (trained - Psi)), (K, 1))
+    assert np.max(np.abs(final_models(world) - Psi)) <= 1e-12
+    if st.model.running is not None:  # the running statistics were tracked, not left at their initial values
+        assert not np.allclose(Psi[0, st.model.running], st.theta0[st.model.running])
+
+
+def test_a_cnn_on_features_that_are_not_a_square_is_refused_when_built():
+    from netemu.algorithms.graphfl import GraphFLParams, make_model
+    from netemu.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r'model: square grey images for model = "cnn".*the data has 65'):
+        make_model(GraphFLParams(model="cnn"), 65, 10)
+    with pytest.raises(ConfigError, match=r"side >= 4.*the data has 9"):
+        make_model(GraphFLParams(model="cnn_bn", channels2=4), 9, 10)  # 3×3 cannot be pooled twice
+    assert make_model(GraphFLParams(model="cnn", channels=5), 784, 10) == CNN(28, 10, 5, 0, False)
+
+
+@pytest.mark.parametrize("bad, field", [({"model": "resnet"}, "model"), ({"channels": 0}, "channels"),
+                                        ({"channels2": -1}, "channels2")])
+def test_bad_model_params_are_refused_with_the_key_named(bad, field):
+    from netemu.algorithms.graphfl import GraphFLParams
+    from netemu.config import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        GraphFLParams(**bad)
+    assert e.value.field == field
+
+
+SCENARIO = __import__("pathlib").Path(__file__).parent.parent / "scenarios" / "fedpnp_cnn_digits.toml"
+
+
+def scenario_with_source(tmp_path, source):
+    text = SCENARIO.read_text().replace('kind = "digits_fl"', f'kind = "digits_fl"\nsource = "{source}"')
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+def test_validate_refuses_a_cnn_on_rgb_or_cifar_images_naming_the_source(tmp_path, capsys):
+    from test_data_loaders import cifar, medmnist
+
+    from netemu.cli import main
+
+    medmnist(tmp_path / "bloodmnist.npz", np.random.default_rng(0), rgb=True)
+    cifar(tmp_path / "cifar", np.random.default_rng(0), batches=1)
+    for source in ("bloodmnist.npz", "cifar"):  # 28×28×3 = 2352 and 3072 features
+        assert main(["validate", str(scenario_with_source(tmp_path, source))]) == 2
+        err = capsys.readouterr().err
+        assert f"data.source = '{source}': algorithm[0] = 'fedpnp-soft' needs square grey images" in err
+        assert "algorithm[4]" not in err  # the softmax entries are not refused
+    medmnist(tmp_path / "organmnist.npz", np.random.default_rng(0))  # grey 28×28: accepted
+    assert main(["validate", str(scenario_with_source(tmp_path, "organmnist.npz"))]) == 0
+
+
+def test_the_cnn_scenario_runs_on_an_idx_folder_of_28x28_images(tmp_path):
+    import json
+
+    from test_data_loaders import mnist_folder
+
+    from netemu.cli import main
+
+    mnist_folder(tmp_path / "mnist", np.random.default_rng(0), n=(200, 60))
+    out = tmp_path / "out"
+    assert main(["run", str(scenario_with_source(tmp_path, "mnist")), "--out", str(out), "--quiet", "--set", "run.rounds=2",
+                 "--set", "data.samples=20", "--set", "data.test_samples=10", "--set", "topology.clients=3"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"]
+    # a CNN update over 28×28 images: 8·9 + 8 + 14·14·8·10 + 10 = 15,770 float64 values, ~126 KB on the wire
+    messages = [json.loads(line) for line in (out / "messages.jsonl").read_text().splitlines()]
+    updates = [m["bytes"] for m in messages if m.get("kind") == "update" and m.get("algorithm") == "fedpnp-cnn" and m["event"] == "send"]
+    assert len(updates) == 2 * 3 and min(updates) > 15_770 * 8

@@ -170,7 +170,7 @@ def test_sparse_updates_travel_as_partial_models_and_keep_a_residual():
 
 
 @pytest.mark.parametrize("bad, field", [({"filter": "median"}, "filter"), ({"sparsity": 0.0}, "sparsity"),
-                                        ({"late": "queue"}, "late"), ({"model": "cnn"}, "model")])
+                                        ({"late": "queue"}, "late"), ({"model": "resnet"}, "model")])
 def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         GraphFLParams(**bad)
