@@ -39,7 +39,10 @@ import numpy as np
 
 from netemu.errors import DeviceError, InputError
 
-__all__ = ["LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "DataError", "cifar_folder", "feature_count", "images_from_npz", "harbox_folder", "read_idx", "read_idx_folder", "read_cifar", "read_harbox", "read_npz"]
+__all__ = [
+    "DataError", "LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "cifar_folder", "feature_count", "harbox_folder",
+    "images_from_npz", "read_cifar", "read_harbox", "read_idx", "read_idx_folder", "read_npz",
+]
 
 LIMITS = {
     "file_bytes": 4 << 30,          # a data file read: no more than 4 GiB on disk
@@ -238,7 +241,8 @@ def _find_idx(folder: Path, stem: str) -> Path:
 def read_idx_folder(folder: Path) -> tuple[tuple, tuple]:
     """MNIST/EMNIST IDX files → ((X_train, y_train), (X_test, y_test)), images as rows of
     rows·columns floats (EMNIST's transposed to MNIST's orientation, module docstring)."""
-    folder, out = Path(folder), []
+    folder = Path(folder)
+    out: list[tuple[np.ndarray, np.ndarray, tuple]] = []
     for images_stem, labels_stem in (IDX_STEMS[:2], IDX_STEMS[2:]):
         images_path = _find_idx(folder, images_stem)
         images = read_idx(images_path, 3)

@@ -23,8 +23,9 @@ last, with batch norm, every layer's running mean and variance (zero gradient: `
 updates them through `loss_grad_stats`, see netemu.kernels.classifiers.sgd).
 `local_mask` marks γ, β and the running statistics (what FedBN keeps on the client).
 
-This is not the FedPnP or G-Fedfilt paper's network (they do not print theirs in full);
-docs/fidelity.md says what was run.
+It is smaller than the papers' networks — FedPnP's CNNmnist (Table 2: conv 8×8 stride 2,
+BN, tanh, conv 4×4 stride 2, BN, tanh, FC 512→32 with BN, FC 32→10) and G-Fedfilt's (§IV-B:
+32 and 64 filters 3×3 stride 2, ReLU, max-pool, FC 128, FC 10); docs/fidelity.md says what was run.
 """
 
 from __future__ import annotations
