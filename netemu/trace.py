@@ -121,6 +121,8 @@ class TraceWriter:
         self._hash = hashlib.blake2b(digest_size=32)
         self._run: int | None = None
         self._seen: dict[tuple, Any] = {}
+        self._algorithms = tuple(header.get("algorithms", ()))
+        self._started: set[str] = set()  # algorithms of the current run that drew fates
         self._write(self._pack({"format": FORMAT, "version": VERSION, "checksum": CHECKSUM, **header}))
 
     def _write(self, data: bytes) -> None:
@@ -131,13 +133,19 @@ class TraceWriter:
         """A fate source that records what `inner` (default: draw) returns."""
         write, pack = self._write, self._pack
         if run != self._run:  # runs come one after another: forget the previous run's fates
-            self._run, self._seen = run, {}
+            self._run, self._seen, self._started = run, {}, set()
         seen = self._seen
+        self._started.add(algorithm)
+        # A message key is drawn once in a world (its link's index counts up), so only a later
+        # algorithm of the run looks it up: the run's last one keeps none (memory: at a million
+        # clients these are most of the entries).  Participation and compute keys may repeat.
+        last = bool(self._algorithms) and self._started.issuperset(self._algorithms)
 
         def record(key: tuple, draw: Callable[[], Any]) -> Any:
             value = inner(key, draw) if inner is not None else draw()
             if seen.get(key, _MISSING) != value:
-                seen.setdefault(key, value)
+                if not (last and key[0] == "msg"):
+                    seen.setdefault(key, value)
                 write(pack(["fate", algorithm, run, key, value]))
                 self.entries += 1
             return value

@@ -31,7 +31,7 @@ def test_a_round_revisited_after_the_window_gets_a_fresh_negative_index():
     c = RoundCounter(window=2)
     assert [c.next(r) for r in (0, 0, 1, 2)] == [0, 1, 0, 0]  # round 0 forgotten when 2 arrives
     assert [c.next(0), c.next(0), c.next(-5)] == [-1, -2, -3]
-    assert len(c._counts) == 2  # memory: the window, not every round ever seen
+    assert len(c) == 2  # memory: the window, not every round ever seen
 
 
 @settings(max_examples=300, deadline=None)
@@ -40,7 +40,7 @@ def test_no_two_uses_share_a_key_and_recent_rounds_count_from_zero(rounds, windo
     c = RoundCounter(window=window)
     keys = [(r, c.next(r)) for r in rounds]
     assert len(set(keys)) == len(keys)
-    assert len(c._counts) <= window
+    assert len(c) <= window
     # with no more distinct rounds than the window, every round counts 0, 1, 2, ... exactly
     if len(set(rounds)) <= window:
         seen: dict[int, int] = {}

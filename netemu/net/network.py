@@ -27,12 +27,13 @@ import simpy.core
 
 from netemu.errors import InputError
 from netemu.net.links import Link
-from netemu.rng import Streams
+from netemu.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode_envelope, encode_envelope
 
 __all__ = ["Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now"]
 
 T = TypeVar("T")
+_DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
 Emit = Callable[..., None]
 Fates = Callable[[tuple, Callable[[], T]], T]
 
@@ -81,9 +82,11 @@ class NodeBehaviour:
             raise ValueError(f"slowdown_sigma must be >= 0, got {self.slowdown_sigma}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
-    """A node's current state; scenario scripts may change `speed` and `participation`."""
+    """A node's current state; scenario scripts may change `speed` and `participation`.
+
+    `attrs` is the topology graph's own attribute dict of the node (not a copy)."""
 
     name: str
     attrs: dict
@@ -113,26 +116,41 @@ class Network:
     ) -> None:
         self.env, self.graph, self.streams, self.fates = env, graph, streams, fates
         self.emit: Emit = emit or (lambda **_: None)
-        links = dict(links or {})
+        given = links or {}
         self.links: dict[tuple[str, str], Link] = {}
-        self._draws = {}
-        for u, v, attrs in graph.edges(data=True):
-            link = links.pop((u, v), None) or Link(link_class=attrs.get("link_class", "link"))
+        matched = 0
+        for u, v, cls in graph.edges(data="link_class"):
+            link = given.get((u, v))
+            if link is None:
+                link = Link(link_class=cls if cls is not None else "link")
+            else:
+                matched += 1
             self.links[(u, v)] = link
-            self._draws[(u, v)] = streams.keyed(f"link/{u}->{v}")
-        if links:
-            u, v = next(iter(links))
+        if matched != len(given):
+            u, v = next(e for e in given if e not in self.links)
             raise NetworkError(f"a link model is given for {u}->{v}, but the graph has no such edge")
+        # the keyed draws of a link (a keyed BLAKE2b state, ~0.5 kB) are made when it first
+        # draws a fate and kept for the last _DRAWS_KEPT links: bounded memory at any scale
+        self._draws: dict[tuple[str, str], KeyedDraws] = {}
         behaviours = behaviours or {}
+        default = NodeBehaviour()
         self.nodes: dict[str, Node] = {}
         for name, attrs in graph.nodes(data=True):
-            b = behaviours.get(name, NodeBehaviour())
-            self.nodes[name] = Node(name, dict(attrs), b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes)
+            b = behaviours.get(name, default)
+            self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes)
         self._participation_draws = streams.keyed("participation")
         self._compute_draws = streams.keyed("compute")
         self._next_id = 0
         self._pending: dict[int, tuple] = {}
         self.counts: Counter = Counter()
+
+    def _link_draws(self, src: str, dst: str) -> KeyedDraws:
+        """The keyed draws of link src->dst (the same values whenever they are made)."""
+        draws = self._draws
+        if len(draws) >= _DRAWS_KEPT:
+            draws.clear()
+        d = draws[(src, dst)] = self.streams.keyed(f"link/{src}->{dst}")
+        return d
 
     # ------------------------------------------------------------------ nodes
 
@@ -222,6 +240,7 @@ class Network:
         """
         env, fates, emit, counts, pending = self.env, self.fates, self.emit, self.counts, self._pending
         links, draws_of, timeout = self.links, self._draws, env.timeout
+        link_draws = self._link_draws
         arrive, lose = self._arrive, self._lose
         now = env.now
         shared = payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None
@@ -251,7 +270,7 @@ class Network:
                 self._drop(msg_id, "outage")
                 continue
             if link.random:
-                draws = draws_of[(src, dst)]
+                draws = draws_of.get((src, dst)) or link_draws(src, dst)
                 reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
             else:
                 reason, delay = link.draw_fate(None, round, index)
@@ -268,7 +287,7 @@ class Network:
                     batches[at] = batch = [(msg_id, data)]
                     timeout(wait, batch).callbacks.append(arrive)
             else:
-                wait = tx_end + (link.latency.max_delay if reason == "expired" else 0.0) - now
+                wait = tx_end + (link.max_delay if reason == "expired" else 0.0) - now
                 batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
                 timeout(wait, (msg_id, reason)).callbacks.append(lose)
         return ids

@@ -101,23 +101,34 @@ def devices_of(sc: Scenario, graph: nx.DiGraph) -> dict[str, dict]:
 
 
 def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link]:
-    """A fresh Link per edge (components may carry state): its class's table, then overrides;
-    with a devices file, a client's links take the device's bandwidth."""
+    """A Link per edge: its class's table, then overrides; with a devices file, a client's
+    links take the device's bandwidth.  The links of a class without overrides share one
+    set of components (`Link(shared=True)`: each link copies a stateful one before its
+    first draw), so a million links do not hold a million copies of the same models."""
     overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
     devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
+    by_class: dict[str, tuple] = {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
-        table = {**sc.table["links"].get(cls, {}), **{k: x for k, x in overrides.get((u, v), {}).items() if k not in ("src", "dst")}}
-        jitter = table.get("jitter")
+        override = overrides.get((u, v))
+        table = {**sc.table["links"].get(cls, {}), **{k: x for k, x in (override or {}).items() if k not in ("src", "dst")}}
+        parts = by_class.get(cls) if override is None else None
+        if parts is None:
+            jitter = table.get("jitter")
+            parts = (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
+                     _component(table.get("loss"), LOSS_MODELS, sc))
+            if override is None:
+                by_class[cls] = parts
         out[(u, v)] = L.Link(
-            _component(table.get("latency"), LATENCY_MODELS, sc),
-            jitter=L.Jitter(**jitter) if jitter else None,
-            loss=_component(table.get("loss"), LOSS_MODELS, sc),
+            parts[0],
+            jitter=parts[1],
+            loss=parts[2],
             bandwidth=next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None)
             or table.get("bandwidth")
             or None,
             outages=[tuple(w) for w in table.get("outages", [])],
             link_class=cls,
+            shared=True,
         )
     return out
 
@@ -136,7 +147,16 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour
             settings[name]["speed"] = device["speed"]
     for c in nodes["crash"]:
         crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
-    return {n: NodeBehaviour(**s, crashes=tuple(crashes.get(n, ()))) for n, s in settings.items()}
+    alike: dict[tuple, NodeBehaviour] = {}  # nodes with the same settings share one (frozen) behaviour
+    out = {}
+    for n, s in settings.items():
+        crash = tuple(crashes.get(n, ()))
+        key = (*((type(v), v) for v in s.values()), crash)
+        b = alike.get(key)
+        if b is None:
+            b = alike[key] = NodeBehaviour(**s, crashes=crash)
+        out[n] = b
+    return out
 
 
 _DEADLINE = re.compile(r"(time|timeout|deadline)$")  # algorithm parameters that bound a round's length
