@@ -239,10 +239,13 @@ def execute(
         try:
             text = resolved_toml(sc)
             (out / "scenario.toml").write_text(text)
-            graphs = [build_graph(sc, Streams(run_seed(run_cfg["seed"], r))) for r in range(run_cfg["runs"])]
-            if replay is not None:
-                for r, g in enumerate(graphs):
+            fingerprints = []  # one topology at a time: a kept graph per run costs ~1 kB per node
+            for r in range(run_cfg["runs"]):
+                g = build_graph(sc, Streams(run_seed(run_cfg["seed"], r)))
+                if replay is not None:
                     replay.check_topology(r, g)
+                fingerprints.append(topology_fingerprint(g))
+            del g
             setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
             header = {
                 "netemu": __version__,
@@ -250,7 +253,7 @@ def execute(
                 "scenario_hash": _scenario_hash(text),
                 "seed": run_cfg["seed"],
                 "algorithms": labels,
-                "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": topology_fingerprint(g)} for r, g in enumerate(graphs)],
+                "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": f} for r, f in enumerate(fingerprints)],
                 "network": network_model(sc.table),
             }
             log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None

@@ -329,7 +329,10 @@ class Link:
     changes another and each link's state evolves with its own traffic only.
     """
 
-    __slots__ = ("_indices", "_jitter", "_latency", "_loss", "_outages", "_shared", "bandwidth", "busy_until", "link_class")
+    __slots__ = (
+        "_count", "_indices", "_jitter", "_latency", "_loss", "_outages", "_round", "_shared", "bandwidth", "busy_until",
+        "link_class",
+    )
 
     def __init__(
         self,
@@ -351,7 +354,11 @@ class Link:
         for start, end in outages:
             self.add_outage(start, end)
         self.busy_until = 0.0
-        self._indices: RoundCounter | None = None  # created by the first message
+        # the message indices: the last round's counter here, the others' in a RoundCounter made
+        # when a second round is seen (a link that carried one round allocates nothing for them)
+        self._round: int | None = None
+        self._count = 0
+        self._indices: RoundCounter | None = None
 
     # the components; reading one gives the link its own copy (see the class docstring)
 
@@ -434,10 +441,20 @@ class Link:
     def next_index(self, round: int) -> int:
         """Index of the next message of `round` on this link (0, 1, ... within each round,
         whatever order rounds are sent in; see `RoundCounter`)."""
+        if round == self._round:
+            index = self._count
+            self._count = index + 1
+            return index
         indices = self._indices
         if indices is None:
+            if self._round is None:
+                self._round, self._count = round, 1
+                return 0
             indices = self._indices = RoundCounter()
-        return indices.next(round)
+        indices._round, indices._count = self._round, self._count  # noqa: SLF001 - the counter this link keeps in its slots
+        index = indices.next(round)
+        self._round, self._count = indices._round, indices._count  # noqa: SLF001
+        return index
 
     def draw_fate(self, draws: KeyedDraws, round: int, index: int) -> tuple[str | None, float]:
         """(drop reason or None, propagation delay) of message `index` in `round`."""

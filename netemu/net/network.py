@@ -13,6 +13,7 @@ records or replays them (keys and values are documented in docs/formats.md).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,6 +25,7 @@ import networkx as nx
 import numpy as np
 import simpy
 import simpy.core
+from simpy.core import NORMAL
 
 from netemu.errors import InputError
 from netemu.net.links import Link
@@ -40,6 +42,9 @@ Fates = Callable[[tuple, Callable[[], T]], T]
 
 class NetworkError(InputError):
     """A message cannot be routed (unknown node, no link between the two ends)."""
+
+
+_MISSING = object()
 
 
 def draw_now(key: tuple, draw: Callable[[], T]) -> T:
@@ -102,6 +107,24 @@ class Node:
         return self.attrs.get("role", "peer")
 
 
+class _Due:
+    """A scheduled arrival or loss, in the SimPy queue where a `Timeout` would be (same time,
+    priority and event id, so the same order), at ~60 bytes rather than ~600: a broadcast
+    to a million clients puts a million of them there at once.  SimPy's step needs only
+    `callbacks` and `_ok`; it never fails."""
+
+    __slots__ = ("_value", "callbacks")
+    _ok = True
+
+    def __init__(self, callbacks: tuple, value: Any) -> None:
+        self.callbacks: tuple | None = callbacks  # a tuple shared by the events of a send: SimPy only reads it
+        self._value = value
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+
 class Network:
     def __init__(
         self,
@@ -114,18 +137,32 @@ class Network:
         emit: Emit | None = None,
         fates: Fates = draw_now,
     ) -> None:
-        self.env, self.graph, self.streams, self.fates = env, graph, streams, fates
+        self.env, self.streams, self.fates = env, streams, fates
         self.emit: Emit = emit or (lambda **_: None)
         given = links or {}
         self.links: dict[tuple[str, str], Link] = {}
+        # The network keeps the topology itself, not the graph (~1 kB per node in networkx):
+        # each node's successors (equal tuples shared: every client of a star has ("server",))
+        # and the edge attributes that its link's class does not already say (`graph` rebuilds it).
+        self._edge_attrs: dict[tuple[str, str], dict] = {}
+        succ: dict[str, list[str]] = {}
         matched = 0
-        for u, v, cls in graph.edges(data="link_class"):
+        for u, v, attrs in graph.edges(data=True):
             link = given.get((u, v))
             if link is None:
-                link = Link(link_class=cls if cls is not None else "link")
+                link = Link(link_class=attrs.get("link_class", "link"))
             else:
                 matched += 1
             self.links[(u, v)] = link
+            if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
+                self._edge_attrs[(u, v)] = attrs
+            succ.setdefault(u, []).append(v)
+        alike: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._succ: dict[str, tuple[str, ...]] = {}
+        for name in graph.nodes:
+            t = tuple(succ.pop(name, ()))
+            self._succ[name] = alike.setdefault(t, t)
+        del alike, succ
         if matched != len(given):
             u, v = next(e for e in given if e not in self.links)
             raise NetworkError(f"a link model is given for {u}->{v}, but the graph has no such edge")
@@ -167,7 +204,23 @@ class Network:
             raise NetworkError(f"unknown node {name!r}") from None
 
     def neighbours(self, name: str) -> list[str]:
-        return list(self.graph.successors(name))
+        try:
+            return list(self._succ[name])
+        except KeyError:
+            raise NetworkError(f"unknown node {name!r}") from None
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The topology as a networkx DiGraph (nodes with their attributes, links with
+        `link_class` and any other edge attribute), rebuilt at each access: a copy, so
+        change the network through `nodes` and `link()`."""
+        g = nx.DiGraph()
+        g.add_nodes_from((name, node.attrs) for name, node in self.nodes.items())
+        attrs = self._edge_attrs
+        g.add_edges_from(
+            (u, v, attrs[(u, v)] if (u, v) in attrs else {"link_class": link.link_class}) for (u, v), link in self.links.items()
+        )
+        return g
 
     def participates(self, name: str, round: int) -> bool:
         """Bernoulli(participation) draw of node `name` in `round`, keyed by (node, round)."""
@@ -239,9 +292,10 @@ class Network:
         after the messages before it were sent, as a loop of `send` would.
         """
         env, fates, emit, counts, pending = self.env, self.fates, self.emit, self.counts, self._pending
-        links, draws_of, timeout = self.links, self._draws, env.timeout
+        links, draws_of = self.links, self._draws
+        queue, eid, push = env._queue, env._eid, heapq.heappush  # noqa: SLF001 - what env.timeout does, without its object
         link_draws = self._link_draws
-        arrive, lose = self._arrive, self._lose
+        arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
         shared = payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None
         ids = []
@@ -254,8 +308,10 @@ class Network:
             msg_id = self._next_id
             self._next_id = msg_id + 1
             ids.append(msg_id)
-            data = encode_envelope(msg_id, src, dst, kind, round, now, payload)
-            nbytes = len(data)
+            # the envelope is its header and the payload: kept apart until delivery, so the
+            # messages of a broadcast in flight share one payload (joined, they are the same bytes)
+            header = encode_envelope(msg_id, src, dst, kind, round, now, b"")
+            nbytes = len(header) + len(payload)
             cls = link.link_class
             index = link.next_index(round)
             pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
@@ -282,18 +338,18 @@ class Network:
                 at = now + wait  # the instant SimPy computes for the event
                 batch = batches.get(at)
                 if batch is not None:
-                    batch.append((msg_id, data))
+                    batch.append((msg_id, header, payload))
                 else:
-                    batches[at] = batch = [(msg_id, data)]
-                    timeout(wait, batch).callbacks.append(arrive)
+                    batches[at] = batch = [(msg_id, header, payload)]
+                    push(queue, (at, NORMAL, next(eid), _Due(arrive, batch)))  # = env.timeout(wait, batch)
             else:
                 wait = tx_end + (link.max_delay if reason == "expired" else 0.0) - now
                 batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
-                timeout(wait, (msg_id, reason)).callbacks.append(lose)
+                push(queue, (now + wait, NORMAL, next(eid), _Due(lose, (msg_id, reason))))
         return ids
 
-    def _lose(self, event: simpy.Event) -> None:
-        self._drop(*event.value)
+    def _lose(self, event: _Due) -> None:
+        self._drop(*event._value)  # noqa: SLF001 - our own event
 
     def _drop(self, msg_id: int, reason: str) -> None:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
@@ -304,7 +360,7 @@ class Network:
             reason=reason,
         )
 
-    def _arrive(self, event: simpy.Event) -> None:
+    def _arrive(self, event: _Due) -> None:
         """Deliver the messages of one batch, due at this instant, in send order.
 
         The messages of a `send_many` call that arrive at the same instant share one
@@ -315,14 +371,11 @@ class Network:
         ahead of every later event, and delivered after the woken code has run —
         the same interleaving, hence the same log, as one event per message.
         """
-        batch = event.value
+        batch = event._value  # noqa: SLF001 - our own event
         last = len(batch) - 1
-        for i, (msg_id, data) in enumerate(batch):
-            if self._deliver(msg_id, data) is not False and i < last:
-                rest = simpy.Event(self.env)
-                rest._ok, rest._value = True, batch[i + 1 :]  # noqa: SLF001 - a triggered event, as Timeout builds it
-                rest.callbacks.append(self._arrive)
-                self.env.schedule(rest, simpy.core.URGENT)
+        for i, (msg_id, header, payload) in enumerate(batch):
+            if self._deliver(msg_id, header + payload) is not False and i < last:
+                self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), simpy.core.URGENT)
                 return
 
     def _deliver(self, msg_id: int, data: bytes) -> bool | None:
