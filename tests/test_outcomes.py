@@ -294,7 +294,7 @@ def test_seeds_are_in_the_documented_range(tmp_path, seed, ok):
 
 
 @pytest.mark.parametrize(("override", "message"), [
-    ("topology.clients=1000000000", "at most 1,000,000 nodes in all (this topology has 1,000,000,001; a run would need about"),
+    ("topology.clients=1000000000", "at most 2,000,000 nodes in all (this topology has 1,000,000,001; a run would need about"),
     ("run.runs=100000000000000000000", "run.runs = 100000000000000000000: expected an integer >= 1 Monte Carlo runs (at most 100,000) (a 64-bit integer"),
     ("run.runs=1000000000", "run.runs = 1000000000: at most 100,000 Monte Carlo runs (a run would need about"),
     ("run.rounds=1000000000000", "run.rounds = 1000000000000: at most 100,000,000 rounds (a run would need about"),

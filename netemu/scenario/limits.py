@@ -13,12 +13,12 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_ROUNDS", "MAX_RUNS", "SEED_MAX", "chec
            "nesting_depth"]
 
 SEED_MAX = 2**63 - 1  # seeds feed NumPy's SeedSequence and BLAKE2 run seeds (docs/scenarios.md)
-MAX_NODES = 1_000_000  # sizes refused before anything is allocated (with a memory estimate)
+MAX_NODES = 2_000_000  # sizes refused before anything is allocated (with a memory estimate)
 MAX_RUNS = 100_000
 MAX_ROUNDS = 100_000_000
-NODE_BYTES = 16_000  # measured: ~12 kB per node of a star world (graph, links, actor); rounded up
+NODE_BYTES = 8_000  # measured (tools/bench_memory.py): ~6 kB per client of a star world at the peak of a round (links, node, actor, messages); rounded up
 EDGE_BYTES = 2_000  # per directed link: its Link and the graph's edge dictionaries (order of magnitude)
-GRAPH_BYTES = 1_500  # per node and Monte Carlo run: the topologies of every run are built up front
+GRAPH_BYTES = 1_500  # per node: the networkx topology, while a world is built (one at a time)
 METRIC_BYTES = 300  # per recorded metric value (metrics list and metrics.csv rows)
 
 
@@ -56,7 +56,7 @@ def _physical_memory() -> int | None:
 
 def memory_estimate(table: dict, nodes: int) -> int:
     """A rough upper estimate (bytes) of what a run of the scenario holds in memory:
-    one World at a time, the topologies of every run, the data, every metric value."""
+    one World and one topology at a time, the data, every metric value."""
     run, data = table["run"], table["data"] or {}
     dim = data.get("dim", 64) if isinstance(data.get("dim", 64), int) else 64
     samples = max((v for k, v in data.items() if k in ("samples_max", "samples") and isinstance(v, int)), default=100)
@@ -72,7 +72,7 @@ def memory_estimate(table: dict, nodes: int) -> int:
         edges, data_bytes = _geometric_links(topo), data_bytes + 24 * nodes * nodes
     elif topo["kind"] == "multi_server":
         edges = int(topo["servers"] * min(topo["server_degree"], topo["servers"]))
-    return nodes * NODE_BYTES + edges * EDGE_BYTES * (1 + run["runs"]) + run["runs"] * nodes * GRAPH_BYTES + data_bytes + metric_bytes
+    return nodes * NODE_BYTES + edges * EDGE_BYTES * 2 + nodes * GRAPH_BYTES + data_bytes + metric_bytes
 
 
 def _geometric_links(topo: dict, exact_up_to: int = 20_000) -> int:
