@@ -26,6 +26,19 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
    * `"mean"`: the ζ-weighted mean for every client (FedAvg, FedProx);
    * `"identity"`: Ψ = Ω̂ (local training).
 
+FedPnP's personalized baselines (its Table 1, settings of appendix A.4.3; the maths in
+`netemu.kernels.personal`) are parameters of the same server and client:
+* `local = "pfedme"`: step 2 is pFedMe's local round (λ = `lam`, K = `inner_steps`,
+  `personal_lr`, η = lr) and step 4 pFedMe's global update Ψ ← (1 − β) Ψ + β F(Ω̂) with
+  β = `server_mix`; the client uses its personalized model θ̂ (local accuracy).
+* `local = "perfedavg"`: step 2 is Per-FedAvg's MAML steps (outer step lr, inner step
+  `alpha`, `maml` = "fo" or "hf"); the client uses one step of size α on its data.
+* `keep_local = true` (FedBN): the entries of the model's `local_mask` (batch norm) never
+  travel: the server sends and receives the other entries only (the message sizes count
+  just those) and each client keeps its own, across rounds, in its actor.
+The variants "pfedme", "perfedavg" and "fedbn" are these with the mean filter (FedAvg's
+server).  The metrics evaluate the model each client uses (`GraphFLState.used_model`).
+
 The client graph is built from what the clients *send*: before round 1 (round 0) each
 client sends a `stats` message with its sample count (the weight ζ_k) and, for the soft
 and hard filters, either its per-feature mean, variance, skewness and kurtosis
@@ -106,6 +119,7 @@ from netemu.kernels.graphfilter import (
     statistics_graph,
     weighted_filter,
 )
+from netemu.kernels.personal import merge_kept, perfedavg, personalize, pfedme
 from netemu.net.network import Message
 from netemu.system import Device, draw_devices, heterogeneity, optimize, rate
 from netemu.wire.codec import encode_envelope, encode_from
@@ -122,6 +136,9 @@ FILTERS = ("soft", "hard", "mean", "identity")
 
 SCORES = ("accuracy", "precision", "recall", "f1")  # the names `metrics` accepts
 MODELS = ("softmax", "mlp", "mlp_bn", "cnn", "cnn_bn")
+LOCAL_STEPS = ("sgd", "pfedme", "perfedavg")  # the client's local round (`local`)
+#: models without batch-norm entries (their `local_mask` is None): FedBN (`keep_local`) refuses them
+MASKLESS_MODELS = ("softmax", "mlp", "cnn")
 
 
 @dataclass(frozen=True)
@@ -163,6 +180,16 @@ class GraphFLParams:
     z_min: float = 0.1
     energy_max: float = math.inf  # J per device and round (C2)
     metrics: tuple = ("accuracy",)  # add "precision", "recall", "f1": macro scores (G-Fedfilt Table VI)
+    # personalized baselines (module docstring, netemu.kernels.personal)
+    local: str = "sgd"  # client step: "sgd" | "pfedme" | "perfedavg"
+    lam: float = 15.0  # pFedMe λ (FedPnP A.4.3)
+    inner_steps: int = 5  # pFedMe K: gradient steps on the inner problem per batch
+    personal_lr: float = 0.1  # pFedMe's step on the inner problem
+    server_mix: float = 1.0  # pFedMe β: Ψ ← (1 − β) Ψ + β F(Ω̂)
+    alpha: float = 0.05  # Per-FedAvg α: inner and personalization step (FedPnP: α = lr)
+    maml: str = "fo"  # Per-FedAvg "fo" (first order) | "hf" (Hessian-free)
+    hf_delta: float = 0.001  # Per-FedAvg (HF): finite-difference step δ
+    keep_local: bool = False  # FedBN: the model's `local_mask` entries stay on the client
 
     def __post_init__(self) -> None:
         require(self.model in MODELS, "model", " | ".join(f'"{m}"' for m in MODELS))
@@ -199,6 +226,20 @@ class GraphFLParams:
         require(self.energy_max > 0, "energy_max", "> 0 J")
         require(isinstance(self.metrics, (list, tuple)) and set(self.metrics) <= set(SCORES) and "accuracy" in self.metrics,
                 "metrics", 'a list of "accuracy" (always reported), "precision", "recall", "f1"')
+        require(self.local in LOCAL_STEPS, "local", " | ".join(LOCAL_STEPS))
+        require(self.local == "sgd" or self.model in MASKLESS_MODELS, "local",
+                f'"sgd" with model = {self.model!r}: the pFedMe and Per-FedAvg steps do not track batch-norm running statistics')
+        require(self.local == "sgd" or self.mu == 0, "mu", '0 unless local = "sgd" (pFedMe and Per-FedAvg have no proximal term)')
+        require(self.lam > 0, "lam", "> 0")
+        require(self.inner_steps >= 1, "inner_steps", ">= 1")
+        require(self.personal_lr > 0, "personal_lr", "> 0")
+        require(0 < self.server_mix <= 1, "server_mix", "in (0, 1]")
+        require(self.alpha >= 0, "alpha", ">= 0")
+        require(self.maml in ("fo", "hf"), "maml", '"fo" or "hf"')
+        require(self.hf_delta > 0, "hf_delta", "> 0")
+        require(isinstance(self.keep_local, bool), "keep_local", "true or false")
+        require(not self.keep_local or self.model not in MASKLESS_MODELS, "keep_local",
+                f"false with model = {self.model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)")
 
     def nu(self, t: int) -> tuple[float, float]:
         """ν₁⁽ᵗ⁾, ν₂⁽ᵗ⁾ (FedPnP Algorithm 1)."""
@@ -243,6 +284,15 @@ class GraphFLState:
         d, C = task.dim, task.classes
         self.model = make_model(p, d, C)
         self.theta0 = self.model.init(world.streams.generator("model/init"))
+        mask = getattr(self.model, "local_mask", None)
+        require(not p.keep_local or mask is not None, "keep_local",
+                f"false with model = {p.model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)")
+        # FedBN: entries that stay on the clients (None: every entry travels)
+        self.kept = np.asarray(mask, dtype=bool) if p.keep_local else None
+        self.shared_size = self.model.size if self.kept is None else int((~self.kept).sum())
+        # what each client uses, for the local accuracy only (pFedMe's θ̂, FedBN's kept
+        # entries): written by the clients, read by the metrics, never by the algorithm
+        self.probe: dict[str, np.ndarray] = {}
         if p.graph == "positions":
             require(task.positions is not None, "graph", _POSITIONS_NEEDED)
         # set by the server from the clients' `stats` messages (set_graph)
@@ -263,7 +313,7 @@ class GraphFLState:
         """(χ₀, χ₁): the encoded size in bits of an update sending share z of the entries is
         about χ₀ + z χ₁ (fitted on the envelopes of two partial updates)."""
         k, server = self.clients[0], world.network.neighbours(self.clients[0])[0]
-        B = self.model.size
+        B = self.shared_size
 
         def bits(m: int) -> float:
             u = PartialModel.take(np.ones(B), np.arange(m))
@@ -350,6 +400,42 @@ class GraphFLState:
             return paper_filter(H, zeta, stack)
         return weighted_filter(H, zeta, stack)
 
+    def work_factor(self) -> float:
+        """Gradient evaluations per sample and epoch of the local round (its compute work)."""
+        p = self.p
+        return {"sgd": 1.0, "pfedme": float(p.inner_steps), "perfedavg": 2.0 if p.maml == "fo" else 4.0}[p.local]
+
+    def local_round(self, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+        """The client's trained model (what its update is taken from) and, for pFedMe, its
+        personalized model θ̂ (`local`; netemu.kernels.personal)."""
+        p, model = self.p, self.model
+        if p.local == "pfedme":
+            return pfedme(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
+                          personal_lr=p.personal_lr, rng=rng)
+        if p.local == "perfedavg":
+            return perfedavg(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, alpha=p.alpha, rng=rng,
+                             order=p.maml, delta=p.hf_delta), None
+        return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None
+
+    def shared(self, vector: np.ndarray) -> np.ndarray:
+        """The entries of a model vector that travel (all but FedBN's kept ones)."""
+        return vector if self.kept is None else vector[~self.kept]
+
+    def used_model(self, k: str, row: np.ndarray) -> np.ndarray:
+        """The model client k uses, for the metrics: pFedMe's θ̂ from its last local round;
+        otherwise its server row Ψ[k] with, under FedBN, the client's own kept entries, and
+        for Per-FedAvg one step of size α on its training data (`personalize`).  The
+        metrics observe the clients' state here; the algorithm never does."""
+        p, seen = self.p, self.probe.get(k)
+        if p.local == "pfedme":
+            return row if seen is None else seen
+        if self.kept is not None and seen is not None:
+            row = merge_kept(row[~self.kept], seen, self.kept)
+        if p.local == "perfedavg":
+            row = personalize(self.model, row, *self.task.parts[k], p.alpha)
+        return row
+
 
 def dense(u: np.ndarray | PartialModel) -> np.ndarray:
     return u.to_dense() if isinstance(u, PartialModel) else np.asarray(u, dtype=float)
@@ -370,7 +456,7 @@ class GraphFLServer(Actor):
             self.round = t
             start = self.now
             for k in st.clients:
-                self.send(k, "model", {"w": self.Psi[index[k]]})
+                self.send(k, "model", {"w": st.shared(self.Psi[index[k]])})
             got = await gather(self, "update", start + st.deadline, round=t, expected=st.clients,
                                on_message=partial(self.carry, t=t))
             updates = {m.src: dense(m.payload["u"]) for m in got.messages}
@@ -381,11 +467,17 @@ class GraphFLServer(Actor):
             self.carried.clear()
             delta = np.zeros_like(self.Psi)
             for k, u in updates.items():
-                delta[index[k]] = u
+                if st.kept is None:
+                    delta[index[k]] = u
+                else:  # FedBN: the update holds the shared entries only
+                    delta[index[k], ~st.kept] = u
             if p.share == "models":
-                self.Psi = st.aggregate(t, self.Psi + delta)
+                new = st.aggregate(t, self.Psi + delta)
             else:
-                self.Psi = self.Psi + st.aggregate(t, delta)
+                new = self.Psi + st.aggregate(t, delta)
+            if p.server_mix != 1:  # pFedMe's global update: (1 − β) Ψ + β F(Ω̂)
+                new = self.Psi + p.server_mix * (new - self.Psi)
+            self.Psi = new
             self.report(late, start, arrivals)
 
     def carry(self, msg: Message, t: int) -> None:
@@ -400,12 +492,19 @@ class GraphFLServer(Actor):
         got = await gather(self, "stats", self.now + st.deadline, round=0, expected=st.clients)
         st.set_graph({m.src: m.payload for m in got.messages})
 
-    def report_scores(self) -> None:
+    def used_models(self) -> np.ndarray:
+        """K × B: the model each client uses (`GraphFLState.used_model`; Ψ for FedAvg and FedPnP)."""
+        st = self.state
+        if st.p.local == "sgd" and st.kept is None:
+            return self.Psi
+        return np.stack([st.used_model(k, self.Psi[i]) for i, k in enumerate(st.clients)])
+
+    def report_scores(self, used: np.ndarray) -> None:
         """The opt-in macro scores (`metrics`), mean over clients like the accuracies."""
         st = self.state
         for where, sets in (("local", [st.task.local_tests[k] for k in st.clients]),
                             ("global", [st.task.global_test] * len(st.clients))):
-            scores = np.mean([macro_prf(y, predictions(st.model, self.Psi[i], X), st.task.classes)
+            scores = np.mean([macro_prf(y, predictions(st.model, used[i], X), st.task.classes)
                               for i, (X, y) in enumerate(sets)], axis=0)
             for name, value in zip(("precision", "recall", "f1"), scores, strict=True):
                 if name in st.p.metrics:
@@ -415,12 +514,13 @@ class GraphFLServer(Actor):
         st = self.state
         if self.round == 1 and st.needs_graph:
             self.metric("components", st.components)
-        local = [accuracy(st.model, self.Psi[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
-        glob = [accuracy(st.model, self.Psi[i], *st.task.global_test) for i in range(len(st.clients))]
+        used = self.used_models()
+        local = [accuracy(st.model, used[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
+        glob = [accuracy(st.model, used[i], *st.task.global_test) for i in range(len(st.clients))]
         self.metric("accuracy_local", float(np.mean(local)))
         self.metric("accuracy_global", float(np.mean(glob)))
         if len(st.p.metrics) > 1:
-            self.report_scores()
+            self.report_scores(used)
         self.metric("latency_s", (start + st.deadline if late else max(arrivals, default=start)) - start)
         self.metric("desync_s", max(arrivals, default=start) - min(arrivals, default=start))
         self.metric("late", late)
@@ -435,7 +535,8 @@ class GraphFLClient(Actor):
         super().__init__(name)
         self.state = state
         self.X, self.y = state.task.parts[name]
-        self.residual = np.zeros(state.model.size)  # unsent update entries (Algorithm 2)
+        self.residual = np.zeros(state.shared_size)  # unsent update entries (Algorithm 2)
+        self.own = None if state.kept is None else state.theta0.copy()  # FedBN: the kept entries live here
 
     async def run(self) -> None:
         st, p = self.state, self.state.p
@@ -447,17 +548,22 @@ class GraphFLClient(Actor):
             if not self.participates(t):
                 continue
             w = np.asarray(msg.payload["w"], dtype=float)
+            if self.own is not None and st.kept is not None:  # FedBN: the shared entries with the kept ones
+                w = merge_kept(w, self.own, st.kept)
             epochs, fraction, sparsity = st.plan[self.name]
             X, y = self.X, self.y
             if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
                 rows = self.world.streams.generator(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
                 X, y = X[rows], y[rows]
-            work = epochs * y.size * (1.0 if st.devices else p.work_per_sample)  # samples at f/ρ samples/s
+            work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * st.work_factor()  # samples at f/ρ samples/s
             self.metric("compute_s", await self.compute(work))
             rng = self.world.streams.generator(f"sgd/{self.name}/{t}")
-            trained = sgd(st.model, w, X, y, epochs=epochs, batch=p.batch, lr=p.lr * p.lr_decay ** (t - 1),
-                          rng=rng, mu=p.mu, anchor=w)
-            self.send(msg.src, "update", {"u": self.sparsify(trained - w, sparsity)})
+            trained, personal = st.local_round(w, X, y, epochs, p.lr * p.lr_decay ** (t - 1), rng)
+            if self.own is not None:
+                self.own = st.probe[self.name] = trained
+            if personal is not None:
+                st.probe[self.name] = personal
+            self.send(msg.src, "update", {"u": self.sparsify(st.shared(trained - w), sparsity)})
 
     def sparsify(self, update: np.ndarray, sparsity: float) -> np.ndarray | PartialModel:
         """Algorithm 2 of G-Fedfilt: send the ⌈sparsity · B⌉ largest entries of update +
@@ -491,6 +597,10 @@ VARIANTS: dict[str, dict] = {
     "g-fedfilt": {"filter": "soft", "share": "updates", "graph": "positions", "beta1": 10.0, "beta2": 0.0, "nu0": 0.0},
     "fedprox": {"filter": "mean", "mu": 0.01},
     "local": {"filter": "identity"},
+    # FedPnP's personalized baselines (Table 1; settings of its appendix A.4.3)
+    "pfedme": {"filter": "mean", "mu": 0.0, "local": "pfedme"},
+    "perfedavg": {"filter": "mean", "mu": 0.0, "local": "perfedavg"},
+    "fedbn": {"filter": "mean", "mu": 0.0, "keep_local": True},
 }
 
 #: G-Fedfilt's client graph from positions needs data that places the clients.
