@@ -336,3 +336,77 @@ def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, 
             out = (H @ (zeta[:, None] * stack)) / (H @ zeta)[:, None]
         Psi = out if p.share == "models" else Psi + out
     return Psi
+
+
+def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int,
+                kept: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """pFedMe, Per-FedAvg (FO or HF) and FedBN on FedAvg's server (the mean filter), a
+    softmax model, every client in every round, vectorized over clients.
+
+    Written from the algorithms' statements (pFedMe Algorithm 1: K inner steps on
+    f(θ; D) + λ/2‖θ − w‖², w ← w − ηλ(w − θ̂), Ψ ← (1 − β)Ψ + β·mean; Per-FedAvg:
+    w ← w − β(I − α∇²f(D''))∇f(w − α∇f(w; D); D') on batches j, j+1, j+2 of the epoch;
+    FedBN: entries where `kept` is True are neither sent nor averaged), independently of
+    netemu.kernels.personal and .classifiers, with the emulated clients' named streams.
+    Requires equal sample counts.  Returns (Ψ, the K × B models the clients use).
+    """
+    K = len(clients)
+    X = np.stack([task.parts[k][0] for k in clients])
+    Y = np.stack([task.parts[k][1] for k in clients])
+    n, d = X.shape[1], X.shape[2]
+    C = task.classes
+    zeta = np.array([task.parts[k][1].size for k in clients], dtype=float)
+    zeta = zeta / zeta.sum()
+
+    def grad(theta, rows):  # (K, B) flat softmax parameters, (K, b) row indices -> mean CE gradient
+        Xb = np.take_along_axis(X, rows[..., None], axis=1)
+        Yb = np.take_along_axis(Y, rows, axis=1)
+        W, b = theta[:, : d * C].reshape(K, d, C), theta[:, d * C :]
+        logits = Xb @ W + b[:, None, :]
+        prob = np.exp(logits - logits.max(axis=2, keepdims=True))
+        prob /= prob.sum(axis=2, keepdims=True)
+        prob[np.arange(K)[:, None], np.arange(rows.shape[1])[None, :], Yb] -= 1
+        prob /= rows.shape[1]
+        return np.concatenate([(Xb.transpose(0, 2, 1) @ prob).reshape(K, -1), prob.sum(axis=1)], axis=1)
+
+    Psi = np.tile(theta0, (K, 1))
+    own = Psi.copy()  # FedBN: each client's kept entries
+    theta = None  # pFedMe: the personalized models
+    for t in range(1, rounds + 1):
+        lr = p.lr * p.lr_decay ** (t - 1)
+        start = Psi.copy()
+        if kept is not None:
+            start[:, kept] = own[:, kept]
+        w = start.copy()
+        theta = w.copy()
+        rngs = [streams.generator(f"sgd/{k}/{t}") for k in clients]
+        for _ in range(p.epochs):
+            perms = np.stack([r.permutation(n) for r in rngs])
+            cut = [perms[:, s : s + p.batch] for s in range(0, n, p.batch)]
+            m = len(cut)
+            for j in range(m):
+                if p.local == "pfedme":
+                    for _ in range(p.inner_steps):
+                        theta = theta - p.personal_lr * (grad(theta, cut[j]) + p.lam * (theta - w))
+                    w = w - lr * p.lam * (w - theta)
+                elif p.local == "perfedavg":
+                    g = grad(w - p.alpha * grad(w, cut[(j + 1) % m]), cut[j])
+                    if p.maml == "hf":
+                        hv = (grad(w + p.hf_delta * g, cut[(j + 2) % m]) - grad(w - p.hf_delta * g, cut[(j + 2) % m])) / (2 * p.hf_delta)
+                        g = g - p.alpha * hv
+                    w = w - lr * g
+                else:
+                    w = w - lr * grad(w, cut[j])
+        if kept is not None:
+            own = w.copy()
+            w = np.where(kept, Psi, w)  # the kept entries never reach the server
+        mean = np.tile(zeta @ w, (K, 1))
+        Psi = mean if p.server_mix == 1 else Psi + p.server_mix * (mean - Psi)
+    used = Psi.copy()
+    if kept is not None:
+        used[:, kept] = own[:, kept]
+    if p.local == "pfedme":
+        used = theta
+    elif p.local == "perfedavg" and p.alpha:
+        used = used - p.alpha * grad(used, np.tile(np.arange(n), (K, 1)))
+    return Psi, used
