@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from netemu import plugins
+from netemu.algorithms.graphfl import MASKLESS_MODELS
 from netemu.scenario import ScenarioError, load_scenario
 from netemu.scenario.build import build_world
 
@@ -69,21 +70,31 @@ def test_every_built_in_family_registers_through_entry_points():
     assert not plugins.registry().broken
 
 
+#: presets that keep batch-norm entries local (FedBN) while their model has none: validate
+#: refuses them on every topology, at `keep_local` (docs/algorithms.md, FedPnP's baselines)
+NO_BATCH_NORM = {n for n in BUILT_IN if plugins.algorithm(n).defaults.get("keep_local")
+                 and plugins.algorithm(n).defaults.get("model", "softmax") in MASKLESS_MODELS}
+
+
 @pytest.mark.parametrize("algorithm", BUILT_IN)
 def test_what_validate_accepts_builds(algorithm, tmp_path):
     """For every built-in algorithm × topology kind: validate-ok ⇒ the world builds; and each
     algorithm is accepted on at least one topology (so this cannot pass by refusing all)."""
     if algorithm == "flower":
         pytest.importorskip("flwr", reason="the Flower family validates its apps, which need Flower ([flower] extra)")
-    accepted = []
+    accepted, refused_at = [], set()
     for topology in TOPOLOGIES:
         try:
             sc = load_scenario(scenario(tmp_path, algorithm, topology))
         except ScenarioError as exc:
             assert all(i.file.endswith("s.toml") and i.key for i in exc.issues)
+            refused_at |= {i.key for i in exc.issues}
             continue
         build_world(sc, 0, 0)
         accepted.append(topology)
+    if algorithm in NO_BATCH_NORM:
+        assert not accepted and "algorithm[0].keep_local" in refused_at
+        return
     assert accepted, f"{algorithm} refused on every topology kind"
 
 
