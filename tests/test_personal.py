@@ -226,11 +226,28 @@ def test_pfedme_and_perfedavg_cost_their_extra_gradients_in_compute_time():
 @pytest.mark.parametrize("bad, field", [({"local": "ditto"}, "local"), ({"local": "pfedme", "mu": 0.2}, "mu"),
                                         ({"lam": 0.0}, "lam"), ({"inner_steps": 0}, "inner_steps"),
                                         ({"server_mix": 0.0}, "server_mix"), ({"alpha": -0.1}, "alpha"),
-                                        ({"maml": "so"}, "maml"), ({"keep_local": True, "model": "mlp"}, "keep_local")])
+                                        ({"maml": "so"}, "maml"), ({"keep_local": True, "model": "mlp"}, "keep_local"),
+                                        ({"keep_local": True, "model": "cnn"}, "keep_local")])
 def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         GraphFLParams(**bad)
     assert field in str(e.value)
+
+
+def test_fedbn_with_the_batch_norm_mlp_keeps_its_batch_norm_entries_home():
+    world, params, task = setup("fedbn", model="mlp_bn", hidden=8)
+    world.run()
+    st = world.actors["server"].state
+    assert 0 < st.kept.sum() < st.model.size
+    used = world.actors["server"].used_models()
+    assert np.allclose(used[:, ~st.kept], used[0, ~st.kept])
+    assert not np.allclose(used[:, st.kept], used[0, st.kept])
+
+
+@pytest.mark.parametrize("local", ["pfedme", "perfedavg"])
+def test_pfedme_and_perfedavg_refuse_batch_norm_models(local):
+    with pytest.raises(ConfigError, match="local"):
+        GraphFLParams(local=local, mu=0.0, model="mlp_bn")
 
 
 def test_fedbn_with_a_model_without_a_local_mask_is_refused_when_built(monkeypatch):

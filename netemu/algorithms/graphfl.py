@@ -227,7 +227,7 @@ class GraphFLParams:
         require(isinstance(self.metrics, (list, tuple)) and set(self.metrics) <= set(SCORES) and "accuracy" in self.metrics,
                 "metrics", 'a list of "accuracy" (always reported), "precision", "recall", "f1"')
         require(self.local in LOCAL_STEPS, "local", " | ".join(LOCAL_STEPS))
-        require(self.local == "sgd" or self.model in MASKLESS_MODELS, "local",
+        require(self.local == "sgd" or self.model not in ("mlp_bn", "cnn_bn"), "local",
                 f'"sgd" with model = {self.model!r}: the pFedMe and Per-FedAvg steps do not track batch-norm running statistics')
         require(self.local == "sgd" or self.mu == 0, "mu", '0 unless local = "sgd" (pFedMe and Per-FedAvg have no proximal term)')
         require(self.lam > 0, "lam", "> 0")
