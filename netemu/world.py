@@ -106,8 +106,7 @@ class World:
         self._finished: dict[str, asyncio.Future] = {}
         self._pending_recoveries: dict[str, int] = {}
         self._failure: asyncio.Future | None = None
-        self.on_round: Callable[[int], object] | None = None  # progress: called once per new round
-        self._last_round = -1
+        self.on_round: Callable[[int], object] | None = None  # progress: called once per round done, when it is first seen
         self.rounds_seen: set[int] = set()  # rounds for which a metric was recorded (= rounds done)
         self.stopped_by: str | None = None  # set by run(): "until" or "horizon" when a deadline stopped it
         self.stop_waits: dict[str, str] = {}
@@ -164,12 +163,10 @@ class World:
 
     def metric(self, actor: str, name: str, value: float, round: int) -> None:
         value = float(value)
-        if round > self._last_round:
+        if round not in self.rounds_seen:  # a round done (`rounds_done`): progress counts exactly these
+            self.rounds_seen.add(round)
             if self.on_round is not None:
-                for r in range(self._last_round + 1, round + 1):
-                    self.on_round(r)
-            self._last_round = round
-        self.rounds_seen.add(round)
+                self.on_round(round)
         self.metrics.append((actor, round, self.env.now, name, value))
         self.log(t=self.env.now, event="metric", actor=actor, round=round, metric=name, value=value)
 

@@ -1,6 +1,7 @@
 """netemu log summary / filter / diff and netemu plot, on small run folders made here."""
 
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -299,3 +300,12 @@ def test_an_unwritable_image_is_one_clear_line(runs, tmp_path, capsys, command):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"{target}: cannot write" in err
+
+
+def test_progress_counts_the_rounds_done_when_an_algorithm_numbers_its_rounds_from_1(tmp_path, capsys):
+    # graphfl's round 0 is the statistics exchange; its metrics are rounds 1..T.  The bar once
+    # ticked for round 0 too and ended at "10/8 rounds (125 %)".
+    scenario = Path(__file__).parent.parent / "scenarios" / "graphfl_stragglers.toml"
+    args = ["run", str(scenario), "--out", str(tmp_path / "r"), "--set", "run.rounds=2", "--set", "run.runs=1"]
+    assert main(args) == 0
+    assert capsys.readouterr().err.splitlines()[-1].startswith("netemu: graphfl_stragglers: 8/8 rounds (100 %), ")
