@@ -36,6 +36,7 @@ link expires it on the way).  Metrics per iteration: `mse_db` (eq. 4.36, one run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -187,28 +188,11 @@ class OnlineClient(Actor):
         self.state, self.k = state, state.index[name]
 
     async def run(self) -> None:
-        st, p, k = self.state, self.state.p, self.k
         sign_rng = self.rng("stochastic-sign")
         while True:
             msg = await self.recv("model")
-            n = self.round = msg.round
-            st.took_part[k] = n
-            Z, Y = st.features(n, np.array([k]))
-            z, y = Z[0], Y[0]
-            if isinstance(msg.payload, PartialModel):
-                start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
-            elif p.partial_down:
-                start = st.W[k].copy()
-                start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
-            else:
-                start = msg.payload
-            if p.uplink == "sign":
-                e = y - start @ z
-                bits = np.packbits(stochastic_sign(-z * e, sign_rng.random(p.rff_dim)) > 0)
-                self.send(msg.src, "update", {"bits": bits})
-                continue
-            st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-            self.send(msg.src, "update", st.share(st.W[k], st.sent_indices(n, k)))
+            self.round = msg.round
+            self.send(msg.src, "update", client_update(self.state, self.k, msg, lambda: sign_rng))
 
 
 class OnlineClients(Cohort):
@@ -224,28 +208,36 @@ class OnlineClients(Cohort):
         self.sign_rngs: dict[int, np.random.Generator] = {}  # per member, made on first use
 
     def on_message(self, member: Member, msg: Message) -> None:
-        st, p, k = self.state, self.state.p, self.k[member.index]
-        n = member.round = msg.round
-        st.took_part[k] = n
-        Z, Y = st.features(n, np.array([k]))
-        z, y = Z[0], Y[0]
-        if isinstance(msg.payload, PartialModel):
-            start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
-        elif p.partial_down:
-            start = st.W[k].copy()
-            start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
-        else:
-            start = msg.payload
-        if p.uplink == "sign":
-            sign_rng = self.sign_rngs.get(member.index)
-            if sign_rng is None:
-                sign_rng = self.sign_rngs[member.index] = self.member_rng(member, "stochastic-sign")
-            e = y - start @ z
-            bits = np.packbits(stochastic_sign(-z * e, sign_rng.random(p.rff_dim)) > 0)
-            self.send(member, msg.src, "update", {"bits": bits})
-            return
-        st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-        self.send(member, msg.src, "update", st.share(st.W[k], st.sent_indices(n, k)))
+        member.round = msg.round
+
+        def sign_rng() -> np.random.Generator:
+            if member.index not in self.sign_rngs:
+                self.sign_rngs[member.index] = self.member_rng(member, "stochastic-sign")
+            return self.sign_rngs[member.index]
+
+        self.send(member, msg.src, "update", client_update(self.state, self.k[member.index], msg, sign_rng))
+
+
+def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], np.random.Generator]) -> object:
+    """Client k's reply to the model in `msg` (an actor's and a cohort member's step alike):
+    its LMS update (eqs. 4.9–4.10), shared as S_k w_k, or with the sign uplink the
+    stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
+    p, n = st.p, msg.round
+    st.took_part[k] = n
+    Z, Y = st.features(n, np.array([k]))
+    z, y = Z[0], Y[0]
+    if isinstance(msg.payload, PartialModel):
+        start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
+    elif p.partial_down:
+        start = st.W[k].copy()
+        start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
+    else:
+        start = msg.payload
+    if p.uplink == "sign":
+        e = y - start @ z
+        return {"bits": np.packbits(stochastic_sign(-z * e, sign_rng().random(p.rff_dim)) > 0)}
+    st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
+    return st.share(st.W[k], st.sent_indices(n, k))
 
 
 class ClientPool(Actor):
