@@ -7,7 +7,8 @@ queues, losses and outages.  See README.md and docs/.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from netemu.actors import Actor, Cohort
+from netemu.actors import Actor
+from netemu.cohort import Cohort
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.log import MessageLog
 from netemu.net import *  # noqa: F403 - the network API is part of the public API

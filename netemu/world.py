@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from netemu.actors import Actor, Cohort
+from netemu.actors import Actor
+from netemu.cohort import Cohort
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.errors import RunStopped
 from netemu.log import MessageLog

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor, Cohort, Member
+from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
+from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average

@@ -42,8 +42,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor, Cohort, Member
+from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
+from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
 from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign

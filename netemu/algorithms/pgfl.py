@@ -52,8 +52,9 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from netemu.actors import Actor, Cohort, Member
+from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
+from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity

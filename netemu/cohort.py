@@ -1,0 +1,224 @@
+"""Cohorts: one process standing for many clients that run the same logic.
+
+Each member keeps its own node, links, draws, fates, ids and log lines, so a run with a
+cohort writes the same message log and trace as the same clients written as one `Actor`
+each (netemu.actors) — with no task, future or inbox per client (issue 15: memory and
+speed at 10⁵–10⁶ clients).  See `Cohort` and docs/actors.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from netemu.actors import Actor, Kinds, _matches
+from netemu.net.links import RoundCounter
+from netemu.net.network import Message
+from netemu.wire.codec import encode_from
+
+if TYPE_CHECKING:
+    from netemu.world import World
+
+__all__ = ["Cohort", "Member"]
+
+
+def _noop() -> None:
+    """A loop step that does nothing (where an actor's task step would run and do nothing visible)."""
+
+
+class Member:
+    """One client of a `Cohort`: its own node name, round, compute counter and queue of
+    messages received while it was busy (what its inbox would hold)."""
+
+    __slots__ = ("_computes", "busy", "gen", "handle", "incarnation", "index", "name", "queue", "round", "waiting")
+
+    def __init__(self, name: str, index: int) -> None:
+        self.name, self.index = name, index
+        self.round = 0
+        self.incarnation = 0  # how many times it has recovered from a crash
+        self.gen = 0  # bumped by every crash: work scheduled before it is dropped
+        self.busy = False  # handling a message: what arrives now is queued
+        self.handle: asyncio.Handle | None = None  # its pending hop or compute timer
+        self.waiting: str | None = None  # what it waits for while busy, for deadlock reports
+        self.queue: deque[Message] | None = None  # created on first use: most members never queue
+        self._computes: RoundCounter | None = None
+
+    def __repr__(self) -> str:
+        return f"<Member {self.name}>"
+
+
+class Cohort(Actor):
+    """One process that stands for many clients running the same logic.
+
+    Each member keeps its own network node, links, participation and compute-time draws,
+    message fates, ids and log lines: a run with a cohort writes the same message log and
+    trace as the same clients written as one `Actor` each, with no task, future or inbox
+    per client.  A member's logic is the body of an actor's `while True: msg = await
+    self.recv(self.receives); ...` loop, written as callbacks:
+
+        class Clients(Cohort):
+            receives = "model"
+            def on_message(self, m, msg):        # m: the Member the message is for
+                m.round = msg.round
+                if self.participates(m):
+                    self.compute(m, 50, self.reply, msg)   # compute, then call reply(m, msg)
+            def reply(self, m, msg):
+                self.send(m, msg.src, "update", msg.payload + 1)
+
+    A member handles one message at a time: from `on_message` until it returns without
+    scheduling work (`compute` / `sleep`), or until the callback of that work returns
+    without scheduling more, it is busy, and what arrives meanwhile waits in its queue
+    (as in an actor's inbox) to be handled next, at once.  Messages of other kinds than
+    `receives` stay queued.  Every step runs on the event loop exactly where the
+    per-client actor's task step would have run (one loop callback per wake-up, one
+    timer per compute), so both interleave with the rest of the run identically.
+
+    A member's crash drops its pending work and queue (`on_member_crash(m)` is called);
+    its recovery starts it afresh, waiting for `receives` (`on_member_recover(m)`).  An
+    exception in a callback stops the run with `ActorFailed` naming the member.
+    A cohort is a daemon: the run ends when the other actors are done.
+    """
+
+    daemon = True
+    networked = False
+    receives: Kinds = None  # the kinds a member's loop receives (None: any)
+
+    def __init__(self, name: str, members: Sequence[str]) -> None:
+        super().__init__(name)
+        self.members = [Member(m, i) for i, m in enumerate(members)]
+        self.member = {m.name: m for m in self.members}
+        if len(self.member) != len(self.members):
+            raise ValueError(f"cohort {name!r}: a client is listed twice")
+
+    async def run(self) -> None:
+        """Nothing to do as a process: members act on deliveries and timers."""
+        self.waiting_for = f"messages for its {len(self.members)} members"
+        await asyncio.get_running_loop().create_future()
+
+    # ------------------------------------------------------------ for subclasses
+
+    def on_message(self, m: Member, msg: Message) -> None:
+        """Handle `msg` for member `m` (what the actor's loop does after `recv`)."""
+        raise NotImplementedError
+
+    def on_member_crash(self, m: Member) -> None:
+        """Member `m`'s node crashed (its pending work and queue are dropped)."""
+
+    def on_member_recover(self, m: Member) -> None:
+        """Member `m`'s node recovered; it waits for `receives` again."""
+
+    def send(self, m: Member, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:  # type: ignore[override]
+        """`Actor.send` from member `m`."""
+        data = encode_from(m.name, kind, payload, dst)
+        return self.world.network.send(m.name, dst, kind, m.round if round is None else round, data)
+
+    def participates(self, m: Member, round: int | None = None) -> bool:  # type: ignore[override]
+        """Member `m`'s participation draw for `round` (default: its current round)."""
+        return self.world.network.participates(m.name, m.round if round is None else round)
+
+    def metric(self, m: Member, name: str, value: float, round: int | None = None) -> None:  # type: ignore[override]
+        self.world.metric(m.name, name, value, m.round if round is None else round)
+
+    def member_rng(self, m: Member, purpose: str):
+        """The Generator `rng(purpose)` of the member's own actor would give."""
+        return self.world.streams.generator(f"actor/{m.name}/{purpose}")
+
+    def compute(self, m: Member, work: float, then: Callable[..., object], *args: Any) -> float:  # type: ignore[override]
+        """Spend the virtual time `work` needs on `m`'s node, then call `then(m, *args)`;
+        the same draw, `compute` record and timer as `await Actor.compute(work)`."""
+        if m._computes is None:
+            m._computes = RoundCounter()
+        index = m._computes.next(m.round)
+        duration = self.world.network.compute_time(m.name, work, m.round, index)
+        self.world.log(t=self.now, event="compute", actor=m.name, round=m.round, work=work, duration=duration)
+        self.sleep(m, duration, then, *args)
+        return duration
+
+    def sleep(self, m: Member, seconds: float, then: Callable[..., object], *args: Any) -> None:  # type: ignore[override]
+        """Call `then(m, *args)` after `seconds` of virtual time (as `await asyncio.sleep`:
+        one timer, then one loop step)."""
+        loop = asyncio.get_running_loop()
+        m.waiting = f"sleep({seconds:g})"
+        if seconds <= 0:
+            m.handle = loop.call_soon(self._step, m, m.gen, then, args)
+        else:
+            m.handle = loop.call_later(seconds, self._wake, m, m.gen, then, args)
+        m.busy = True
+
+    # ------------------------------------------------------------ machinery
+
+    def attach(self, world: World) -> None:
+        """Connect every member's node to this cohort (called by `World.add`)."""
+        for m in self.members:
+            world.network.connect(m.name, self._receive)
+
+    def _receive(self, msg: Message) -> bool:
+        """A delivery to a member: queued if it is busy (or of another kind), else its
+        handling is scheduled as the next loop step — as a waiting actor's task is woken."""
+        m = self.member[msg.dst]
+        if m.busy or not _matches(self.receives, msg):
+            if m.queue is None:
+                m.queue = deque()
+            m.queue.append(msg)
+            return False
+        m.busy = True
+        m.waiting = None
+        m.handle = asyncio.get_running_loop().call_soon(self._step, m, m.gen, self.on_message, (msg,))
+        return True
+
+    def _wake(self, m: Member, gen: int, then: Callable[..., object], args: tuple) -> None:
+        """A member's timer fired: its work runs at the next loop step (as a sleeping
+        task's wake-up is)."""
+        if gen == m.gen:
+            m.handle = asyncio.get_running_loop().call_soon(self._step, m, gen, then, args)
+
+    def _step(self, m: Member, gen: int, fn: Callable[..., object], args: tuple) -> None:
+        if gen != m.gen:
+            return  # the member crashed since
+        m.busy = False
+        m.handle = None
+        m.waiting = None
+        try:
+            fn(m, *args)
+            while not m.busy and m.queue:  # what arrived meanwhile is handled at once, as `recv` takes it
+                msg = self._take(m)
+                if msg is None:
+                    break
+                self.on_message(m, msg)
+        except Exception as exc:  # noqa: BLE001 - any member error stops the run, naming the member
+            m.busy = True  # a failed member acts no more
+            self.world._fail(m.name, exc)
+
+    def _take(self, m: Member) -> Message | None:
+        queue = m.queue
+        assert queue is not None
+        for i, msg in enumerate(queue):
+            if _matches(self.receives, msg):
+                del queue[i]
+                return msg
+        return None
+
+    def crash_member(self, m: Member) -> None:
+        """Member `m`'s node crashed: its pending work is cancelled (the timer one loop step
+        later, as a cancelled task cancels its sleep) and its queue emptied."""
+        self.on_member_crash(m)
+        # one loop step, as the cancelled task's own: the clock stops stepping the network here too
+        asyncio.get_running_loop().call_soon(_noop if m.handle is None else m.handle.cancel)
+        m.handle = None
+        m.busy = False
+        m.waiting = None
+        m.gen += 1  # work scheduled before the crash finds a newer generation and is dropped
+        if m.queue:
+            m.queue.clear()
+
+    def recover_member(self, m: Member) -> None:
+        m.incarnation += 1
+        self.on_member_recover(m)
+        asyncio.get_running_loop().call_soon(_noop)  # where the restarted task's first step would run
+
+    def waits(self) -> dict[str, str]:
+        """What each member waits for (deadlock and stop reports)."""
+        idle = f"recv(kind={self.receives!r})"
+        return {m.name: (m.waiting or "running") if m.busy else idle for m in self.members}
