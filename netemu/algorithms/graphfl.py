@@ -137,8 +137,14 @@ FILTERS = ("soft", "hard", "mean", "identity")
 SCORES = ("accuracy", "precision", "recall", "f1")  # the names `metrics` accepts
 MODELS = ("softmax", "mlp", "mlp_bn", "cnn", "cnn_bn")
 LOCAL_STEPS = ("sgd", "pfedme", "perfedavg")  # the client's local round (`local`)
+BATCHNORM_MODELS = ("mlp_bn", "cnn_bn")
 #: models without batch-norm entries (their `local_mask` is None): FedBN (`keep_local`) refuses them
-MASKLESS_MODELS = ("softmax", "mlp", "cnn")
+MASKLESS_MODELS = tuple(m for m in MODELS if m not in BATCHNORM_MODELS)
+
+
+def _no_mask(model: str) -> str:
+    """What `keep_local` accepts when `model` has no batch-norm entries."""
+    return f"false with model = {model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)"
 
 
 @dataclass(frozen=True)
@@ -227,7 +233,7 @@ class GraphFLParams:
         require(isinstance(self.metrics, (list, tuple)) and set(self.metrics) <= set(SCORES) and "accuracy" in self.metrics,
                 "metrics", 'a list of "accuracy" (always reported), "precision", "recall", "f1"')
         require(self.local in LOCAL_STEPS, "local", " | ".join(LOCAL_STEPS))
-        require(self.local == "sgd" or self.model not in ("mlp_bn", "cnn_bn"), "local",
+        require(self.local == "sgd" or self.model not in BATCHNORM_MODELS, "local",
                 f'"sgd" with model = {self.model!r}: the pFedMe and Per-FedAvg steps do not track batch-norm running statistics')
         require(self.local == "sgd" or self.mu == 0, "mu", '0 unless local = "sgd" (pFedMe and Per-FedAvg have no proximal term)')
         require(self.lam > 0, "lam", "> 0")
@@ -238,8 +244,7 @@ class GraphFLParams:
         require(self.maml in ("fo", "hf"), "maml", '"fo" or "hf"')
         require(self.hf_delta > 0, "hf_delta", "> 0")
         require(isinstance(self.keep_local, bool), "keep_local", "true or false")
-        require(not self.keep_local or self.model not in MASKLESS_MODELS, "keep_local",
-                f"false with model = {self.model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)")
+        require(not self.keep_local or self.model not in MASKLESS_MODELS, "keep_local", _no_mask(self.model))
 
     def nu(self, t: int) -> tuple[float, float]:
         """ν₁⁽ᵗ⁾, ν₂⁽ᵗ⁾ (FedPnP Algorithm 1)."""
@@ -285,8 +290,7 @@ class GraphFLState:
         self.model = make_model(p, d, C)
         self.theta0 = self.model.init(world.streams.generator("model/init"))
         mask = getattr(self.model, "local_mask", None)
-        require(not p.keep_local or mask is not None, "keep_local",
-                f"false with model = {p.model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)")
+        require(not p.keep_local or mask is not None, "keep_local", _no_mask(p.model))
         # FedBN: entries that stay on the clients (None: every entry travels)
         self.kept = np.asarray(mask, dtype=bool) if p.keep_local else None
         self.shared_size = self.model.size if self.kept is None else int((~self.kept).sum())
