@@ -80,6 +80,14 @@ class Inbox:
         self._waiters.append((kind, fut, collect))
         return fut
 
+    def expire_after(self, fut: asyncio.Future, timeout: float) -> asyncio.Handle:
+        """One timer that resolves the waiter `fut` with None after `timeout`, scheduled
+        exactly as `asyncio.timeout(timeout)` schedules its own (same deadline, same loop
+        iterations), without building and unwinding a timeout context per call."""
+        loop = fut.get_loop()
+        when = loop.time() + timeout
+        return loop.call_soon(self.expire, fut) if when <= loop.time() else loop.call_at(when, self.expire, fut)
+
     def expire(self, fut: asyncio.Future) -> None:
         """A `recv` deadline passed: the waiter stops waiting and receives None."""
         if not fut.done():
@@ -194,12 +202,7 @@ class Actor:
         self.waiting_for = f"recv(kind={kind!r})"
         handle = None
         if timeout is not None:
-            # One timer that resolves the waiter with None, scheduled exactly as
-            # `asyncio.timeout(timeout)` schedules its own (same deadline, same loop
-            # iterations), without building and unwinding a timeout context per call.
-            loop = fut.get_loop()
-            when = loop.time() + timeout
-            handle = loop.call_soon(inbox.expire, fut) if when <= loop.time() else loop.call_at(when, inbox.expire, fut)
+            handle = inbox.expire_after(fut, timeout)
         try:
             return await fut
         finally:
@@ -239,8 +242,7 @@ class Actor:
             timeout = until - loop.time()
             if timeout <= 0:
                 return False
-            when = loop.time() + timeout
-            timer[0] = loop.call_soon(inbox.expire, fut) if when <= loop.time() else loop.call_at(when, inbox.expire, fut)
+            timer[0] = inbox.expire_after(fut, timeout)
             return True
 
         def step(msg: Message) -> None:  # where the task woken by `msg` would have run
