@@ -279,33 +279,39 @@ class RoundCounter:
         return self._switch(round)
 
     def _switch(self, round: int) -> int:
-        """`next(round)` for a round other than the last one used."""
+        """`next(round)` for a round other than the last one used.
+
+        The kept rounds are in ascending order, so finding a round is a bisection and the
+        oldest is the first; rounds sent in order (the usual case: one message per link
+        and round) append at the end and are never found, without a scan."""
         rounds, counts = self._rounds, self._counts
         if self._round is not None:  # park the last round's counter with the others
             if rounds is None or counts is None:
                 rounds = self._rounds = array("q")
                 counts = self._counts = array("q")
-            rounds.append(self._round)
-            counts.append(self._count)
+            last = self._round
+            if not rounds or last > rounds[-1]:
+                rounds.append(last)
+                counts.append(self._count)
+            else:
+                i = bisect.bisect_left(rounds, last)
+                rounds.insert(i, last)
+                counts.insert(i, self._count)
             self._round = None
         if rounds:
             assert counts is not None
-            try:
-                i = rounds.index(round)
-            except ValueError:
-                i = -1
-            if i >= 0:
-                index = counts[i]
-                del rounds[i], counts[i]
-                self._round, self._count = round, index + 1
-                return index
+            if round <= rounds[-1]:
+                i = bisect.bisect_left(rounds, round)
+                if rounds[i] == round:
+                    index = counts[i]
+                    del rounds[i], counts[i]
+                    self._round, self._count = round, index + 1
+                    return index
             if len(rounds) >= self.window:  # once full, always full: forgotten rounds < kept rounds
-                oldest = min(rounds)
-                if round < oldest:
+                if round < rounds[0]:
                     self._late += 1
                     return -self._late
-                i = rounds.index(oldest)
-                del rounds[i], counts[i]
+                del rounds[0], counts[0]
         self._round, self._count = round, 1
         return 0
 
