@@ -6,6 +6,8 @@ message logs and traces of the same traffic sent both ways."""
 
 import io
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -137,6 +139,44 @@ def test_a_delivery_that_wakes_a_receiver_lets_it_run_before_the_next_one():
 def test_batched_and_one_by_one_runs_are_identical_for_any_seed(seed, n, delay, loss):
     link = lambda: Link(Constant(delay), loss=Bernoulli(loss) if loss else None)  # noqa: E731
     assert run("batch", link, n=n, rounds=3, seed=seed) == run("one by one", link, n=n, rounds=3, seed=seed)
+
+
+class Keeper(Actor):
+    """Keeps the payload of every message it receives, and changes it in place."""
+
+    daemon = True
+
+    def __init__(self, name, kept):
+        super().__init__(name)
+        self.kept = kept
+
+    async def run(self):
+        while True:
+            msg = await self.recv()
+            self.kept.append(msg.payload)
+            msg.payload["w"][0] += 1.0
+            msg.payload["tags"].append(self.name)
+
+
+@pytest.mark.parametrize("delay", [Constant(1.0), Exponential(0.5)], ids=["one instant", "apart"])
+def test_each_receiver_of_a_broadcast_gets_a_payload_of_its_own(delay):
+    """The shared payload is decoded once; no receiver can see another's changes."""
+    g = star(4)
+    world = World(g, seed=2, links={e: Link(delay) for e in g.edges})
+    kept = []
+    for k in range(4):
+        world.add(Keeper(f"client-{k}", kept))
+
+    class Once(Actor):
+        async def run(self):
+            self.broadcast("model", {"w": np.zeros(3), "tags": []})
+            await self.sleep(10.0)  # the run ends when this actor does
+
+    world.add(Once("server"))
+    world.run()
+    assert len(kept) == 4
+    for p in kept:
+        assert p["w"].tolist() == [1.0, 0.0, 0.0] and len(p["tags"]) == 1
 
 
 def test_send_many_needs_one_payload_per_destination():

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from netemu.wire import PartialModel, WireError, decode, encode
-from netemu.wire.codec import decode_envelope, encode_envelope
+from netemu.wire.codec import decode_envelope, encode_envelope, fresh
 
 DTYPES = st.one_of(
     hnp.integer_dtypes(endianness="="),
@@ -84,6 +84,45 @@ def test_nested_payloads_round_trip():
     back = decode(encode(payload))
     assert_same_array(payload["w"], back["w"])
     assert back["meta"] == payload["meta"] and back["pm"] == payload["pm"]
+
+
+def _mutables(obj):
+    """Every mutable object (containers, arrays) reachable in a decoded payload."""
+    if isinstance(obj, dict):
+        return [obj, *(x for v in obj.values() for x in _mutables(v))]
+    if isinstance(obj, list):
+        return [obj, *(x for v in obj for x in _mutables(v))]
+    if isinstance(obj, PartialModel):
+        return [obj, obj.indices, obj.values]
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    return []
+
+
+PAYLOADS = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.floats(), st.text(max_size=5), st.binary(max_size=5),
+              ARRAYS, st.integers(-5, 5).map(np.int16)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@given(PAYLOADS)
+def test_fresh_gives_what_a_second_decode_gives_and_shares_nothing_mutable(payload):
+    data = encode(payload)
+    decoded = decode(data)
+    copy, again = fresh(decoded), decode(data)
+    assert encode(copy) == encode(again) == data  # equal values, dtypes, byte orders and shapes
+    shared = {id(x) for x in _mutables(decoded)}
+    assert not any(id(x) in shared for x in _mutables(copy))
+    assert all(a.flags.writeable for a in _mutables(copy) if isinstance(a, np.ndarray))
+
+
+def test_fresh_copies_a_partial_model_into_arrays_of_its_own():
+    pm = decode(encode(PartialModel(10, [1, 3], np.array([0.5, -0.5]))))
+    copy = fresh(pm)
+    assert copy == pm and copy.indices is not pm.indices and copy.values is not pm.values
+    assert copy.indices.dtype == pm.indices.dtype
 
 
 def test_object_arrays_are_refused_naming_the_field():

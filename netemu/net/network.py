@@ -30,7 +30,7 @@ from simpy.core import NORMAL
 from netemu.errors import InputError
 from netemu.net.links import Link
 from netemu.rng import KeyedDraws, Streams
-from netemu.wire.codec import decode_envelope, encode_envelope
+from netemu.wire.codec import decode, encode_envelope, fresh
 
 __all__ = ["Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now"]
 
@@ -123,6 +123,32 @@ class _Due:
     @property
     def value(self) -> Any:
         return self._value
+
+
+class _Shared:
+    """The payload shared by the messages of a broadcast still to be delivered: decoded at
+    the first delivery; every receiver but the last gets a `fresh` copy (equal to a decode
+    of the same bytes, at a fraction of its cost), the last one the decoded value itself."""
+
+    __slots__ = ("decoded", "left")
+
+    def __init__(self) -> None:
+        self.left = 0  # messages still to arrive
+        self.decoded: Any = _MISSING
+
+    def take(self) -> Any:
+        """One message of the broadcast arrived: the decoded value if it was the last one."""
+        self.left -= 1
+        if self.left:
+            return _MISSING
+        decoded, self.decoded = self.decoded, _MISSING
+        return decoded
+
+    def payload(self, data: bytes) -> Any:
+        if self.decoded is _MISSING:
+            self.decoded = decode(data)
+        decoded = self.decoded
+        return fresh(decoded) if self.take() is _MISSING else decoded
 
 
 class Network:
@@ -298,6 +324,7 @@ class Network:
         arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
         shared = payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None
+        box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
         for i, dst in enumerate(dsts):
@@ -308,10 +335,9 @@ class Network:
             msg_id = self._next_id
             self._next_id = msg_id + 1
             ids.append(msg_id)
-            # the envelope is its header and the payload: kept apart until delivery, so the
-            # messages of a broadcast in flight share one payload (joined, they are the same bytes)
-            header = encode_envelope(msg_id, src, dst, kind, round, now, b"")
-            nbytes = len(header) + len(payload)
+            # the envelope is its header and the payload (its bytes are what the log counts); in
+            # flight a message keeps only the payload, which the messages of a broadcast share
+            nbytes = len(encode_envelope(msg_id, src, dst, kind, round, now, b"")) + len(payload)
             cls = link.link_class
             index = link.next_index(round)
             pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
@@ -337,10 +363,12 @@ class Network:
                 wait = tx_end + delay - now
                 at = now + wait  # the instant SimPy computes for the event
                 batch = batches.get(at)
+                if box is not None:
+                    box.left += 1
                 if batch is not None:
-                    batch.append((msg_id, header, payload))
+                    batch.append((msg_id, payload, box))
                 else:
-                    batches[at] = batch = [(msg_id, header, payload)]
+                    batches[at] = batch = [(msg_id, payload, box)]
                     push(queue, (at, NORMAL, next(eid), _Due(arrive, batch)))  # = env.timeout(wait, batch)
             else:
                 wait = tx_end + (link.max_delay if reason == "expired" else 0.0) - now
@@ -373,17 +401,21 @@ class Network:
         """
         batch = event._value  # noqa: SLF001 - our own event
         last = len(batch) - 1
-        for i, (msg_id, header, payload) in enumerate(batch):
-            if self._deliver(msg_id, header + payload) is not False and i < last:
+        for i, (msg_id, payload, box) in enumerate(batch):
+            if self._deliver(msg_id, payload, box) is not False and i < last:
                 self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), simpy.core.URGENT)
                 return
 
-    def _deliver(self, msg_id: int, data: bytes) -> bool | None:
+    def _deliver(self, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
         """Deliver one message (or drop it, ``crash``); returns what the receiver returned
-        (False: nothing was woken)."""
+        (False: nothing was woken).  `data` is its encoded payload: the envelope's header
+        was encoded and counted when it was sent, and the receiver needs only the payload.
+        A payload that a broadcast's messages share (`box`) is decoded once."""
         pending = self._pending
         node = self.nodes[pending[msg_id][1]]
         if not node.up or node.receiver is None:
+            if box is not None:
+                box.take()
             self._drop(msg_id, "crash")
             return False
         src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
@@ -393,7 +425,7 @@ class Network:
             t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
             delay=now - sent_at,
         )
-        payload = decode_envelope(data)[6]
+        payload = decode(data) if box is None else box.payload(data)
         return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
 
     def in_flight(self) -> list[dict]:

@@ -27,7 +27,7 @@ import numpy as np
 from netemu.errors import InputError
 from netemu.wire.partial import PartialModel
 
-__all__ = ["ENVELOPE_FIELDS", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from"]
+__all__ = ["ENVELOPE_FIELDS", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from", "fresh"]
 
 EXT_NDARRAY, EXT_SCALAR, EXT_PARTIAL = 1, 2, 3
 _REFUSED_KINDS = {"O": "object", "V": "structured/void"}
@@ -177,6 +177,29 @@ def decode(data: bytes) -> Any:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException) as exc:
         raise WireError(f"cannot decode {len(data)} bytes: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+def fresh(obj: Any) -> Any:
+    """A copy of a decoded payload that shares no mutable object with it: what decoding
+    the same bytes again would give (equal values, dtypes and shapes; writable arrays of
+    its own).  The network decodes a broadcast's shared payload once and hands each
+    receiver `fresh` of it — a copy costs a fraction of a decode.  Decoded values are
+    only these types; the others (str, bytes, numbers, None, NumPy scalars, ExtType)
+    are immutable and shared."""
+    t = type(obj)
+    if t is np.ndarray:
+        return obj.copy()
+    if t is dict:
+        return {k: fresh(v) for k, v in obj.items()}
+    if t is list:
+        return [fresh(v) for v in obj]
+    if t is PartialModel:
+        copy = object.__new__(PartialModel)  # already checked when decoded: no second validation
+        object.__setattr__(copy, "dim", obj.dim)
+        object.__setattr__(copy, "indices", obj.indices.copy())
+        object.__setattr__(copy, "values", obj.values.copy())
+        return copy
+    return obj
 
 
 _HEADER = msgpack.Packer(use_bin_type=True)
