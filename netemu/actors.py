@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from netemu.clock import running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
@@ -219,7 +220,8 @@ class Actor:
 
         `ends(msg)` must say, before `handle(msg)` runs and without side effects, whether
         `done()` will hold after it.  A message that does not end the collection is
-        handled by one loop callback where the woken task step would have run, and the
+        handled where the woken task step would have run (by one loop callback, or at
+        once when that is the loop's very next step: `may_run_now`), and the
         deadline timer is renewed there as `recv` renews it; the one that ends it (or
         arrives when `until` has passed) wakes the actor with it.  So the loop runs the
         same steps and timers in the same order as the `recv` loop: the same records.
@@ -232,7 +234,7 @@ class Actor:
             handle(msg)
         if done():
             return
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         timer: list[asyncio.Handle | None] = [None]
 
         def arm() -> bool:
@@ -265,6 +267,9 @@ class Actor:
             if ends(msg) or (until is not None and until - loop.time() <= 0):
                 inbox.discard(fut)
                 fut.set_result(msg)  # the actor handles it, as `recv` would return it
+            elif loop.may_run_now():  # `step` runs now exactly where it would run scheduled
+                step(msg)
+                return loop.ran_now()
             else:
                 loop.call_soon(step, msg)
             return True

@@ -17,24 +17,46 @@ straight to the next timer instead of stepping a day at a time.
 
 The loop does no real I/O: callbacks from other threads (`call_soon_threadsafe`,
 `asyncio.to_thread`) are not supported inside an emulation.
+
+`VirtualTimeLoop` runs its own iteration (`_run_once`): asyncio's, step for step — drop
+cancelled timers, wait (here: step SimPy), move the due timers to the run queue, run
+it — without the selector round trip.  Owning it lets `run_now` run a callback at
+once when that is exactly where the loop would have run it had it been scheduled
+with `call_soon` (a cohort member woken by a delivery: issue 15), so the order of
+everything — records, ids, timers — is that of the scheduled callback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import asyncio.base_events
 import collections
+import heapq
 import math
 import selectors
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import simpy
 
-__all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run"]
+__all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
 
 T = TypeVar("T")
 # asyncio's cap on one select() wait (one day); private, so typeshed has no stub for it
 _MAXIMUM_SELECT_TIMEOUT: float = asyncio.base_events.MAXIMUM_SELECT_TIMEOUT  # type: ignore[attr-defined]
+# when asyncio rebuilds its timer heap rather than popping cancelled timers off its head
+_REBUILD_COUNT: int = asyncio.base_events._MIN_SCHEDULED_TIMER_HANDLES  # type: ignore[attr-defined]
+_REBUILD_FRACTION: float = asyncio.base_events._MIN_CANCELLED_TIMER_HANDLES_FRACTION  # type: ignore[attr-defined]
+
+
+_FINE = 2.0**23  # below this, a float step of the clock is finer than 1 ns
+
+
+def _resolution(now: float) -> float:
+    """How close a timer must be to count as due: 1 ns, or one float step of the clock
+    once virtual time is so large (> ~8e6 s) that 1 ns no longer changes it — else a
+    timer due exactly now would never fire and the loop would spin."""
+    return 1e-9 if now < _FINE else max(1e-9, math.ulp(now))
 
 
 class Deadlock(RuntimeError):
@@ -66,37 +88,27 @@ class _VirtualSelector(selectors.DefaultSelector):
         self.loop: VirtualTimeLoop | None = None
 
     def select(self, timeout: float | None = None) -> list:
+        """asyncio's wait for I/O: step SimPy instead (used by asyncio's own iteration,
+        in debug mode; otherwise the loop steps SimPy itself)."""
         if timeout == 0:
             return []
         loop = self.loop
         if loop is None:
             raise RuntimeError("a _VirtualSelector steps SimPy only for the VirtualTimeLoop it was attached to")
-        env, ready = self.env, loop._ready  # noqa: SLF001 - the loop's own run queue
-        deadline = math.inf if timeout is None else env.now + timeout
-        if timeout is not None and timeout >= _MAXIMUM_SELECT_TIMEOUT:
-            deadline = self._next_timer(loop)  # asyncio capped the wait: the real next timer (maybe inf)
-        while (t := env.peek()) <= deadline and t != math.inf:
-            env.step()
-            if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
-                return []
-        if deadline == math.inf:
-            raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
-        env.advance_to(deadline)
+        loop._advance(timeout)  # noqa: SLF001 - the loop this selector serves
         return []
-
-    @staticmethod
-    def _next_timer(loop: VirtualTimeLoop) -> float:
-        """When the earliest pending asyncio timer of `loop` is due (inf if none, or only at inf)."""
-        scheduled = [h.when() for h in loop._scheduled if not h.cancelled()]  # noqa: SLF001
-        return min(scheduled, default=math.inf)
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     """An asyncio event loop running in the virtual time of `self.env`."""
 
-    # BaseEventLoop's run queue and timer heap, read by the selector; typeshed leaves these private names out
+    # BaseEventLoop's run queue, timer heap and state, read and kept as asyncio's own iteration
+    # does; typeshed leaves these private names out
     _ready: collections.deque[asyncio.Handle]
     _scheduled: list[asyncio.TimerHandle]
+    _stopping: bool
+    _timer_cancelled_count: int
+    _debug: bool
 
     def __init__(self, env: VirtualEnvironment | None = None) -> None:
         env = env if env is not None else VirtualEnvironment()
@@ -104,20 +116,148 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         super().__init__(selector)
         selector.loop = self
         self.env = env
+        self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
+        self._ran_now = False  # a callback ran during the SimPy step in progress
 
     def time(self) -> float:
         return self.env.now
 
     @property
     def _clock_resolution(self) -> float:
-        """How close a timer must be to count as due: 1 ns, or one float step of the clock
-        once virtual time is so large (> ~1.6e7 s) that 1 ns no longer changes it — else a
-        timer due exactly now would never fire and the loop would spin."""
-        return max(1e-9, math.ulp(self.env.now))
+        return _resolution(self.env.now)
 
     @_clock_resolution.setter
     def _clock_resolution(self, _value: float) -> None:
         """asyncio sets the wall clock's resolution in __init__; virtual time has its own."""
+
+    # ------------------------------------------------------------ one iteration
+
+    def _run_once(self) -> None:
+        """One iteration of asyncio's loop (BaseEventLoop._run_once, Python 3.11–3.13), with
+        the selector's wait replaced by SimPy steps (`_advance`)."""
+        if self._debug:  # asyncio's own iteration, with its slow-callback reports
+            super()._run_once()  # type: ignore[misc]
+            return
+        self._prune()
+        ready = self._ready
+        if not ready and not self._stopping:
+            sched = self._scheduled
+            timeout = None if not sched else min(max(0, sched[0]._when - self.env._now), _MAXIMUM_SELECT_TIMEOUT)  # type: ignore[attr-defined]  # noqa: SLF001
+            if timeout != 0:
+                self._advance(timeout)
+        now = self.env._now  # noqa: SLF001
+        end = now + _resolution(now)
+        sched = self._scheduled
+        while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # noqa: SLF001 - due timers join the run queue
+            timer = heapq.heappop(sched)
+            timer._scheduled = False  # type: ignore[attr-defined]
+            ready.append(timer)
+        self._phase = 2
+        try:
+            for _ in range(len(ready)):
+                handle = ready.popleft()
+                if not handle._cancelled:  # noqa: SLF001
+                    handle._run()  # noqa: SLF001
+        finally:
+            self._phase = 0
+
+    def _prune(self) -> None:
+        """The start of an iteration: drop cancelled timers from the head of the heap, or
+        rebuild it when most timers are cancelled (asyncio's rule)."""
+        sched = self._scheduled
+        n = len(sched)
+        if n > _REBUILD_COUNT and self._timer_cancelled_count / n > _REBUILD_FRACTION:
+            kept = []
+            for handle in sched:
+                if handle._cancelled:  # noqa: SLF001
+                    handle._scheduled = False  # type: ignore[attr-defined]
+                else:
+                    kept.append(handle)
+            heapq.heapify(kept)
+            self._scheduled = kept
+            self._timer_cancelled_count = 0
+        else:
+            while sched and sched[0]._cancelled:  # noqa: SLF001
+                self._timer_cancelled_count -= 1
+                handle = heapq.heappop(sched)
+                handle._scheduled = False  # type: ignore[attr-defined]
+
+    def _deadline(self, timeout: float | None) -> float:
+        """Until when the wait of `timeout` seconds steps SimPy (inf: no timer at all)."""
+        if timeout is None:
+            return math.inf
+        if timeout >= _MAXIMUM_SELECT_TIMEOUT:  # asyncio capped the wait: the real next timer (maybe inf)
+            return min((h.when() for h in self._scheduled if not h.cancelled()), default=math.inf)
+        return self.env.now + timeout
+
+    def _timeout(self) -> float | None:
+        """The wait an iteration starting now would ask for (0: none; None: no timer)."""
+        if self._ready or self._stopping:
+            return 0
+        sched = self._scheduled
+        return None if not sched else min(max(0, sched[0]._when - self.env._now), _MAXIMUM_SELECT_TIMEOUT)  # type: ignore[attr-defined]  # noqa: SLF001
+
+    def _advance(self, timeout: float | None) -> None:
+        """The wait: process SimPy events one at a time until one readies a callback, or
+        up to the next timer; then virtual time jumps there."""
+        env, ready = self.env, self._ready
+        deadline = self._deadline(timeout)
+        self._phase, self._ran_now = 1, False
+        try:
+            while (t := env.peek()) <= deadline and t != math.inf:
+                env.step()
+                if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
+                    return
+                if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
+                    self._ran_now = False
+                    timeout = self._timeout()
+                    if timeout == 0:
+                        return
+                    deadline = self._deadline(timeout)
+        finally:
+            self._phase = 0
+        if deadline == math.inf:
+            raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
+        env.advance_to(deadline)
+
+    # ------------------------------------------------------------ running a callback at once
+
+    def may_run_now(self) -> bool:
+        """Whether a callback may run at once instead of `call_soon` — true exactly when that
+        is where and when the loop would run it once scheduled, so running it now changes
+        nothing but the cost (no handle, no loop iteration; a cohort member woken by a
+        delivery or its timer: issue 15).  Call `ran_now` right after running it.
+
+        Scheduled now, the callback would run as the only callback of the next run-queue
+        pass, unless a timer is due to join it: during a SimPy step, that pass follows the
+        step; from the last callback of a pass, it is the next one (the next iteration's
+        start, `_prune`, comes first: it is done here).
+        """
+        phase = self._phase
+        if not phase or self._ready or self._stopping:
+            return False
+        if phase == 2:
+            self._prune()  # the next iteration's start (a no-op for it if the callback is scheduled after all)
+        sched = self._scheduled
+        if not sched:
+            return True
+        now = self.env._now  # noqa: SLF001
+        return sched[0]._when >= now + _resolution(now)  # type: ignore[attr-defined]  # no timer due now
+
+    def ran_now(self) -> bool:
+        """After a callback ran at once (`may_run_now`): whether the loop must run something
+        before the next SimPy event — what a delivery receiver answers (False: the network
+        may deliver the next message due now at once)."""
+        if self._phase == 2:
+            return True
+        self._prune()  # the start of the iteration that would have run the callback's successors
+        self._ran_now = True
+        return self._timeout() == 0
+
+
+def running_loop() -> VirtualTimeLoop:
+    """The running event loop: in an emulation, a `VirtualTimeLoop`."""
+    return cast(VirtualTimeLoop, asyncio.get_running_loop())
 
 
 def run(main: Coroutine[Any, Any, T], env: VirtualEnvironment | None = None) -> T:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from netemu.actors import Actor, Kinds, _matches
+from netemu.clock import running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
@@ -71,9 +72,10 @@ class Cohort(Actor):
     scheduling work (`compute` / `sleep`), or until the callback of that work returns
     without scheduling more, it is busy, and what arrives meanwhile waits in its queue
     (as in an actor's inbox) to be handled next, at once.  Messages of other kinds than
-    `receives` stay queued.  Every step runs on the event loop exactly where the
-    per-client actor's task step would have run (one loop callback per wake-up, one
-    timer per compute), so both interleave with the rest of the run identically.
+    `receives` stay queued.  Every step runs exactly where the per-client actor's task
+    step would have run (one timer per compute; a wake-up runs at once when that is the
+    loop's very next step, `VirtualTimeLoop.may_run_now`, else as one loop callback), so
+    both interleave with the rest of the run identically.
 
     A member's crash drops its pending work and queue (`on_member_crash(m)` is called);
     its recovery starts it afresh, waiting for `receives` (`on_member_recover(m)`).  An
@@ -156,7 +158,8 @@ class Cohort(Actor):
 
     def _receive(self, msg: Message) -> bool:
         """A delivery to a member: queued if it is busy (or of another kind), else its
-        handling is scheduled as the next loop step — as a waiting actor's task is woken."""
+        handling runs as the next loop step — as a waiting actor's task is woken (at once,
+        when the loop would run nothing else before it)."""
         m = self.member[msg.dst]
         if m.busy or not _matches(self.receives, msg):
             if m.queue is None:
@@ -165,14 +168,23 @@ class Cohort(Actor):
             return False
         m.busy = True
         m.waiting = None
-        m.handle = asyncio.get_running_loop().call_soon(self._step, m, m.gen, self.on_message, (msg,))
+        loop = running_loop()
+        if loop.may_run_now():
+            self._step(m, m.gen, self.on_message, (msg,))
+            return loop.ran_now()
+        m.handle = loop.call_soon(self._step, m, m.gen, self.on_message, (msg,))
         return True
 
     def _wake(self, m: Member, gen: int, then: Callable[..., object], args: tuple) -> None:
         """A member's timer fired: its work runs at the next loop step (as a sleeping
-        task's wake-up is)."""
+        task's wake-up is), at once when nothing else would run before it."""
         if gen == m.gen:
-            m.handle = asyncio.get_running_loop().call_soon(self._step, m, gen, then, args)
+            loop = running_loop()
+            if loop.may_run_now():
+                self._step(m, gen, then, args)
+                loop.ran_now()
+            else:
+                m.handle = loop.call_soon(self._step, m, gen, then, args)
 
     def _step(self, m: Member, gen: int, fn: Callable[..., object], args: tuple) -> None:
         if gen != m.gen:

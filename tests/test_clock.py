@@ -4,7 +4,10 @@ import asyncio
 import math
 import time
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
 
@@ -109,10 +112,10 @@ def test_a_timer_at_infinity_never_fires_so_waiting_on_it_alone_is_a_deadlock():
 
 def test_a_timer_far_away_is_reached_in_one_jump_not_one_virtual_day_at_a_time():
     env = VirtualEnvironment()
-    selects = []
+    waits = []
     loop = VirtualTimeLoop(env)
-    select = loop._selector.select
-    loop._selector.select = lambda timeout=None: selects.append(timeout) or select(timeout)
+    advance = loop._advance
+    loop._advance = lambda timeout: waits.append(timeout) or advance(timeout)
 
     async def main():
         await asyncio.sleep(1e12)  # 11.6 million virtual days
@@ -122,4 +125,76 @@ def test_a_timer_far_away_is_reached_in_one_jump_not_one_virtual_day_at_a_time()
         assert loop.run_until_complete(main()) == 1e12
     finally:
         loop.close()
-    assert len(selects) < 10
+    assert 1 <= len(waits) < 10
+
+
+def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -> list:
+    """A random mix of SimPy events (ties included) that wake callbacks, and callbacks that
+    set, cancel and chain timers (ties, due-now and 1e-10 s timers, enough cancelled ones
+    to make asyncio rebuild its heap).  A woken callback is either scheduled with
+    `call_soon` or, when `at_once`, run at once where `may_run_now` allows.  Returns the
+    order and time of everything that ran."""
+    rng = np.random.default_rng(seed)
+    env = VirtualEnvironment()
+    loop = VirtualTimeLoop(env)
+    loop.set_debug(debug)
+    seen: list = []
+    timers: list = []
+    plan = {
+        "delays": rng.choice([0.0, 1e-10, 0.25, 0.5, 1.0, 3.0], size=(4 * n_events + 8, 3)),
+        "cancel": rng.random(4 * n_events + 8) < 0.6,
+        "soon": rng.random(4 * n_events + 8) < 0.2,
+    }
+    counter = iter(range(10**9))
+
+    def wake(fn, *args):
+        if at_once and loop.may_run_now():
+            fn(*args)
+            return loop.ran_now()
+        loop.call_soon(fn, *args)
+        return True
+
+    def woken(k):
+        seen.append(("woken", k, env.now))
+        i = next(counter) % len(plan["cancel"])
+        for d in plan["delays"][i][:2]:
+            timers.append(loop.call_later(d, fired, len(timers)))
+        if plan["cancel"][i] and timers:
+            timers[len(timers) // 2].cancel()
+        if plan["soon"][i]:
+            loop.call_soon(seen.append, ("soon", k, env.now))
+
+    def fired(j):
+        seen.append(("fired", j, env.now))
+        if j % 3 == 0:
+            wake(woken, 1000 + j)
+
+    times = rng.choice([0.0, 0.5, 1.0, 1.5, 2.25], size=n_events)
+    for k, t in enumerate(times):
+        env.timeout(float(t)).callbacks.append(lambda ev, k=k: wake(woken, k))
+
+    async def main():
+        for _ in range(150):  # many timers set and cancelled: asyncio rebuilds its heap
+            loop.call_later(1000.0, seen.append, "never").cancel()
+        await asyncio.sleep(50.0)
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_events=st.integers(1, 40))
+def test_a_callback_run_at_once_runs_exactly_where_call_soon_would_run_it(seed, n_events):
+    scheduled = _program_run(seed, n_events, at_once=False)
+    assert _program_run(seed, n_events, at_once=True) == scheduled
+    assert len(scheduled) > n_events
+
+
+def test_the_loop_iterates_as_asyncio_does_in_debug_mode_too():
+    """asyncio's own iteration (debug mode, over the selector) and the loop's lean one
+    run the same program in the same order."""
+    assert _program_run(7, 30, at_once=False, debug=True) == _program_run(7, 30, at_once=False)
+    assert _program_run(7, 30, at_once=True, debug=True) == _program_run(7, 30, at_once=False)

@@ -208,3 +208,60 @@ def test_a_gather_waits_on_one_future_however_many_replies_come(monkeypatch):
     world.run()
     assert sorted(m.payload for m in server.got.messages) == list(range(8)) and server.got.complete
     assert made == ["update"]
+
+
+@pytest.mark.parametrize("pause", [0.0, 1e-10, 0.5], ids=["sleep 0", "a timer due within the clock's resolution", "a timer"])
+def test_members_woken_by_one_broadcast_batch_interleave_as_actors_would(pause):
+    """A broadcast due at one instant is delivered as one batch; a member woken by it runs
+    at once, and what it schedules for the same instant (a zero sleep, a timer due within
+    the clock's resolution) still runs before the batch's next delivery, as the woken
+    actor's would."""
+    from netemu import Actor
+
+    class Server(Actor):
+        async def run(self):
+            for r in range(3):
+                self.round = r
+                self.broadcast("model", r)
+                for _ in range(6):
+                    await self.recv("update", timeout=5.0)
+
+    class Clients(Cohort):
+        receives = "model"
+
+        def on_message(self, m, msg):
+            self.world.log(t=self.now, event="note", actor=m.name, step="woken")
+            self.sleep(m, pause, self.reply, msg)
+
+        def reply(self, m, msg):
+            self.world.log(t=self.now, event="note", actor=m.name, step="after the pause")
+            self.send(m, msg.src, "update", msg.payload, round=msg.round)
+
+    class Client(Actor):
+        daemon = True
+
+        async def run(self):
+            while True:
+                msg = await self.recv("model")
+                self.world.log(t=self.now, event="note", actor=self.name, step="woken")
+                await self.sleep(pause)
+                self.world.log(t=self.now, event="note", actor=self.name, step="after the pause")
+                self.send(msg.src, "update", msg.payload, round=msg.round)
+
+    def run(cohort):
+        g = star(6)
+        buf = io.BytesIO()
+        world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(buf))
+        world.add(Server("server"))
+        names = [f"client-{k}" for k in range(6)]
+        if cohort:
+            world.add(Clients("clients", names))
+        else:
+            for n in names:
+                world.add(Client(n))
+        world.run()
+        return buf.getvalue()
+
+    actors = run(False)
+    assert actors.count(b'"step":"after the pause"') == 18
+    assert run(True) == actors
