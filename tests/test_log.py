@@ -3,6 +3,7 @@
 import io
 
 import numpy as np
+import pytest
 
 from netemu.log import MessageLog
 
@@ -48,3 +49,13 @@ def test_records_stay_in_the_buffer_until_flushed(tmp_path):
         assert path.read_bytes() == b""
         log.flush()
         assert path.read_bytes() == b'{"t":0.0,"event":"send"}\n'
+
+
+@pytest.mark.parametrize("context", [{}, {"algorithm": "fedavg", "run": 2}, {"round": 9, "run": 1}],
+                         ids=["none", "algorithm and run", "a context key that the record replaces"])
+def test_a_message_record_is_written_byte_for_byte_as_the_keyword_call_writes_it(context):
+    fast, keywords = io.BytesIO(), io.BytesIO()
+    MessageLog(fast, **context).message(1.5, "send", 7, "a", "b", "model", 3, 120, "uplink", "payload_bytes", 100)
+    MessageLog(keywords, **context)(t=1.5, event="send", id=7, src="a", dst="b", kind="model", round=3, bytes=120,
+                                    link="uplink", payload_bytes=100)
+    assert fast.getvalue() == keywords.getvalue() and b'"round":3' in fast.getvalue()

@@ -28,6 +28,7 @@ import simpy.core
 from simpy.core import NORMAL
 
 from netemu.errors import InputError
+from netemu.log import MessageLog
 from netemu.net.links import Link
 from netemu.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode, encode_envelope, fresh
@@ -36,7 +37,6 @@ __all__ = ["Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_
 
 T = TypeVar("T")
 _DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
-Emit = Callable[..., None]
 Fates = Callable[[tuple, Callable[[], T]], T]
 
 
@@ -160,11 +160,11 @@ class Network:
         *,
         links: Mapping[tuple[str, str], Link] | None = None,
         behaviours: Mapping[str, NodeBehaviour] | None = None,
-        emit: Emit | None = None,
+        emit: MessageLog | None = None,
         fates: Fates = draw_now,
     ) -> None:
         self.env, self.streams, self.fates = env, streams, fates
-        self.emit: Emit = emit or (lambda **_: None)
+        self.emit = emit if emit is not None else MessageLog(None)
         given = links or {}
         self.links: dict[tuple[str, str], Link] = {}
         # The network keeps the topology itself, not the graph (~1 kB per node in networkx):
@@ -317,7 +317,7 @@ class Network:
         is done once.  A destination that is not a neighbour raises `NetworkError`
         after the messages before it were sent, as a loop of `send` would.
         """
-        env, fates, emit, counts, pending = self.env, self.fates, self.emit, self.counts, self._pending
+        env, fates, record, counts, pending = self.env, self.fates, self.emit.message, self.counts, self._pending
         links, draws_of = self.links, self._draws
         queue, eid, push = env._queue, env._eid, heapq.heappush  # noqa: SLF001 - what env.timeout does, without its object
         link_draws = self._link_draws
@@ -344,10 +344,7 @@ class Network:
             counts[cls, "sent"] += 1
             counts[cls, "bytes"] += nbytes
             counts[cls, "payload_bytes"] += len(payload)
-            emit(
-                t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-                payload_bytes=len(payload),
-            )
+            record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
             if link._outages and link.is_down(now):
                 self._drop(msg_id, "outage")
                 continue
@@ -383,10 +380,7 @@ class Network:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
         self.counts[cls, "dropped"] += 1
         self.counts[cls, f"dropped_{reason}"] += 1
-        self.emit(
-            t=self.env.now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-            reason=reason,
-        )
+        self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
 
     def _arrive(self, event: _Due) -> None:
         """Deliver the messages of one batch, due at this instant, in send order.
@@ -421,10 +415,7 @@ class Network:
         src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
         now = self.env.now
         self.counts[cls, "delivered"] += 1
-        self.emit(
-            t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-            delay=now - sent_at,
-        )
+        self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
         payload = decode(data) if box is None else box.payload(data)
         return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
 
