@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from netemu.actors import Actor, Kinds, _matches
-from netemu.clock import running_loop
+from netemu.clock import VirtualTimeLoop, running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
@@ -89,6 +89,7 @@ class Cohort(Actor):
 
     def __init__(self, name: str, members: Sequence[str]) -> None:
         super().__init__(name)
+        self._loop: VirtualTimeLoop | None = None  # the run's loop, once `run` started
         self.members = [Member(m, i) for i, m in enumerate(members)]
         self.member = {m.name: m for m in self.members}
         if len(self.member) != len(self.members):
@@ -97,7 +98,8 @@ class Cohort(Actor):
     async def run(self) -> None:
         """Nothing to do as a process: members act on deliveries and timers."""
         self.waiting_for = f"messages for its {len(self.members)} members"
-        await asyncio.get_running_loop().create_future()
+        self._loop = running_loop()
+        await self._loop.create_future()
 
     # ------------------------------------------------------------ for subclasses
 
@@ -168,7 +170,7 @@ class Cohort(Actor):
             return False
         m.busy = True
         m.waiting = None
-        loop = running_loop()
+        loop = self._loop or running_loop()
         if loop.may_run_now():
             self._step(m, m.gen, self.on_message, (msg,))
             return loop.ran_now()
@@ -179,7 +181,7 @@ class Cohort(Actor):
         """A member's timer fired: its work runs at the next loop step (as a sleeping
         task's wake-up is), at once when nothing else would run before it."""
         if gen == m.gen:
-            loop = running_loop()
+            loop = self._loop or running_loop()
             if loop.may_run_now():
                 self._step(m, gen, then, args)
                 loop.ran_now()
