@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from netemu.clock import running_loop
+from netemu.clock import VirtualTimeLoop, running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
@@ -39,6 +39,10 @@ Kinds = str | tuple[str, ...] | None
 
 def _matches(kind: Kinds, msg: Message) -> bool:
     return kind is None or msg.kind == kind or (isinstance(kind, tuple) and msg.kind in kind)
+
+
+def _loop_of(fut: asyncio.Future) -> VirtualTimeLoop:
+    return fut.get_loop()  # type: ignore[return-value]  # an emulation's futures belong to its VirtualTimeLoop
 
 
 class Inbox:
@@ -64,8 +68,7 @@ class Inbox:
                 if collect is not None:
                     return collect(msg)
                 del self._waiters[i]
-                fut.set_result(msg)
-                return True
+                return _loop_of(fut).wake(fut, msg)
         self._items.append(msg)
         return False
 
@@ -93,7 +96,7 @@ class Inbox:
         """A `recv` deadline passed: the waiter stops waiting and receives None."""
         if not fut.done():
             self.discard(fut)
-            fut.set_result(None)
+            _loop_of(fut).wake(fut, None)
 
     def discard(self, fut: asyncio.Future) -> None:
         for i, (_, waiting, _) in enumerate(self._waiters):
@@ -221,7 +224,7 @@ class Actor:
         `ends(msg)` must say, before `handle(msg)` runs and without side effects, whether
         `done()` will hold after it.  A message that does not end the collection is
         handled where the woken task step would have run (by one loop callback, or at
-        once when that is the loop's very next step: `may_run_now`), and the
+        once when that is the loop's very next step: `run_now`), and the
         deadline timer is renewed there as `recv` renews it; the one that ends it (or
         arrives when `until` has passed) wakes the actor with it.  So the loop runs the
         same steps and timers in the same order as the `recv` loop: the same records.
@@ -267,10 +270,10 @@ class Actor:
             if ends(msg) or (until is not None and until - loop.time() <= 0):
                 inbox.discard(fut)
                 fut.set_result(msg)  # the actor handles it, as `recv` would return it
-            elif loop.may_run_now():  # `step` runs now exactly where it would run scheduled
-                step(msg)
-                return loop.ran_now()
             else:
+                woke = loop.run_now(step, msg)  # now, if that is exactly where it would run scheduled
+                if woke is not None:
+                    return woke
                 loop.call_soon(step, msg)
             return True
 

@@ -22,8 +22,8 @@ The loop does no real I/O: callbacks from other threads (`call_soon_threadsafe`,
 cancelled timers, wait (here: step SimPy), move the due timers to the run queue, run
 it — without the selector round trip.  Owning it lets `run_now` run a callback at
 once when that is exactly where the loop would have run it had it been scheduled
-with `call_soon` (a cohort member woken by a delivery: issue 15), so the order of
-everything — records, ids, timers — is that of the scheduled callback.
+with `call_soon` (a cohort member or an actor's task woken by a delivery: issue 15),
+so the order of everything — records, ids, timers — is that of the scheduled callback.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from __future__ import annotations
 import asyncio
 import asyncio.base_events
 import collections
+import contextvars
 import heapq
 import math
 import selectors
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
 
 import simpy
@@ -118,6 +119,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
         self._ran_now = False  # a callback ran during the SimPy step in progress
+        self._running_now = False  # a callback is running at once (`run_now`)
+        self._caught: list | None = None  # callbacks scheduled by the future `wake` resolves
 
     def time(self) -> float:
         return self.env.now
@@ -222,37 +225,73 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     # ------------------------------------------------------------ running a callback at once
 
-    def may_run_now(self) -> bool:
-        """Whether a callback may run at once instead of `call_soon` — true exactly when that
-        is where and when the loop would run it once scheduled, so running it now changes
-        nothing but the cost (no handle, no loop iteration; a cohort member woken by a
-        delivery or its timer: issue 15).  Call `ran_now` right after running it.
+    def run_now(self, callback: Callable[..., object], *args: Any) -> bool | None:
+        """Run `callback(*args)` at once if that is exactly where and when the loop would
+        run it after `call_soon(callback, *args)`; returns None if not (then schedule it),
+        else whether the loop must run something before the next SimPy event — what a
+        delivery receiver answers (False: the network may deliver the next message due
+        now at once).  Running it now changes nothing but the cost: no handle, no loop
+        iteration (a cohort member or a task woken by a delivery or its timer: issue 15).
 
         Scheduled now, the callback would run as the only callback of the next run-queue
-        pass, unless a timer is due to join it: during a SimPy step, that pass follows the
-        step; from the last callback of a pass, it is the next one (the next iteration's
-        start, `_prune`, comes first: it is done here).
+        pass, unless a timer is due to join it: during a SimPy step, that pass follows
+        the step; from the last callback of a pass, it is the next one, after the next
+        iteration's start (`_prune`, done here first).  Not from within a callback
+        running at once: its successors run after it, not inside it.
+
+        The caller's contract: call it as the last thing the running callback (a SimPy
+        event's, or the loop's) does — code after it would run before the callback, where
+        scheduled it would run after.  A delivery receiver's return value is that last thing.
         """
         phase = self._phase
-        if not phase or self._ready or self._stopping:
-            return False
+        if not phase or self._ready or self._stopping or self._running_now:
+            return None
         if phase == 2:
             self._prune()  # the next iteration's start (a no-op for it if the callback is scheduled after all)
         sched = self._scheduled
-        if not sched:
-            return True
-        now = self.env._now  # noqa: SLF001
-        return sched[0]._when >= now + _resolution(now)  # type: ignore[attr-defined]  # no timer due now
-
-    def ran_now(self) -> bool:
-        """After a callback ran at once (`may_run_now`): whether the loop must run something
-        before the next SimPy event — what a delivery receiver answers (False: the network
-        may deliver the next message due now at once)."""
-        if self._phase == 2:
+        if sched:
+            now = self.env._now  # noqa: SLF001
+            if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
+                return None
+        self._running_now = True
+        try:
+            callback(*args)
+        finally:
+            self._running_now = False
+        if phase == 2:
             return True
         self._prune()  # the start of the iteration that would have run the callback's successors
         self._ran_now = True
         return self._timeout() == 0
+
+    def wake(self, fut: asyncio.Future[T], result: T) -> bool:
+        """`fut.set_result(result)`, with the callback it schedules (the wake-up of the task
+        awaiting it) run at once where `run_now` allows and it is the only one; returns
+        what `run_now` returns, True when the callbacks were scheduled.  The same contract:
+        the last thing the running callback does."""
+        caught: list[tuple[Callable[..., object], tuple, contextvars.Context | None]] = []
+        self._caught = caught
+        try:
+            fut.set_result(result)
+        finally:
+            self._caught = None
+        if len(caught) == 1:
+            callback, args, context = caught[0]
+            woke = self.run_now((context or contextvars.copy_context()).run, callback, *args)
+            if woke is not None:
+                return woke
+        for callback, args, context in caught:
+            super().call_soon(callback, *args, context=context)
+        return True
+
+    def call_soon(  # type: ignore[override]  # the same signature, without typeshed's TypeVarTuple
+        self, callback: Callable[..., object], *args: Any, context: contextvars.Context | None = None
+    ) -> asyncio.Handle:
+        caught = self._caught
+        if caught is not None:  # inside `wake`: collected, then run at once or scheduled in order
+            caught.append((callback, args, context))
+            return None  # type: ignore[return-value]  # the future scheduling its callbacks ignores it
+        return super().call_soon(callback, *args, context=context)
 
 
 def running_loop() -> VirtualTimeLoop:

@@ -74,7 +74,7 @@ class Cohort(Actor):
     (as in an actor's inbox) to be handled next, at once.  Messages of other kinds than
     `receives` stay queued.  Every step runs exactly where the per-client actor's task
     step would have run (one timer per compute; a wake-up runs at once when that is the
-    loop's very next step, `VirtualTimeLoop.may_run_now`, else as one loop callback), so
+    loop's very next step, `VirtualTimeLoop.run_now`, else as one loop callback), so
     both interleave with the rest of the run identically.
 
     A member's crash drops its pending work and queue (`on_member_crash(m)` is called);
@@ -171,21 +171,18 @@ class Cohort(Actor):
         m.busy = True
         m.waiting = None
         loop = self._loop or running_loop()
-        if loop.may_run_now():
-            self._step(m, m.gen, self.on_message, (msg,))
-            return loop.ran_now()
-        m.handle = loop.call_soon(self._step, m, m.gen, self.on_message, (msg,))
-        return True
+        woke = loop.run_now(self._step, m, m.gen, self.on_message, (msg,))
+        if woke is None:
+            m.handle = loop.call_soon(self._step, m, m.gen, self.on_message, (msg,))
+            return True
+        return woke
 
     def _wake(self, m: Member, gen: int, then: Callable[..., object], args: tuple) -> None:
         """A member's timer fired: its work runs at the next loop step (as a sleeping
         task's wake-up is), at once when nothing else would run before it."""
         if gen == m.gen:
             loop = self._loop or running_loop()
-            if loop.may_run_now():
-                self._step(m, gen, then, args)
-                loop.ran_now()
-            else:
+            if loop.run_now(self._step, m, gen, then, args) is None:
                 m.handle = loop.call_soon(self._step, m, gen, then, args)
 
     def _step(self, m: Member, gen: int, fn: Callable[..., object], args: tuple) -> None:

@@ -131,15 +131,18 @@ def test_a_timer_far_away_is_reached_in_one_jump_not_one_virtual_day_at_a_time()
 def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -> list:
     """A random mix of SimPy events (ties included) that wake callbacks, and callbacks that
     set, cancel and chain timers (ties, due-now and 1e-10 s timers, enough cancelled ones
-    to make asyncio rebuild its heap).  A woken callback is either scheduled with
-    `call_soon` or, when `at_once`, run at once where `may_run_now` allows.  Returns the
-    order and time of everything that ran."""
+    to make asyncio rebuild its heap), and tasks awaiting futures that SimPy events
+    resolve (one with a second callback).  A woken callback is either scheduled with
+    `call_soon` or, when `at_once`, run at once where `run_now` allows; a future is
+    resolved with `set_result` or, when `at_once`, `wake`.  Returns the order and time
+    of everything that ran."""
     rng = np.random.default_rng(seed)
     env = VirtualEnvironment()
     loop = VirtualTimeLoop(env)
     loop.set_debug(debug)
     seen: list = []
     timers: list = []
+    at_once_now = [False]
     plan = {
         "delays": rng.choice([0.0, 1e-10, 0.25, 0.5, 1.0, 3.0], size=(4 * n_events + 8, 3)),
         "cancel": rng.random(4 * n_events + 8) < 0.6,
@@ -148,15 +151,20 @@ def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -
     counter = iter(range(10**9))
 
     def wake(fn, *args):
-        if at_once and loop.may_run_now():
-            fn(*args)
-            return loop.ran_now()
-        loop.call_soon(fn, *args)
-        return True
+        """Wake `fn`: the last thing the running callback does (`run_now`'s contract)."""
+        at_once_now[0] = True  # `fn` runs at once if it runs before run_now returns
+        woke = loop.run_now(fn, *args) if at_once else None
+        at_once_now[0] = False
+        if woke is None:
+            loop.call_soon(fn, *args)
+            return True
+        return woke
 
     def woken(k):
         seen.append(("woken", k, env.now))
         i = next(counter) % len(plan["cancel"])
+        if i % 4 == 1:  # wakes a task before the rest of this callback: `wake` only when this runs at once
+            resolve(k, last=False)
         for d in plan["delays"][i][:2]:
             timers.append(loop.call_later(d, fired, len(timers)))
         if plan["cancel"][i] and timers:
@@ -169,14 +177,40 @@ def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -
         if j % 3 == 0:
             wake(woken, 1000 + j)
 
+    waiting: dict[int, asyncio.Future] = {}
+
+    async def task(j):  # awaits futures that SimPy events resolve, as an actor awaits a message
+        for _ in range(n_events):
+            fut = waiting[j] = loop.create_future()
+            if j == 0:
+                fut.add_done_callback(lambda f: f.cancelled() or seen.append(("second callback", f.result(), env.now)))
+            value = await fut
+            seen.append(("task", j, value, env.now))
+            pause = plan["delays"][value % len(plan["cancel"])][2]
+            if pause:
+                await asyncio.sleep(pause if j % 2 else float(pause > 0.3) * 1e-10)
+
+    def resolve(k, last=True):
+        fut = waiting.get(k % 3)
+        if fut is None or fut.done():
+            seen.append(("missed", k, env.now))
+        elif at_once and (last or at_once_now[0]):
+            loop.wake(fut, k)
+        else:
+            fut.set_result(k)
+
     times = rng.choice([0.0, 0.5, 1.0, 1.5, 2.25], size=n_events)
     for k, t in enumerate(times):
-        env.timeout(float(t)).callbacks.append(lambda ev, k=k: wake(woken, k))
+        event = env.timeout(float(t) + 0.01 * (k % 2))
+        event.callbacks.append(lambda ev, k=k: wake(woken, k) if k % 3 else resolve(k))
 
     async def main():
         for _ in range(150):  # many timers set and cancelled: asyncio rebuilds its heap
             loop.call_later(1000.0, seen.append, "never").cancel()
+        tasks = [asyncio.ensure_future(task(j)) for j in range(3)]
         await asyncio.sleep(50.0)
+        for t in tasks:
+            t.cancel()
 
     try:
         loop.run_until_complete(main())
