@@ -18,9 +18,12 @@ everything logged so far is flushed, and messages still travelling are logged as
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
+import threading
 import traceback
-from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -37,6 +40,34 @@ from netemu.rng import Streams
 
 __all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
 
+_GC_THRESHOLDS = (100_000, 50, 100)  # during a run; CPython's defaults are (700, 10, 10)
+_gc_lock = threading.Lock()
+_gc_runs = 0  # runs in progress in this process (threads)
+_gc_saved: tuple[int, int, int] = (700, 10, 10)
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the garbage collector's thresholds while a run is in progress, then restore them.
+
+    An emulation allocates millions of short-lived objects (events, envelopes, records) and
+    no reference cycles per message; with CPython's default thresholds the collector
+    traverses every object in flight over and over — a third of the CPU time of a
+    100,000-client round (tools/bench_scale.py; issue 15).  Cycles are still collected,
+    less often.  Concurrent runs in threads share one raise; the last to end restores."""
+    global _gc_runs, _gc_saved
+    with _gc_lock:
+        if _gc_runs == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(*(max(a, b) for a, b in zip(_gc_saved, _GC_THRESHOLDS)))
+        _gc_runs += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_runs -= 1
+            if _gc_runs == 0:
+                gc.set_threshold(*_gc_saved)
 
 class ActorFailed(RunStopped):
     """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback);
@@ -315,11 +346,14 @@ class World:
         return out
 
     def run(self, until: float | None = None, max_time: float | None = None) -> RunResult:
-        """Run every actor in virtual time; see the module docstring for how it ends."""
+        """Run every actor in virtual time; see the module docstring for how it ends.
+
+        While it runs, Python's cyclic garbage collector runs less often (`_fewer_collections`)."""
         loop = VirtualTimeLoop(self.env)
         complete = False
         try:
-            complete = loop.run_until_complete(self._main(until, max_time))
+            with _fewer_collections():
+                complete = loop.run_until_complete(self._main(until, max_time))
         except Deadlock:
             raise DeadlockError(self.env.now, self._waits()) from None
         finally:

@@ -176,3 +176,24 @@ def test_until_comes_before_the_horizon_and_a_natural_end_has_no_stop_reason():
     done.add(Waiter("server"))
     result = done.run(max_time=2e15)  # the wait times out at 1e15, the actor returns
     assert (result.complete, result.stopped_by, result.virtual_time) == (True, None, 1e15)
+
+
+def test_the_garbage_collector_runs_less_often_during_a_run_and_as_before_after_it():
+    import gc
+
+    from netemu import Actor
+
+    seen = []
+
+    class Probe(Actor):
+        async def run(self):
+            seen.append(gc.get_threshold())
+            raise RuntimeError("stop here")
+
+    before = gc.get_threshold()
+    world = World(star(1), seed=0)
+    world.add(Probe("server"))
+    with pytest.raises(ActorFailed):
+        world.run()
+    assert seen[0][0] >= 100_000 and seen[0][0] > before[0]
+    assert gc.get_threshold() == before  # restored, also when the run fails
