@@ -2,20 +2,23 @@
 
 A trace is a msgpack stream (schema in docs/formats.md):
 
-1. header map: ``format`` = "netemu-trace", ``version`` (2), ``checksum`` =
+1. header map: ``format`` = "netemu-trace", ``version`` (3), ``checksum`` =
    "blake2b-256", ``netemu`` version, ``scenario`` name, ``scenario_hash``, ``seed``,
    ``algorithms`` (labels), ``runs``: per Monte Carlo run its ``seed`` and ``topology``
    fingerprint, and ``network``: the random models the fates were drawn from
    (`network_model`);
-2. ``["fate", algorithm, run, key, value]`` arrays in draw order; keys are
-   ``["msg", src, dst, round, index]`` -> ``[drop reason or nil, delay]``,
-   ``["participation", node, round]`` -> bool, ``["compute", node, round, index]`` ->
-   slowdown factor.  A fate is written once per Monte Carlo run: when another
+2. the body, in draw order: one entry per fate, keyed ``("msg", src, dst, round,
+   index)`` -> (drop reason or None, delay), ``("participation", node, round)`` ->
+   bool, ``("compute", node, round, index)`` -> slowdown factor, written compactly
+   (names once, the algorithm and run as section markers, small codes: the layout is
+   in `netemu.tracebody`).  A fate is written once per Monte Carlo run: when another
    algorithm of the run draws the same key with the same value (keyed draws make this
    the rule), nothing is written; only a differing value (stateful links) is;
 3. ``["end", entries, complete, digest]`` — `digest` is the BLAKE2b-256 of every byte
    before the end marker followed by msgpack ``["end", entries, complete]``; absent when
    the file was cut short.
+
+Version 2 traces (every entry ``["fate", algorithm, run, key, value]``) are read as well.
 
 `TraceWriter.fates(algorithm, run)` records while drawing; `Trace.fates(algorithm,
 run)` replays: the algorithm's own entries first, then the run's first recorded value
@@ -43,13 +46,15 @@ import networkx as nx
 
 from netemu.errors import TraceError
 from netemu.net.network import Fates
+from netemu.tracebody import MAX_ITEMS, Decoder2, Decoder3, Encoder, Problem
 
-__all__ = ["FORMAT", "VERSION", "Trace", "TraceError", "TraceWriter", "network_model", "topology_fingerprint"]
+__all__ = ["FORMAT", "VERSION", "VERSIONS", "Trace", "TraceError", "TraceWriter", "network_model", "topology_fingerprint"]
 
-FORMAT, VERSION = "netemu-trace", 2
+FORMAT, VERSION = "netemu-trace", 3
+VERSIONS = (2, 3)  # read and written; 2 is the previous, uncompacted body
 CHECKSUM = "blake2b-256"
 _HEADER_MAX = 16 * 2**20  # bytes: a header (network models, runs) is kilobytes; refuse more than this
-_ENTRY_MAX = 2**20  # bytes held while decoding one entry of the body (an entry is ~50 bytes)
+_ENTRY_MAX = 2**20  # bytes held while decoding one entry of the body (an entry is 3 to 20 bytes; 50 in version 2)
 _NAME_MAX = 2**16  # characters of a node name or algorithm label in the body
 
 
@@ -113,25 +118,35 @@ class TraceWriter:
     """Writes a trace: the header at once, a fate per new draw, the end marker on `close`.
 
     Every byte written is hashed as it goes; the end marker carries the digest.
+    `version` 3 (the default) writes the compact body (`netemu.tracebody`); 2 writes the
+    previous format, for a netemu that reads only that.  `entries` counts the fates written.
     """
 
-    def __init__(self, file: BinaryIO, header: dict) -> None:
-        self.file, self.entries = file, 0
+    def __init__(self, file: BinaryIO, header: dict, version: int = VERSION) -> None:
+        if version not in VERSIONS:
+            raise ValueError(f"trace format version {version!r}: this netemu writes versions {_versions()}")
+        self.file, self.version, self.entries = file, version, 0
+        self._body = 0  # every body entry (fates, names, section markers): the end marker's count
         self._pack = msgpack.Packer(use_bin_type=True).pack
         self._hash = hashlib.blake2b(digest_size=32)
         self._run: int | None = None
         self._seen: dict[tuple, Any] = {}
         self._algorithms = tuple(header.get("algorithms", ()))
         self._started: set[str] = set()  # algorithms of the current run that drew fates
-        self._write(self._pack({"format": FORMAT, "version": VERSION, "checksum": CHECKSUM, **header}))
+        self._section: tuple[str, int] | None = None  # (algorithm, run) of the last section marker
+        self._encoder = Encoder(self._write_entry)
+        self._write(self._pack({"format": FORMAT, "version": version, "checksum": CHECKSUM, **header}))
 
     def _write(self, data: bytes) -> None:
         self._hash.update(data)
         self.file.write(data)
 
+    def _write_entry(self, entry: list) -> None:
+        self._write(self._pack(entry))
+        self._body += 1
+
     def fates(self, algorithm: str, run: int, inner: Fates | None = None) -> Fates:
         """A fate source that records what `inner` (default: draw) returns."""
-        write, pack = self._write, self._pack
         if run != self._run:  # runs come one after another: forget the previous run's fates
             self._run, self._seen, self._started = run, {}, set()
         seen = self._seen
@@ -140,37 +155,51 @@ class TraceWriter:
         # algorithm of the run looks it up: the run's last one keeps none (memory: at a million
         # clients these are most of the entries).  Participation and compute keys may repeat.
         last = bool(self._algorithms) and self._started.issuperset(self._algorithms)
+        section = (algorithm, run)
+        if self.version == 2:
+            write_entry = self._write_entry
+
+            def entry(key: tuple, value: Any) -> None:
+                write_entry(["fate", algorithm, run, key, value])
+        else:
+            encode, write_entry = self._encoder.entry, self._write_entry
+
+            def entry(key: tuple, value: Any) -> None:
+                if self._section != section:
+                    write_entry(self._encoder.section(algorithm, run))
+                    self._section = section
+                write_entry(encode(key, value))
 
         def record(key: tuple, draw: Callable[[], Any]) -> Any:
             value = inner(key, draw) if inner is not None else draw()
             if seen.get(key, _MISSING) != value:
                 if not (last and key[0] == "msg"):
                     seen.setdefault(key, value)
-                write(pack(["fate", algorithm, run, key, value]))
+                entry(key, value)
                 self.entries += 1
             return value
 
         return record
 
     def close(self, complete: bool) -> None:
-        self._hash.update(_end_prefix(self.entries, complete))
-        self.file.write(self._pack(["end", self.entries, complete, self._hash.digest()]))
+        self._hash.update(_end_prefix(self._body, complete))
+        self.file.write(self._pack(["end", self._body, complete, self._hash.digest()]))
         self.file.flush()
 
 
 # ------------------------------------------------------------------ reading
 
 
+def _versions() -> str:
+    return " and ".join(str(v) for v in VERSIONS)
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _header_problem(h: dict) -> str | None:
-    """What is wrong with a version-2 header, or None."""
+    """What is wrong with a header (versions 2 and 3 have the same), or None."""
     def bad(key: str, expected: str) -> str:
         return f"header key {key!r} is {repr(h[key])[:60] if key in h else '(missing)'}: expected {expected}"
 
@@ -189,39 +218,6 @@ def _header_problem(h: dict) -> str | None:
         return bad("runs", "a non-empty list of {seed, topology} maps")
     if not isinstance(h.get("network"), dict):
         return bad("network", "a map of the random network models")
-    return None
-
-
-def _entry_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
-    """What is wrong with a fate entry ["fate", algorithm, run, key, value], or None."""
-    _, alg, run, key, value = entry
-    if alg not in algorithms:
-        return f"algorithm {repr(alg)[:40]} is not in the header"
-    if not _is_int(run) or not 0 <= run < n_runs:
-        return f"run {repr(run)[:20]} is not one of the header's {n_runs}"
-    if not isinstance(key, list) or not key:
-        return f"key {str(key)[:60]} is not a list"
-    kind = key[0]
-    if kind == "msg":
-        ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
-        good_value = (
-            isinstance(value, list) and len(value) == 2 and value[0] in (None, "loss", "expired")
-            and _is_number(value[1]) and math.isfinite(value[1]) and value[1] >= 0
-        )
-        expected = "[nil, \"loss\" or \"expired\", delay >= 0]"
-    elif kind == "participation":
-        ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
-        good_value, expected = isinstance(value, bool), "true or false"
-    elif kind == "compute":
-        ok = len(key) == 4 and isinstance(key[1], str) and _is_int(key[2]) and _is_int(key[3])
-        good_value = _is_number(value) and math.isfinite(value) and value > 0
-        expected = "a slowdown factor > 0"
-    else:
-        return f"key {str(key)[:60]} is not a msg, participation or compute key"
-    if not ok:
-        return f"key {str(key)[:60]} does not have the shape of a {kind} key"
-    if not good_value:
-        return f"the value {str(value)[:60]} of key {str(key)[:60]} is not {expected}"
     return None
 
 
@@ -250,11 +246,11 @@ def _read_header(path: Path, f: BinaryIO, size: int) -> tuple[dict, int]:
     if version == 1:
         raise TraceError(
             f"{path}: trace format version 1 (no checksum, written by netemu before this one) is not read "
-            f"any more; this netemu reads version {VERSION}. Record it again: `netemu run` of the scenario.toml "
+            f"any more; this netemu reads versions {_versions()}. Record it again: `netemu run` of the scenario.toml "
             f"beside it draws the same fates (same scenario and seed)"
         )
-    if version != VERSION:
-        raise TraceError(f"{path}: trace format version {str(version)[:20]}; this netemu reads version {VERSION}")
+    if version not in VERSIONS:
+        raise TraceError(f"{path}: trace format version {str(version)[:20]}; this netemu reads versions {_versions()}")
     if header.get("checksum") != CHECKSUM:
         raise TraceError(f"{path}: the header names checksum {str(header.get('checksum'))[:40]!r}; expected {CHECKSUM!r}")
     problem = _header_problem(header)
@@ -303,17 +299,21 @@ class Trace:
             raise TraceError(f"{path}: cannot open the trace: {exc.strerror}") from None
         with f:
             header, offset = _read_header(path, f, size)
-            algorithms, n_runs = set(header["algorithms"]), len(header["runs"])
+            version, algorithms, n_runs = header["version"], set(header["algorithms"]), len(header["runs"])
+            decoder = Decoder3(algorithms, n_runs) if version == 3 else Decoder2(algorithms, n_runs)
             f.seek(offset)
-            # the body holds arrays of at most 5 items and no maps: with these limits nothing a
-            # crafted entry declares can make the C unpacker allocate more than ~1 MiB at once
+            # the body holds short arrays and no maps: with these limits nothing a crafted
+            # entry declares can make the C unpacker allocate more than ~1 MiB at once
             unpacker = msgpack.Unpacker(
-                f, raw=False, max_buffer_size=_ENTRY_MAX, max_array_len=5, max_map_len=0,
+                f, raw=False, max_buffer_size=_ENTRY_MAX, max_array_len=MAX_ITEMS if version == 3 else 5, max_map_len=0,
                 max_str_len=_NAME_MAX, max_bin_len=64, max_ext_len=0,
             )
             fates: dict[tuple[str, int], dict[tuple, Any]] = {}
             first: dict[int, dict[tuple, Any]] = {}
-            n, end, end_at = 0, None, offset
+            own: dict[tuple, Any] = {}
+            first_of_run: dict[tuple, Any] = {}
+            is_end, fate, section = decoder.is_end, decoder.fate, None
+            n, end, end_at = 0, None, offset  # n: body entries before the end marker
             try:
                 while True:
                     at = offset + unpacker.tell()
@@ -323,36 +323,41 @@ class Trace:
                         break
                     if end is not None:
                         raise TraceError(f"{path}: corrupted trace: data after the end marker (entry {n + 1})")
-                    if isinstance(entry, list) and len(entry) == 5 and entry[0] == "fate":
-                        problem = _entry_problem(entry, algorithms, n_runs)
-                        if problem:
-                            raise TraceError(f"{path}: corrupted trace: entry {n + 1}: {problem}")
-                        _, alg, run, key, value = entry
-                        key = tuple(key)
-                        fates.setdefault((alg, run), {})[key] = value
-                        first.setdefault(run, {}).setdefault(key, value)
-                        n += 1
-                    elif isinstance(entry, list) and len(entry) in (3, 4) and entry[0] == "end":
+                    if is_end(entry):
                         end, end_at = entry, at
-                    else:
-                        raise TraceError(f"{path}: corrupted trace: entry {n + 1} is {str(entry)[:80]}")
+                        continue
+                    try:
+                        got = fate(entry)
+                    except Problem as problem:
+                        raise TraceError(f"{path}: corrupted trace: entry {n + 1}: {problem}") from None
+                    n += 1
+                    if got is not None:
+                        alg, run, key, value = got
+                        if section is None or section[0] != alg or section[1] != run:
+                            section = (alg, run)
+                            own = fates.setdefault(section, {})
+                            first_of_run = first.setdefault(run, {})
+                        own[key] = value
+                        if key not in first_of_run:
+                            first_of_run[key] = value
             except (ValueError, TypeError, msgpack.UnpackException) as exc:
                 if isinstance(exc, TraceError):
                     raise
                 raise TraceError(f"{path}: corrupted trace after {n} entries ({exc})") from None
             if end is None:
                 raise TraceError(f"{path}: truncated trace: no end marker after {n} entries")
-            if end[1] != n:
-                raise TraceError(f"{path}: corrupted trace: the end marker counts {end[1]} entries, the file has {n}")
-            if len(end) != 4 or not isinstance(end[3], bytes) or not isinstance(end[2], bool):
+            counted, complete, digest = decoder.end_fields(end)
+            if counted != n:
+                raise TraceError(f"{path}: corrupted trace: the end marker counts {str(counted)[:20]} entries, the file has {n}")
+            if not isinstance(digest, bytes) or not isinstance(complete, bool):
                 raise TraceError(f"{path}: corrupted trace: the end marker {str(end)[:80]} has no {CHECKSUM} checksum")
             computed = _digest(f, end_at, end)
-        if computed != end[3]:
+        if computed != digest:
             raise TraceError(
                 f"{path}: corrupted trace: its {CHECKSUM} checksum is {computed.hex()[:16]}…, the end marker records "
-                f"{end[3].hex()[:16]}…: the file changed after it was written ({n} entries, {end_at} bytes before the end marker)"
+                f"{digest.hex()[:16]}…: the file changed after it was written ({n} entries, {end_at} bytes before the end marker)"
             )
-        return cls(path, header, fates, first, complete=end[2])
+        return cls(path, header, fates, first, complete=complete)
 
     def check_scenario(self, table: dict) -> None:
         """Refuse a scenario whose random network models differ from the recorded ones

@@ -1,5 +1,6 @@
 """Traces you can trust: a checksum and the network models in the header; damage,
-truncation, old versions, crafted sizes and mismatched scenarios are refused."""
+truncation, old versions, crafted sizes and mismatched scenarios are refused.  Version 3
+is compact and replays exactly; version 2 (the previous body) is still read."""
 
 import hashlib
 import io
@@ -63,7 +64,7 @@ def read(tmp_path, data: bytes) -> Trace:
 def test_a_trace_records_its_checksum_and_scenario(recorded, tmp_path):
     _, data = recorded
     trace = read(tmp_path, data)
-    assert trace.header["version"] == 2 and trace.header["checksum"] == "blake2b-256"
+    assert trace.header["version"] == 3 and trace.header["checksum"] == "blake2b-256"
     assert len(trace.header["scenario_hash"]) == 24
     assert trace.header["network"]["links"]["uplink"]["loss"] == {"model": "bernoulli", "p": 0.2}
     assert trace.complete and sum(len(f) for f in trace.fates_by_run.values()) > 10
@@ -105,7 +106,7 @@ def test_a_run_marked_complete_that_was_not_is_refused(recorded, tmp_path):
 
 def test_a_version_1_trace_is_refused_naming_its_version(tmp_path):
     old = msgpack.packb({"format": "netemu-trace", "version": 1, "seed": 1}) + msgpack.packb(["end", 0, True])
-    with pytest.raises(TraceError, match="trace format version 1 .*not read any more; this netemu reads version 2"):
+    with pytest.raises(TraceError, match="trace format version 1 .*not read any more; this netemu reads versions 2 and 3"):
         read(tmp_path, old)
 
 
@@ -125,9 +126,9 @@ def header(recorded_data: bytes) -> dict:
         (["fate", "fedavg", 0, ["ping"], 1], "not a msg, participation or compute key"),
     ],
 )
-def test_a_well_checksummed_entry_of_the_wrong_shape_is_refused(recorded, tmp_path, entry, message):
+def test_a_well_checksummed_version_2_entry_of_the_wrong_shape_is_refused(recorded, tmp_path, entry, message):
     with pytest.raises(TraceError, match=f"entry 1: .*{message}"):
-        read(tmp_path, forge(header(recorded[1]), [entry]))
+        read(tmp_path, forge({**header(recorded[1]), "version": 2}, [entry]))
 
 
 def test_a_header_of_the_wrong_shape_is_refused(recorded, tmp_path):

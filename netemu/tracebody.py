@@ -1,0 +1,222 @@
+"""The body of a trace: how fates are written as entries and read back (docs/formats.md).
+
+Version 3 (written now) keeps an entry small: every name (node, algorithm label) is
+written once, as a name entry, and referred to by its number afterwards; the algorithm
+and Monte Carlo run are a section marker written when they change, not a part of every
+entry; the key kind and the value when it is a choice (drop reason, participation) are
+one small-integer code.  Numbers stay what was drawn: delays and slowdown factors as
+msgpack float64 (bit-exact), round and index as msgpack integers (1 byte below 128).
+
+    [0|1|2, src, dst, round, index, delay]   msg key: delivered | lost | expired
+    [3|4, node, round]                        participation key: false | true
+    [5, node, round, index, factor]           compute key
+    [6, name]                                 the next name number stands for `name`
+    [7, run, algorithm]                       the fates below are this algorithm's in this run
+    ["end", entries, complete, digest]        end marker (as in version 2; `entries` counts all above)
+
+Version 2 (read, and written on request for older readers) repeats everything:
+``["fate", algorithm, run, [kind, names..., round, index], value]``.
+
+`Encoder` turns (key, value) into a version-3 entry; `Decoder3` and `Decoder2` check
+one body object each and return the fate it holds, or say what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from typing import Any
+
+__all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
+
+DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION = range(8)
+REASONS: tuple[str | None, ...] = (None, "loss", "expired")  # indexed by the msg codes 0, 1, 2
+_REASON_CODE = {reason: code for code, reason in enumerate(REASONS)}
+_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section")
+_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3)  # items of an entry, by code
+MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
+
+
+class Encoder:
+    """Version-3 entries for (key, value) pairs, writing each name's entry on its first use."""
+
+    def __init__(self, write_entry: Callable[[list], None]) -> None:
+        self._write_entry = write_entry
+        self._ids: dict[Hashable, int] = {}
+
+    def name(self, name: Hashable) -> int:
+        """The number of `name`, written as a name entry the first time it is asked for."""
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self._ids)
+            self._write_entry([NAME, name])
+        return i
+
+    def section(self, algorithm: str, run: int) -> list:
+        return [SECTION, run, self.name(algorithm)]
+
+    def entry(self, key: tuple, value: Any) -> list:
+        """The entry of one fate; a key or value the format has no code for is a ValueError."""
+        ids, name = self._ids, self.name
+        kind = key[0]
+        if kind == "msg":
+            _, src, dst, round, index = key
+            reason, delay = value
+            code = _REASON_CODE.get(reason)
+            if code is None:
+                raise ValueError(f"a trace records a message's fate as delivered, 'loss' or 'expired'; {key} drew {value!r}")
+            s = ids.get(src)
+            d = ids.get(dst)
+            return [code, name(src) if s is None else s, name(dst) if d is None else d, round, index, delay]
+        if kind == "participation":
+            n = ids.get(key[1])
+            return [PARTICIPATING if value else NOT_PARTICIPATING, name(key[1]) if n is None else n, key[2]]
+        if kind == "compute":
+            n = ids.get(key[1])
+            return [COMPUTE, name(key[1]) if n is None else n, key[2], key[3], value]
+        raise ValueError(f"a trace records msg, participation and compute fates; {str(key)[:60]} is none of them")
+
+
+# ------------------------------------------------------------------ reading
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _delay_ok(x: Any) -> bool:
+    return _is_number(x) and math.isfinite(x) and x >= 0
+
+
+def _factor_ok(x: Any) -> bool:
+    return _is_number(x) and math.isfinite(x) and x > 0
+
+
+class Decoder3:
+    """Reads version-3 body objects: `fate(obj)` returns (algorithm, run, key, value) for a
+    fate entry, None for a name entry or section marker, and raises `Problem` for anything
+    else.  The end marker is recognized by `is_end` before `fate` is asked."""
+
+    def __init__(self, algorithms: set, n_runs: int) -> None:
+        self.algorithms, self.n_runs = algorithms, n_runs
+        self.names: list[str] = []
+        self.section: tuple[str, int] | None = None
+
+    @staticmethod
+    def is_end(obj: Any) -> bool:
+        return type(obj) is list and len(obj) in (3, 4) and obj[0] == "end"
+
+    @staticmethod
+    def end_fields(obj: list) -> tuple[Any, Any, Any]:
+        """(entries counted, complete, digest or None) of an end marker."""
+        return obj[1], obj[2], obj[3] if len(obj) == 4 else None
+
+    def _name(self, i: Any) -> str:
+        names = self.names
+        if _is_int(i) and 0 <= i < len(names):
+            return names[i]
+        raise Problem(f"name number {str(i)[:20]} is not one of the {len(names)} names written before it")
+
+    def fate(self, obj: Any) -> tuple[str, int, tuple, Any] | None:
+        if type(obj) is not list or not obj:
+            raise Problem(f"{str(obj)[:80]} is not an entry (an array starting with a code 0 to {SECTION})")
+        code = obj[0]
+        if not _is_int(code) or not 0 <= code <= SECTION:
+            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5), name (6) or section (7) code: {str(obj)[:80]}")
+        if len(obj) != _LEN_OF_CODE[code]:
+            raise Problem(f"a {_KIND_OF_CODE[code]} entry has {_LEN_OF_CODE[code]} items, not {len(obj)}: {str(obj)[:80]}")
+        if code == NAME:
+            if not isinstance(obj[1], str):
+                raise Problem(f"the name {str(obj[1])[:60]} is not a string")
+            self.names.append(obj[1])
+            return None
+        if code == SECTION:
+            _, run, alg = obj
+            label = self._name(alg)
+            if label not in self.algorithms:
+                raise Problem(f"algorithm {label[:40]!r} is not in the header")
+            if not _is_int(run) or not 0 <= run < self.n_runs:
+                raise Problem(f"run {str(run)[:20]} is not one of the header's {self.n_runs}")
+            self.section = (label, run)
+            return None
+        if self.section is None:
+            raise Problem("a fate before any section marker (which algorithm and run it belongs to)")
+        if code <= EXPIRED:
+            _, src, dst, round, index, delay = obj
+            key: tuple = ("msg", self._name(src), self._name(dst), round, index)
+            if not _delay_ok(delay):
+                raise Problem(f"the delay {str(delay)[:30]} of key {str(key)[:60]} is not a number >= 0")
+            value: Any = (REASONS[code], delay)
+        elif code == COMPUTE:
+            _, node, round, index, value = obj
+            key = ("compute", self._name(node), round, index)
+            if not _factor_ok(value):
+                raise Problem(f"the value {str(value)[:30]} of key {str(key)[:60]} is not a slowdown factor > 0")
+        else:
+            round, index = obj[2], 0
+            key = ("participation", self._name(obj[1]), round)
+            value = code == PARTICIPATING
+        if not (_is_int(round) and _is_int(index)):
+            raise Problem(f"key {str(key)[:60]}: round and index are not integers")
+        return (*self.section, key, value)
+
+
+class Decoder2:
+    """Reads version-2 body objects: ``["fate", algorithm, run, key, value]`` and
+    ``["end", entries, complete, digest]``; the same interface as `Decoder3`."""
+
+    def __init__(self, algorithms: set, n_runs: int) -> None:
+        self.algorithms, self.n_runs = algorithms, n_runs
+
+    @staticmethod
+    def is_end(obj: Any) -> bool:
+        return isinstance(obj, list) and len(obj) in (3, 4) and obj[0] == "end"
+
+    end_fields = staticmethod(Decoder3.end_fields)
+
+    def fate(self, obj: Any) -> tuple[str, int, tuple, Any]:
+        if not (isinstance(obj, list) and len(obj) == 5 and obj[0] == "fate"):
+            raise Problem(f"{str(obj)[:80]} is not a fate entry [\"fate\", algorithm, run, key, value]")
+        problem = _entry2_problem(obj, self.algorithms, self.n_runs)
+        if problem:
+            raise Problem(problem)
+        _, alg, run, key, value = obj
+        return alg, run, tuple(key), tuple(value) if key[0] == "msg" else value
+
+
+class Problem(Exception):
+    """What is wrong with one body object (the reader adds the file and the entry's number)."""
+
+
+def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
+    """What is wrong with a version-2 fate entry ["fate", algorithm, run, key, value], or None."""
+    _, alg, run, key, value = entry
+    if alg not in algorithms:
+        return f"algorithm {repr(alg)[:40]} is not in the header"
+    if not _is_int(run) or not 0 <= run < n_runs:
+        return f"run {repr(run)[:20]} is not one of the header's {n_runs}"
+    if not isinstance(key, list) or not key:
+        return f"key {str(key)[:60]} is not a list"
+    kind = key[0]
+    if kind == "msg":
+        ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
+        good_value = isinstance(value, list) and len(value) == 2 and value[0] in REASONS and _delay_ok(value[1])
+        expected = "[nil, \"loss\" or \"expired\", delay >= 0]"
+    elif kind == "participation":
+        ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
+        good_value, expected = isinstance(value, bool), "true or false"
+    elif kind == "compute":
+        ok = len(key) == 4 and isinstance(key[1], str) and _is_int(key[2]) and _is_int(key[3])
+        good_value = _factor_ok(value)
+        expected = "a slowdown factor > 0"
+    else:
+        return f"key {str(key)[:60]} is not a msg, participation or compute key"
+    if not ok:
+        return f"key {str(key)[:60]} does not have the shape of a {kind} key"
+    if not good_value:
+        return f"the value {str(value)[:60]} of key {str(key)[:60]} is not {expected}"
+    return None
