@@ -155,27 +155,31 @@ class TraceWriter:
         # algorithm of the run looks it up: the run's last one keeps none (memory: at a million
         # clients these are most of the entries).  Participation and compute keys may repeat.
         last = bool(self._algorithms) and self._started.issuperset(self._algorithms)
-        section = (algorithm, run)
+        write_entry = self._write_entry
         if self.version == 2:
-            write_entry = self._write_entry
 
-            def entry(key: tuple, value: Any) -> None:
-                write_entry(["fate", algorithm, run, key, value])
-        else:
-            encode, write_entry = self._encoder.entry, self._write_entry
+            def record2(key: tuple, draw: Callable[[], Any]) -> Any:
+                value = inner(key, draw) if inner is not None else draw()
+                if seen.get(key, _MISSING) != value:
+                    if not (last and key[0] == "msg"):
+                        seen.setdefault(key, value)
+                    write_entry(["fate", algorithm, run, key, value])
+                    self.entries += 1
+                return value
 
-            def entry(key: tuple, value: Any) -> None:
-                if self._section != section:
-                    write_entry(self._encoder.section(algorithm, run))
-                    self._section = section
-                write_entry(encode(key, value))
+            return record2
+        encoder, section = self._encoder, (algorithm, run)
+        encode = encoder.entry
 
         def record(key: tuple, draw: Callable[[], Any]) -> Any:
             value = inner(key, draw) if inner is not None else draw()
             if seen.get(key, _MISSING) != value:
                 if not (last and key[0] == "msg"):
                     seen.setdefault(key, value)
-                entry(key, value)
+                if self._section != section:  # another algorithm or run wrote since: say whose fates follow
+                    write_entry(encoder.section(algorithm, run))
+                    self._section = section
+                write_entry(encode(key, value))
                 self.entries += 1
             return value
 
