@@ -169,8 +169,9 @@ def test_a_header_declaring_a_huge_container_is_refused_without_allocating_it(re
 
 @pytest.mark.parametrize("declared", [HUGE_ARRAY, HUGE_MAP, HUGE_ARRAY * 500, b"\xdb\xff\xff\xff\xff", b"\xc6\xff\xff\xff\xff"],
                          ids=["array", "map", "nested-arrays", "str", "bin"])
-def test_a_body_entry_declaring_a_huge_container_is_refused_without_allocating_it(recorded, tmp_path, declared):
-    h = msgpack.packb(header(recorded[1]))
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_body_entry_declaring_a_huge_container_is_refused_without_allocating_it(recorded, tmp_path, declared, version):
+    h = msgpack.packb({**header(recorded[1]), "version": version})
     path = tmp_path / "t.msgpack"
     path.write_bytes(h + b"\x95\xa4fate" + declared + b"\x00" * 64)
     with pytest.raises(TraceError, match="(corrupted|truncated) trace"):

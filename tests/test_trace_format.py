@@ -86,6 +86,7 @@ def test_a_version_2_trace_replays_to_the_log_a_fresh_run_writes(tmp_path):
     assert (out / "messages.jsonl").read_bytes() == (fresh / "messages.jsonl").read_bytes()
     replay = json.loads((out / "summary.json").read_text())["replay"]
     assert replay["new"] == 0 and replay["replayed"] > 100
+    assert (out / "trace.msgpack").read_bytes() == (fresh / "trace.msgpack").read_bytes()  # re-recorded as version 3
 
 
 def test_a_version_3_trace_replays_to_a_byte_identical_log(tmp_path):
