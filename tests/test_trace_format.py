@@ -224,3 +224,19 @@ def test_a_section_may_follow_another_and_names_may_come_late(tmp_path):
     trace = read(tmp_path, forge(V3, [*NAMES, [4, 1, 0], [6, "b"], [7, 1, 2], [6, "y"], [5, 3, 0, 0, 1.5], [7, 1, 0], [3, 3, 2]]))
     assert trace.fates_by_run == {("a", 0): {("participation", "x", 0): True},
                                   ("b", 1): {("compute", "y", 0, 0): 1.5}, ("a", 1): {("participation", "y", 2): False}}
+
+
+atoms = st.one_of(st.integers(-3, 9), st.integers(-(2**63), 2**64 - 1), st.floats(), st.booleans(), st.none(), st.sampled_from(["a", "b", "x", "end", "fate"]))
+crafted = st.lists(st.one_of(atoms, st.lists(atoms, max_size=7)), max_size=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=crafted, start=st.sampled_from([[], NAMES]))
+def test_any_well_checksummed_body_is_read_or_refused_in_one_clear_error(tmp_path, entries, start):
+    try:
+        trace = read(tmp_path, forge(V3, [*start, *entries]))
+    except TraceError as exc:
+        assert str(exc).startswith(str(tmp_path / "t.msgpack")) and "\n" not in str(exc)
+    else:  # read: every fate has a known key and a value of its kind
+        for fates in trace.fates_by_run.values():
+            assert all(k[0] in ("msg", "participation", "compute") for k in fates)

@@ -41,14 +41,14 @@ def capture(scenario: Path, sets: list[str], out: Path) -> tuple[dict, list, int
     headers: list[dict] = []
 
     class Capturing(TraceWriter):
-        def __init__(self, file, header, version=3):  # noqa: ANN001 - the runner's call
+        def __init__(self, file, header, version=3):
             headers.append(header)
             super().__init__(file, header, version)
 
-        def fates(self, algorithm, run, inner=None):  # noqa: ANN001
+        def fates(self, algorithm, run, inner=None):
             record = super().fates(algorithm, run, inner)
 
-            def capturing(key, draw):  # noqa: ANN001
+            def capturing(key, draw):
                 value = record(key, draw)
                 calls.append((algorithm, run, key, value))
                 return value
@@ -99,7 +99,7 @@ def main() -> None:
             row: dict = {"scenario": name, "settings": sets, "messages_sent": sent, "fate_calls": len(calls), "reps": args.reps}
             read_back = {}
             for version in (2, 3):
-                cpu_w, wall_w, data = timed(lambda v=version: write(header, calls, v), args.reps)
+                cpu_w, wall_w, data = timed(lambda v=version, h=header, c=calls: write(h, c, v), args.reps)
                 path = Path(tmp) / f"{name}.v{version}.msgpack"
                 path.write_bytes(data)
                 cpu_r, wall_r, trace = timed(lambda p=path: Trace.read(p), args.reps)
