@@ -126,7 +126,7 @@ class TraceWriter:
         if version not in VERSIONS:
             raise ValueError(f"trace format version {version!r}: this netemu writes versions {_versions()}")
         self.file, self.version, self.entries = file, version, 0
-        self._body = 0  # every body entry (fates, names, section markers): the end marker's count
+        self._marks = 0  # name entries and section markers: with the fates, the end marker's count
         self._pack = msgpack.Packer(use_bin_type=True).pack
         self._hash = hashlib.blake2b(digest_size=32)
         self._run: int | None = None
@@ -142,8 +142,9 @@ class TraceWriter:
         self.file.write(data)
 
     def _write_entry(self, entry: list) -> None:
+        """A name entry or section marker (fates are written by `fates`' recorder)."""
         self._write(self._pack(entry))
-        self._body += 1
+        self._marks += 1
 
     def fates(self, algorithm: str, run: int, inner: Fates | None = None) -> Fates:
         """A fate source that records what `inner` (default: draw) returns."""
@@ -155,7 +156,7 @@ class TraceWriter:
         # algorithm of the run looks it up: the run's last one keeps none (memory: at a million
         # clients these are most of the entries).  Participation and compute keys may repeat.
         last = bool(self._algorithms) and self._started.issuperset(self._algorithms)
-        write_entry = self._write_entry
+        pack, hash_update, file_write = self._pack, self._hash.update, self.file.write
         if self.version == 2:
 
             def record2(key: tuple, draw: Callable[[], Any]) -> Any:
@@ -163,7 +164,9 @@ class TraceWriter:
                 if seen.get(key, _MISSING) != value:
                     if not (last and key[0] == "msg"):
                         seen.setdefault(key, value)
-                    write_entry(["fate", algorithm, run, key, value])
+                    data = pack(["fate", algorithm, run, key, value])
+                    hash_update(data)
+                    file_write(data)
                     self.entries += 1
                 return value
 
@@ -177,17 +180,20 @@ class TraceWriter:
                 if not (last and key[0] == "msg"):
                     seen.setdefault(key, value)
                 if self._section != section:  # another algorithm or run wrote since: say whose fates follow
-                    write_entry(encoder.section(algorithm, run))
+                    self._write_entry(encoder.section(algorithm, run))
                     self._section = section
-                write_entry(encode(key, value))
+                data = pack(encode(key, value))
+                hash_update(data)
+                file_write(data)
                 self.entries += 1
             return value
 
         return record
 
     def close(self, complete: bool) -> None:
-        self._hash.update(_end_prefix(self._body, complete))
-        self.file.write(self._pack(["end", self._body, complete, self._hash.digest()]))
+        body = self.entries + self._marks
+        self._hash.update(_end_prefix(body, complete))
+        self.file.write(self._pack(["end", body, complete, self._hash.digest()]))
         self.file.flush()
 
 
