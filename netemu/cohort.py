@@ -77,8 +77,10 @@ class Cohort(Actor):
     loop's very next step, `VirtualTimeLoop.run_now`, else as one loop callback), so
     both interleave with the rest of the run identically.
 
-    A member's crash drops its pending work and queue (`on_member_crash(m)` is called);
-    its recovery starts it afresh, waiting for `receives` (`on_member_recover(m)`).  An
+    A member that acts before it first receives (a client that speaks first) does so in
+    `on_member_start(m)`, at the start of the run.  A member's crash drops its pending
+    work and queue (`on_member_crash(m)` is called); its recovery starts it afresh
+    (`on_member_recover(m)`, then `on_member_start(m)`), waiting for `receives`.  An
     exception in a callback stops the run with `ActorFailed` naming the member.
     A cohort is a daemon: the run ends when the other actors are done.
     """
@@ -96,7 +98,13 @@ class Cohort(Actor):
             raise ValueError(f"cohort {name!r}: a client is listed twice")
 
     async def run(self) -> None:
-        """Nothing to do as a process: members act on deliveries and timers."""
+        """Nothing to do as a process: members act on deliveries and timers, after their
+        first step (`on_member_start`, for the members whose node is up)."""
+        if self._starts():
+            nodes = self.world.network.nodes
+            for m in self.members:
+                if nodes[m.name].up:
+                    self._step(m, m.gen, self.on_member_start, ())
         self.waiting_for = f"messages for its {len(self.members)} members"
         self._loop = running_loop()
         await self._loop.create_future()
@@ -106,6 +114,15 @@ class Cohort(Actor):
     def on_message(self, m: Member, msg: Message) -> None:
         """Handle `msg` for member `m` (what the actor's loop does after `recv`)."""
         raise NotImplementedError
+
+    def on_member_start(self, m: Member) -> None:
+        """Member `m`'s first step, before it waits for `receives` (what an actor's `run`
+        does before its loop, e.g. a client that speaks first): at the start of the run,
+        where the actors' tasks would take their first steps, and after a recovery."""
+
+    def _starts(self) -> bool:
+        """Whether members have a first step (`on_member_start` is overridden)."""
+        return type(self).on_member_start is not Cohort.on_member_start
 
     def on_member_crash(self, m: Member) -> None:
         """Member `m`'s node crashed (its pending work and queue are dropped)."""
@@ -227,7 +244,12 @@ class Cohort(Actor):
     def recover_member(self, m: Member) -> None:
         m.incarnation += 1
         self.on_member_recover(m)
-        asyncio.get_running_loop().call_soon(_noop)  # where the restarted task's first step would run
+        # where the restarted task's first step would run: the member's own first step, if it has one
+        loop = asyncio.get_running_loop()
+        if self._starts():
+            loop.call_soon(self._step, m, m.gen, self.on_member_start, ())
+        else:
+            loop.call_soon(_noop)
 
     def waits(self) -> dict[str, str]:
         """What each member waits for (deadlock and stop reports)."""

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from references import personal_fl as reference
+from test_graphfl import client_local
 from netemu import World
-from netemu.algorithms import graphfl
+from netemu.algorithms import graphfl_params
 from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
 from netemu.config import ConfigError
 from netemu.data.federated import FederatedDigits, make_federated_digits
@@ -54,8 +55,8 @@ def setup(variant, seed=3, **overrides):
 @pytest.fixture
 def bias_kept(monkeypatch):
     """graphfl builds BiasKept for model = "softmax", and FedBN accepts it."""
-    monkeypatch.setattr(graphfl, "Softmax", BiasKept)
-    monkeypatch.setattr(graphfl, "MASKLESS_MODELS", ())
+    monkeypatch.setattr(graphfl_params, "Softmax", BiasKept)
+    monkeypatch.setattr(graphfl_params, "MASKLESS_MODELS", ())
 
 
 # ---------------------------------------------------------------- kernels
@@ -184,7 +185,7 @@ def test_fedbn_kept_entries_never_travel_and_stay_per_client(bias_kept):
     used = world.actors["server"].used_models()
     assert np.allclose(used[:, ~st.kept], used[0, ~st.kept])  # shared entries: averaged
     assert not np.allclose(used[:, st.kept], used[0, st.kept])  # kept entries: each client's own
-    np.testing.assert_array_equal(used[0, st.kept], world.actors[st.clients[0]].own[st.kept])
+    np.testing.assert_array_equal(used[0, st.kept], client_local(world, st.clients[0]).own[st.kept])
 
 
 def test_fedbn_sends_fewer_bytes_than_fedavg(bias_kept):
@@ -251,6 +252,6 @@ def test_pfedme_and_perfedavg_refuse_batch_norm_models(local):
 
 
 def test_fedbn_with_a_model_without_a_local_mask_is_refused_when_built(monkeypatch):
-    monkeypatch.setattr(graphfl, "MASKLESS_MODELS", ())  # the name check passes; the built model has no mask
+    monkeypatch.setattr(graphfl_params, "MASKLESS_MODELS", ())  # the name check passes; the built model has no mask
     with pytest.raises(ConfigError, match="keep_local"):
         setup("fedbn")

@@ -1,0 +1,186 @@
+"""The graph-filter family's client (netemu.algorithms.graphfl, steps 0 and 2), written once.
+
+What a client reports before round 1 (`report`) and its local round (`GraphFLLocal`):
+FedPnP's proximal SGD (eq. 9; FedProx, and FedAvg with mu = 0), pFedMe's or Per-FedAvg's
+steps (`local`, netemu.kernels.personal), FedBN's kept entries, a system plan's epochs α
+and data fraction q (⌈qD⌉ samples, G-Fedfilt eq. 33) and G-Fedfilt's sparse update with its
+residual (Algorithm 2).  One actor per client (`GraphFLClient`) and one cohort for all of
+them (`GraphFLClients`, the default) drive the same `GraphFLLocal`: the same draws,
+messages, records and models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from netemu.actors import Actor
+from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams
+from netemu.cohort import Cohort, Member
+from netemu.config import ConfigError
+from netemu.kernels.classifiers import sgd
+from netemu.kernels.graphfilter import statistics
+from netemu.kernels.personal import merge_kept, perfedavg, pfedme
+from netemu.net.network import Message
+from netemu.wire.partial import PartialModel
+
+if TYPE_CHECKING:
+    from netemu.algorithms.graphfl_state import GraphFLState
+    from netemu.rng import Streams
+
+__all__ = ["GraphFLClient", "GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
+
+
+def work_factor(p: GraphFLParams) -> float:
+    """Gradient evaluations per sample and epoch of the local round (its compute work)."""
+    return {"sgd": 1.0, "pfedme": float(p.inner_steps), "perfedavg": 2.0 if p.maml == "fo" else 4.0}[p.local]
+
+
+def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+    """The client's trained model (what its update is taken from) and, for pFedMe, its
+    personalized model θ̂ (`local`; netemu.kernels.personal)."""
+    if p.local == "pfedme":
+        return pfedme(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
+                      personal_lr=p.personal_lr, rng=rng)
+    if p.local == "perfedavg":
+        return perfedavg(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, alpha=p.alpha, rng=rng,
+                         order=p.maml, delta=p.hf_delta), None
+    return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
+
+
+def report(st: GraphFLState, name: str) -> dict:
+    """What client `name` sends before round 1: its sample count and, when the filter
+    needs a graph, its data statistics or its position (netemu.algorithms.graphfl)."""
+    X, y = st.task.parts[name]
+    out: dict = {"n": int(y.size)}
+    if st.needs_graph:
+        if st.p.graph == "positions":
+            if st.task.positions is None:  # refused by GraphFLState; checked again so the type is a dict
+                raise ConfigError("graph", _POSITIONS_NEEDED)
+            out["pos"] = np.asarray(st.task.positions[name], dtype=float)
+        else:
+            out["s"] = statistics(X)
+    return out
+
+
+@dataclass(slots=True)
+class Job:
+    """One round's local work between the model's arrival and the update: the start model
+    (FedBN: with the kept entries), the samples used, the plan's α and z, the compute
+    work, and the compute time it took (set once the compute is scheduled)."""
+
+    round: int
+    w: np.ndarray
+    X: np.ndarray
+    y: np.ndarray
+    epochs: int
+    sparsity: float
+    work: float
+    compute_s: float = 0.0
+
+
+class GraphFLLocal:
+    """One client's own state — its data, G-Fedfilt's residual of unsent update entries
+    (made at its first sparse update), FedBN's kept entries — and its local round, in two
+    halves around the compute: `begin` when the model arrives, `finish` when the compute
+    is done."""
+
+    __slots__ = ("X", "name", "own", "residual", "state", "y")
+
+    def __init__(self, name: str, state: GraphFLState) -> None:
+        self.name, self.state = name, state
+        self.X, self.y = state.task.parts[name]
+        self.residual: np.ndarray | None = None  # unsent update entries (Algorithm 2); None: all zero
+        self.own = None if state.kept is None else state.theta0.copy()  # FedBN: the kept entries live here
+
+    def begin(self, msg: Message, streams: Streams) -> Job:
+        """The start model from the server's row in `msg`, this round's samples (⌈qD⌉ of
+        them under a plan with q < 1) and the work they cost."""
+        st, p, t = self.state, self.state.p, msg.round
+        w = np.asarray(msg.payload["w"], dtype=float)
+        if self.own is not None and st.kept is not None:  # FedBN: the shared entries with the kept ones
+            w = merge_kept(w, self.own, st.kept)
+        epochs, fraction, sparsity = st.plan[self.name]
+        X, y = self.X, self.y
+        if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
+            rows = streams.generator(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
+            X, y = X[rows], y[rows]
+        work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * work_factor(p)  # samples at f/ρ samples/s
+        return Job(t, w, X, y, epochs, sparsity, work)
+
+    def finish(self, job: Job, streams: Streams) -> dict:
+        """The local round of `job` and the update message's payload."""
+        st, p = self.state, self.state.p
+        rng = streams.generator(f"sgd/{self.name}/{job.round}")
+        trained, personal = local_round(p, st.model, job.w, job.X, job.y, job.epochs, p.lr * p.lr_decay ** (job.round - 1), rng)
+        if self.own is not None:
+            self.own = st.probe[self.name] = trained
+        if personal is not None:
+            st.probe[self.name] = personal
+        return {"u": self.sparsify(st.shared(trained - job.w), job.sparsity)}
+
+    def sparsify(self, update: np.ndarray, sparsity: float) -> np.ndarray | PartialModel:
+        """Algorithm 2 of G-Fedfilt: send the ⌈sparsity · B⌉ largest entries of update +
+        residual, keep the rest as the next residual."""
+        if sparsity >= 1:
+            return update
+        total = update + (0.0 if self.residual is None else self.residual)
+        keep = max(1, math.ceil(sparsity * total.size))
+        idx = np.sort(np.argpartition(np.abs(total), total.size - keep)[total.size - keep :])
+        sent = PartialModel.take(total, idx)
+        self.residual = total.copy()
+        self.residual[idx] = 0.0
+        return sent
+
+
+class GraphFLClient(Actor):
+    """One client as its own actor (`build(..., cohort=False)`)."""
+
+    daemon = True
+
+    def __init__(self, name: str, state: GraphFLState) -> None:
+        super().__init__(name)
+        self.state, self.local = state, GraphFLLocal(name, state)
+
+    async def run(self) -> None:
+        self.round = 0
+        self.send(self.neighbours[0], "stats", report(self.state, self.name))
+        while True:
+            msg = await self.recv("model")
+            self.round = msg.round
+            if not self.participates():
+                continue
+            job = self.local.begin(msg, self.world.streams)
+            self.metric("compute_s", await self.compute(job.work))
+            self.send(msg.src, "update", self.local.finish(job, self.world.streams))
+
+
+class GraphFLClients(Cohort):
+    """Every `GraphFLClient` as one cohort: the same steps, draws, messages and records,
+    each client's local round run when its own compute ends."""
+
+    receives = "model"
+
+    def __init__(self, name: str, state: GraphFLState) -> None:
+        super().__init__(name, state.clients)
+        self.state = state
+        self.local = [GraphFLLocal(c, state) for c in state.clients]
+
+    def on_member_start(self, m: Member) -> None:
+        m.round = 0
+        self.send(m, self.world.network.neighbours(m.name)[0], "stats", report(self.state, m.name))
+
+    def on_message(self, m: Member, msg: Message) -> None:
+        m.round = msg.round
+        if not self.participates(m):
+            return
+        job = self.local[m.index].begin(msg, self.world.streams)
+        job.compute_s = self.compute(m, job.work, self.reply, msg, job)
+
+    def reply(self, m: Member, msg: Message, job: Job) -> None:
+        self.metric(m, "compute_s", job.compute_s)
+        self.send(m, msg.src, "update", self.local[m.index].finish(job, self.world.streams))
