@@ -265,3 +265,61 @@ def test_members_woken_by_one_broadcast_batch_interleave_as_actors_would(pause):
     actors = run(False)
     assert actors.count(b'"step":"after the pause"') == 18
     assert run(True) == actors
+
+
+class Speaker(__import__("netemu").Actor):
+    """A client that sends before its loop (at its start and after each recovery)."""
+
+    daemon = True
+
+    async def run(self):
+        self.round = 0
+        self.send("server", "hello", self.incarnation)
+        while True:
+            msg = await self.recv("model")
+            self.round = msg.round
+            await self.compute(2.0)
+            self.send(msg.src, "update", msg.payload + 1)
+
+
+class Speakers(Cohort):
+    receives = "model"
+
+    def on_member_start(self, m):
+        m.round = 0
+        self.send(m, "server", "hello", m.incarnation)
+
+    def on_message(self, m, msg):
+        m.round = msg.round
+        self.compute(m, 2.0, self.reply, msg)
+
+    def reply(self, m, msg):
+        self.send(m, msg.src, "update", msg.payload + 1)
+
+
+class Rounds(__import__("netemu").Actor):
+    async def run(self):
+        for r in range(6):
+            self.round = r
+            self.broadcast("model", r)
+            await self.sleep(3.0)
+
+
+def test_a_member_that_speaks_first_does_so_at_the_start_and_after_each_recovery():
+    def run(as_cohort):
+        g, buf = star(4), io.BytesIO()
+        behaviours = {"client-1": NodeBehaviour(crashes=((2.5, 7.2),)), "client-2": NodeBehaviour(crashes=((4.0, None),))}
+        world = World(g, seed=2, links={e: Link(Exponential(0.3)) for e in g.edges}, behaviours=behaviours, log=MessageLog(buf))
+        world.add(Rounds("server"))
+        names = [f"client-{k}" for k in range(4)]
+        if as_cohort:
+            world.add(Speakers("clients", names))
+        else:
+            for n in names:
+                world.add(Speaker(n))
+        world.run()
+        return buf.getvalue()
+
+    log = run(True)
+    assert log.count(b'"kind":"hello","round":0,"bytes"') == 2 * 5  # sent and delivered: 4 at the start, client-1 again
+    assert log == run(False)
