@@ -36,8 +36,11 @@ def harsh_nodes():
     return out
 
 
-def graphfl_run(cohort: bool, variant: str, overrides: dict, rooms: bool):
-    """One run of `variant` on the harsh network: (log bytes, trace keys and values, world)."""
+def graphfl_run(cohort: bool, variant: str, overrides: dict, rooms: bool, rounds: int = ROUNDS, links="harsh", nodes="harsh"):
+    """One run of `variant` on the harsh network: (log bytes, trace keys and values, world).
+    Under P'' (`optimize`) the links have no delay or loss: its deadline (about 0.4 ms
+    here) leaves no time for them, and the rounds are over before any crash.  `links=None`:
+    ideal links; `nodes`: one NodeBehaviour's fields for every client instead."""
     keys = []
 
     def fates(key, draw):
@@ -46,12 +49,14 @@ def graphfl_run(cohort: bool, variant: str, overrides: dict, rooms: bool):
         return value
 
     g, buf = star(K), io.BytesIO()
-    world = World(g, seed=3, links=lossy_links(g), behaviours=harsh_nodes(), log=MessageLog(buf), fates=fates)
+    links = None if overrides.get("optimize") or links is None else lossy_links(g)
+    behaviours = harsh_nodes() if nodes == "harsh" else {f"client-{k}": NodeBehaviour(**nodes) for k in range(K)}
+    world = World(g, seed=3, links=links, behaviours=behaviours, log=MessageLog(buf), fates=fates)
     data = (FederatedDigits(partition="rooms", rooms=3, samples=40, test_samples=20) if rooms else
             FederatedDigits(partition="dirichlet", kappa=0.3, samples=40, test_samples=20))
     task = make_federated_digits(data, [f"client-{k}" for k in range(K)], world.streams)
     params = GraphFLParams(**{**VARIANTS[variant], "deadline": 2.5, "epochs": 2, **overrides})
-    build(world, params, task, ROUNDS, cohort=cohort)
+    build(world, params, task, rounds, cohort=cohort)
     world.run()
     return buf.getvalue(), keys, world
 
@@ -63,6 +68,8 @@ CASES = [
     ("fedpnp-hard", {"tau": 2}, False),
     ("g-fedfilt", {"sparsity": 0.3}, True),  # positions graph, partial updates with residuals
     ("g-fedfilt", {"system": "table3", "optimize": True}, True),  # per-device α, q (a subset of samples), z
+    ("fedpnp-soft", {"system": "table3", "late": "carry"}, False),  # Table III devices, no P''
+
     ("fedprox", {"sparsity": 0.2, "late": "carry"}, False),
     ("local", {}, False),
     ("pfedme", {}, False),  # the personal model θ̂ (probe) per client
@@ -79,7 +86,8 @@ def test_every_variant_and_model_runs_the_same_as_a_cohort_as_with_one_actor_per
     cohort = graphfl_run(True, variant, overrides, rooms)
     assert "graphfl-clients" in cohort[2].actors and "client-0" in one_each[2].actors  # both ways were run
     log = one_each[0]
-    if not overrides.get("optimize"):  # P'' sets a deadline of ~0.4 ms: the run ends before any crash
+    assert log.count(b'"kind":"update"') > 2 * K  # the clients trained and replied
+    if not overrides.get("optimize"):  # see graphfl_run
         assert b'"event":"crash"' in log and b'"event":"recover"' in log and b'"reason":"loss"' in log
         assert log.count(b'"kind":"stats"') > 2 * K  # sent, delivered, and sent again after a recovery
     assert cohort[0] == log
@@ -130,3 +138,25 @@ def test_shipped_graphfl_scenarios_write_the_same_files_with_a_cohort_as_with_on
     assert cohorts.keys() == one_each.keys() and len(cohorts) >= 3
     for name in cohorts:
         assert cohorts[name] == one_each[name], name
+
+
+def test_clients_trained_together_in_chunks_write_the_same_as_one_actor_per_client(monkeypatch):
+    """The cohort trains at most BATCH_CLIENTS clients in one batched call; smaller
+    chunks than the clients in progress change nothing either."""
+    from netemu.algorithms import graphfl_client
+
+    calls = []
+    many = graphfl_client.softmax_sgd_many
+
+    def counted(model, w, *args, **kwargs):
+        calls.append(w.shape[0])
+        return many(model, w, *args, **kwargs)
+
+    monkeypatch.setattr(graphfl_client, "BATCH_CLIENTS", 3)
+    monkeypatch.setattr(graphfl_client, "softmax_sgd_many", counted)
+    ideal = {"participation": 1.0}
+    one_each = graphfl_run(False, "fedpnp-soft", {}, False, links=None, nodes=ideal)
+    cohort = graphfl_run(True, "fedpnp-soft", {}, False, links=None, nodes=ideal)
+    assert max(calls) == 3 and calls.count(3) >= 2 * ROUNDS  # 8 clients in progress: chunks of 3, 3 and 2
+    assert cohort[0] == one_each[0] and cohort[2].metrics == one_each[2].metrics
+    np.testing.assert_array_equal(cohort[2].actors["server"].Psi, one_each[2].actors["server"].Psi)

@@ -21,7 +21,8 @@ from netemu.actors import Actor
 from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams
 from netemu.cohort import Cohort, Member
 from netemu.config import ConfigError
-from netemu.kernels.classifiers import sgd
+from netemu.kernels.batched import softmax_sgd_many
+from netemu.kernels.classifiers import Softmax, sgd
 from netemu.kernels.graphfilter import statistics
 from netemu.kernels.personal import merge_kept, perfedavg, pfedme
 from netemu.net.network import Message
@@ -50,6 +51,11 @@ def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.nda
         return perfedavg(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, alpha=p.alpha, rng=rng,
                          order=p.maml, delta=p.hf_delta), None
     return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
+
+
+def step(p: GraphFLParams, t: int) -> float:
+    """The learning rate of round t: lr · lr_decay^(t−1)."""
+    return p.lr * p.lr_decay ** (t - 1)
 
 
 def report(st: GraphFLState, name: str) -> dict:
@@ -81,6 +87,7 @@ class Job:
     sparsity: float
     work: float
     compute_s: float = 0.0
+    trained: tuple[np.ndarray, np.ndarray | None] | None = None  # `local_round`'s result, once computed
 
 
 class GraphFLLocal:
@@ -113,15 +120,21 @@ class GraphFLLocal:
         return Job(t, w, X, y, epochs, sparsity, work)
 
     def finish(self, job: Job, streams: Streams) -> dict:
-        """The local round of `job` and the update message's payload."""
+        """The local round of `job` (unless it was computed already, `GraphFLClients.train`)
+        and the update message's payload."""
         st, p = self.state, self.state.p
-        rng = streams.generator(f"sgd/{self.name}/{job.round}")
-        trained, personal = local_round(p, st.model, job.w, job.X, job.y, job.epochs, p.lr * p.lr_decay ** (job.round - 1), rng)
+        if job.trained is None:
+            job.trained = local_round(p, st.model, job.w, job.X, job.y, job.epochs, step(p, job.round), self.rng(streams, job))
+        trained, personal = job.trained
         if self.own is not None:
             self.own = st.probe[self.name] = trained
         if personal is not None:
             st.probe[self.name] = personal
         return {"u": self.sparsify(st.shared(trained - job.w), job.sparsity)}
+
+    def rng(self, streams: Streams, job: Job) -> np.random.Generator:
+        """The Generator of the local round of `job` (its mini-batch permutations)."""
+        return streams.generator(f"sgd/{self.name}/{job.round}")
 
     def sparsify(self, update: np.ndarray, sparsity: float) -> np.ndarray | PartialModel:
         """Algorithm 2 of G-Fedfilt: send the ⌈sparsity · B⌉ largest entries of update +
@@ -159,9 +172,19 @@ class GraphFLClient(Actor):
             self.send(msg.src, "update", self.local.finish(job, self.world.streams))
 
 
+#: clients trained together at most (GraphFLClients.train): their stacked samples, 64 × 200 × 784 floats, are 80 MB
+BATCH_CLIENTS = 64
+
+
 class GraphFLClients(Cohort):
-    """Every `GraphFLClient` as one cohort: the same steps, draws, messages and records,
-    each client's local round run when its own compute ends."""
+    """Every `GraphFLClient` as one cohort: the same steps, draws, messages and records.
+
+    With the softmax model and plain SGD (FedPnP, G-Fedfilt, FedProx, FedAvg, local), the
+    first client whose compute ends trains every client whose round is in progress at once
+    (`softmax_sgd_many`, equal to each client's own `sgd`); each uses its result when its
+    own compute ends, and what it keeps (residual, probe) changes only then.  A local round
+    is a function of what its client received and holds, so computing it earlier changes
+    nothing in the emulation; a client that crashes meanwhile never uses its result."""
 
     receives = "model"
 
@@ -169,6 +192,11 @@ class GraphFLClients(Cohort):
         super().__init__(name, state.clients)
         self.state = state
         self.local = [GraphFLLocal(c, state) for c in state.clients]
+        self.batched = isinstance(state.model, Softmax) and state.p.local == "sgd"
+        self.running: dict[int, Job] = {}  # member index -> its round in progress (batched only)
+
+    def on_member_crash(self, m: Member) -> None:
+        self.running.pop(m.index, None)
 
     def on_member_start(self, m: Member) -> None:
         m.round = 0
@@ -180,7 +208,29 @@ class GraphFLClients(Cohort):
             return
         job = self.local[m.index].begin(msg, self.world.streams)
         job.compute_s = self.compute(m, job.work, self.reply, msg, job)
+        if self.batched:
+            self.running[m.index] = job
 
     def reply(self, m: Member, msg: Message, job: Job) -> None:
         self.metric(m, "compute_s", job.compute_s)
+        if self.batched:
+            del self.running[m.index]
+            if job.trained is None:
+                self.train([(m.index, job), *self.running.items()])
         self.send(m, msg.src, "update", self.local[m.index].finish(job, self.world.streams))
+
+    def train(self, jobs: list[tuple[int, Job]]) -> None:
+        """The local round of the first of `jobs` (member index, job) and of the others
+        alike (same sample count and epochs) not trained yet, as batched SGD
+        (`softmax_sgd_many`, `BATCH_CLIENTS` at a time: the stacked samples stay small);
+        each result is kept in its job."""
+        p, streams, first = self.state.p, self.world.streams, jobs[0][1]
+        alike = [(i, j) for i, j in jobs if j.trained is None and j.y.size == first.y.size and j.epochs == first.epochs]
+        for start in range(0, len(alike), BATCH_CLIENTS):
+            group = alike[start : start + BATCH_CLIENTS]
+            w = np.stack([j.w for _, j in group])
+            trained = softmax_sgd_many(self.state.model, w, np.stack([j.X for _, j in group]), np.stack([j.y for _, j in group]),
+                                       epochs=first.epochs, batch=p.batch, lr=np.array([step(p, j.round) for _, j in group]),
+                                       rngs=[self.local[i].rng(streams, j) for i, j in group], mu=p.mu, anchors=w)
+            for (_, j), theta in zip(group, trained, strict=True):
+                j.trained = (theta, None)
