@@ -100,13 +100,13 @@ class Cohort(Actor):
     async def run(self) -> None:
         """Nothing to do as a process: members act on deliveries and timers, after their
         first step (`on_member_start`, for the members whose node is up)."""
+        self._loop = running_loop()
         if self._starts():
             nodes = self.world.network.nodes
             for m in self.members:
                 if nodes[m.name].up:
                     self._step(m, m.gen, self.on_member_start, ())
         self.waiting_for = f"messages for its {len(self.members)} members"
-        self._loop = running_loop()
         await self._loop.create_future()
 
     # ------------------------------------------------------------ for subclasses
