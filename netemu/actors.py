@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from netemu.clock import VirtualTimeLoop, running_loop
+from netemu.clock import running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
 from netemu.wire.codec import encode_from
@@ -39,10 +39,6 @@ Kinds = str | tuple[str, ...] | None
 
 def _matches(kind: Kinds, msg: Message) -> bool:
     return kind is None or msg.kind == kind or (isinstance(kind, tuple) and msg.kind in kind)
-
-
-def _loop_of(fut: asyncio.Future) -> VirtualTimeLoop:
-    return fut.get_loop()  # type: ignore[return-value]  # an emulation's futures belong to its VirtualTimeLoop
 
 
 class Inbox:
@@ -68,7 +64,8 @@ class Inbox:
                 if collect is not None:
                     return collect(msg)
                 del self._waiters[i]
-                return _loop_of(fut).wake(fut, msg)
+                fut.set_result(msg)
+                return True
         self._items.append(msg)
         return False
 
@@ -96,7 +93,7 @@ class Inbox:
         """A `recv` deadline passed: the waiter stops waiting and receives None."""
         if not fut.done():
             self.discard(fut)
-            _loop_of(fut).wake(fut, None)
+            fut.set_result(None)
 
     def discard(self, fut: asyncio.Future) -> None:
         for i, (_, waiting, _) in enumerate(self._waiters):

@@ -22,8 +22,10 @@ The loop does no real I/O: callbacks from other threads (`call_soon_threadsafe`,
 cancelled timers, wait (here: step SimPy), move the due timers to the run queue, run
 it — without the selector round trip.  Owning it lets `run_now` run a callback at
 once when that is exactly where the loop would have run it had it been scheduled
-with `call_soon` (a cohort member or an actor's task woken by a delivery: issue 15),
-so the order of everything — records, ids, timers — is that of the scheduled callback.
+with `call_soon` (a cohort member or a gather step woken by a delivery: issue 15), so
+the order of everything — records, ids, timers — is that of the scheduled callback.
+(An actor's task woken by its future gains nothing from it: measured, the bookkeeping
+costs what the loop iteration does.)
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import asyncio.base_events
 import collections
-import contextvars
 import heapq
 import math
 import selectors
@@ -120,7 +121,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
         self._ran_now = False  # a callback ran during the SimPy step in progress
         self._running_now = False  # a callback is running at once (`run_now`)
-        self._caught: list | None = None  # callbacks scheduled by the future `wake` resolves
 
     def time(self) -> float:
         return self.env.now
@@ -231,7 +231,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         else whether the loop must run something before the next SimPy event — what a
         delivery receiver answers (False: the network may deliver the next message due
         now at once).  Running it now changes nothing but the cost: no handle, no loop
-        iteration (a cohort member or a task woken by a delivery or its timer: issue 15).
+        iteration (a cohort member or a gather step woken by a delivery or a timer: issue 15).
 
         Scheduled now, the callback would run as the only callback of the next run-queue
         pass, unless a timer is due to join it: during a SimPy step, that pass follows
@@ -263,35 +263,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._prune()  # the start of the iteration that would have run the callback's successors
         self._ran_now = True
         return self._timeout() == 0
-
-    def wake(self, fut: asyncio.Future[T], result: T) -> bool:
-        """`fut.set_result(result)`, with the callback it schedules (the wake-up of the task
-        awaiting it) run at once where `run_now` allows and it is the only one; returns
-        what `run_now` returns, True when the callbacks were scheduled.  The same contract:
-        the last thing the running callback does."""
-        caught: list[tuple[Callable[..., object], tuple, contextvars.Context | None]] = []
-        self._caught = caught
-        try:
-            fut.set_result(result)
-        finally:
-            self._caught = None
-        if len(caught) == 1:
-            callback, args, context = caught[0]
-            woke = self.run_now((context or contextvars.copy_context()).run, callback, *args)
-            if woke is not None:
-                return woke
-        for callback, args, context in caught:
-            super().call_soon(callback, *args, context=context)
-        return True
-
-    def call_soon(  # type: ignore[override]  # the same signature, without typeshed's TypeVarTuple
-        self, callback: Callable[..., object], *args: Any, context: contextvars.Context | None = None
-    ) -> asyncio.Handle:
-        caught = self._caught
-        if caught is not None:  # inside `wake`: collected, then run at once or scheduled in order
-            caught.append((callback, args, context))
-            return None  # type: ignore[return-value]  # the future scheduling its callbacks ignores it
-        return super().call_soon(callback, *args, context=context)
 
 
 def running_loop() -> VirtualTimeLoop:

@@ -124,18 +124,13 @@ def test_messages_of_one_broadcast_due_at_one_instant_share_one_event():
 
 
 def test_a_delivery_that_wakes_a_receiver_lets_it_run_before_the_next_one():
-    buf = io.BytesIO()
-    world = World(star(3), seed=0, links={e: Link(Constant(1.0)) for e in star(3).edges}, log=MessageLog(buf))
+    world = World(star(3), seed=0, links={e: Link(Constant(1.0)) for e in star(3).edges})
     sizes = count_arrival_events(world)
     world.add(Server("server", 1, "batch"))
     for k in range(3):
         world.add(Client(f"client-{k}", busy=False))
     world.run()
-    at_one = [(r["event"], r.get("dst", r.get("actor"))) for r in records(io.BytesIO(buf.getvalue()))
-              if r["t"] == 1.0 and r["event"] in ("deliver", "compute")]
-    assert at_one == [(event, f"client-{k}") for k in range(3) for event in ("deliver", "compute")]
-    # each woken task ran at once, inside the delivery (nothing else was due): one event for the batch
-    assert sizes[0] == 3
+    assert sizes[:3] == [3, 2, 1]  # the rest of the batch is put back after each wake-up
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -133,9 +133,8 @@ def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -
     set, cancel and chain timers (ties, due-now and 1e-10 s timers, enough cancelled ones
     to make asyncio rebuild its heap), and tasks awaiting futures that SimPy events
     resolve (one with a second callback).  A woken callback is either scheduled with
-    `call_soon` or, when `at_once`, run at once where `run_now` allows; a future is
-    resolved with `set_result` or, when `at_once`, `wake`.  Returns the order and time
-    of everything that ran."""
+    `call_soon` or, when `at_once`, run at once where `run_now` allows.  Returns the
+    order and time of everything that ran."""
     rng = np.random.default_rng(seed)
     env = VirtualEnvironment()
     loop = VirtualTimeLoop(env)
@@ -163,8 +162,10 @@ def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -
     def woken(k):
         seen.append(("woken", k, env.now))
         i = next(counter) % len(plan["cancel"])
-        if i % 4 == 1:  # wakes a task before the rest of this callback: `wake` only when this runs at once
-            resolve(k, last=False)
+        if i % 4 == 1:  # wakes a callback before the rest of this one (`run_now` may be asked only here,
+            nested = 2000 + k  # running at once, where it must refuse: the callback runs after this one)
+            if not (at_once_now[0] and loop.run_now(seen.append, ("nested", nested, env.now)) is not None):
+                loop.call_soon(seen.append, ("nested", nested, env.now))
         for d in plan["delays"][i][:2]:
             timers.append(loop.call_later(d, fired, len(timers)))
         if plan["cancel"][i] and timers:
@@ -190,12 +191,10 @@ def _program_run(seed: int, n_events: int, at_once: bool, debug: bool = False) -
             if pause:
                 await asyncio.sleep(pause if j % 2 else float(pause > 0.3) * 1e-10)
 
-    def resolve(k, last=True):
+    def resolve(k):
         fut = waiting.get(k % 3)
         if fut is None or fut.done():
             seen.append(("missed", k, env.now))
-        elif at_once and (last or at_once_now[0]):
-            loop.wake(fut, k)
         else:
             fut.set_result(k)
 
