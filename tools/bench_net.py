@@ -14,12 +14,19 @@ runs in its own process so peak memory (max RSS) is per size.
     python tools/bench_net.py            # all sizes
     python tools/bench_net.py --sizes 10 256 --reps 3
     python tools/bench_net.py --cohort   # the clients as one Cohort, the server collecting with gather
+    python tools/bench_net.py --batched  # the batched path: broadcasts arriving at one instant, no replies
 
 With --cohort each message costs the same network work (its fate draws, envelope and two
 log lines), without the per-client machinery (a task, future and inbox per client, a
 wake-up of the server per reply); a round ends at the quorum or 10 s after the broadcast
 (instead of 10 s after the last reply), so the two logs differ only in when lossy
 rounds end.
+
+With --batched the server broadcasts every second over constant-delay links to a cohort
+that only receives: each broadcast is one `send_many` and its messages arrive at one
+instant, in one event (issue 15, item 1).  No fates are drawn, so the floor draws none
+either: it encodes each message's envelope header, decodes its payload and renders its
+two log lines.
 """
 
 from __future__ import annotations
@@ -40,10 +47,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchtime import timed  # noqa: E402
 
-from netemu import Actor, Bernoulli, Cohort, Exponential, Link, MessageLog, World, star  # noqa: E402
+from netemu import Actor, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, World, star  # noqa: E402
 from netemu.coordination import gather  # noqa: E402
 from netemu.rng import Streams  # noqa: E402
-from netemu.wire.codec import decode_envelope, encode, encode_envelope  # noqa: E402
+from netemu.wire.codec import decode, decode_envelope, encode, encode_envelope  # noqa: E402
 
 
 class Server(Actor):
@@ -82,6 +89,26 @@ class GatheringServer(Server):
             await gather(self, "update", self.now + 10.0, quorum=n)
 
 
+class Sink(Cohort):
+    receives = "model"
+
+    def on_message(self, m, msg):
+        pass
+
+
+class Broadcaster(Actor):
+    def __init__(self, name, rounds):
+        super().__init__(name)
+        self.rounds = rounds
+
+    async def run(self):
+        w = np.zeros(10)
+        for r in range(self.rounds):
+            self.round = r
+            self.broadcast("model", w)
+            await self.sleep(1.0)
+
+
 class Clients(Cohort):
     receives = "model"
 
@@ -89,12 +116,18 @@ class Clients(Cohort):
         self.send(m, msg.src, "update", msg.payload, round=msg.round)
 
 
-def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False) -> int:
+def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False, batched: bool = False) -> int:
     g = star(n_actors - 1)
-    links = {e: Link(Exponential(0.01), loss=Bernoulli(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
+    if batched:
+        links = {e: Link(Constant(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
+    else:
+        links = {e: Link(Exponential(0.01), loss=Bernoulli(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
     with open(log_path, "wb") as f:
         world = World(g, seed=1, links=links, log=MessageLog(f))
-        if cohort:
+        if batched:
+            world.add(Broadcaster("server", 2 * rounds))
+            world.add(Sink("clients", [f"client-{k}" for k in range(n_actors - 1)]))
+        elif cohort:
             world.add(GatheringServer("server", rounds))
             world.add(Clients("clients", [f"client-{k}" for k in range(n_actors - 1)]))
         else:
@@ -105,8 +138,9 @@ def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False) -> 
     return result.messages["total"]["sent"]
 
 
-def reference(n_messages: int, n_links: int, log_path: str) -> None:
-    """The unavoidable work per message, without the emulator: its fate, its envelope, its two log lines."""
+def reference(n_messages: int, n_links: int, log_path: str, batched: bool = False) -> None:
+    """The unavoidable work per message, without the emulator: its fate, its envelope, its two log lines
+    (batched: no fate; the header encoded, the payload decoded)."""
     payload = encode(np.zeros(10))
     link = Link(Exponential(0.01), loss=Bernoulli(0.01))
     streams = Streams(1)
@@ -114,23 +148,28 @@ def reference(n_messages: int, n_links: int, log_path: str) -> None:
     with open(log_path, "wb") as f:
         for i in range(n_messages):
             round, k = divmod(i, n_links)
-            reason, delay = link.draw_fate(draws[k], round, 0)
-            data = encode_envelope(i, "client-1", "server", "update", 3, 1.5, payload)
-            decode_envelope(data)
+            if batched:
+                delay = 0.01
+                data = encode_envelope(i, "server", "client-1", "model", 3, 1.5, b"") + payload
+                decode(payload)
+            else:
+                reason, delay = link.draw_fate(draws[k], round, 0)
+                data = encode_envelope(i, "client-1", "server", "update", 3, 1.5, payload)
+                decode_envelope(data)
             for ev in ("send", "deliver"):
                 f.write(orjson.dumps({"t": 1.5 + delay, "event": ev, "id": i, "src": "client-1", "dst": "server",
                                       "kind": "update", "round": 3, "bytes": len(data), "link": "uplink"},
                                      option=orjson.OPT_APPEND_NEWLINE))
 
 
-def measure(n_actors: int, reps: int, cohort: bool = False) -> dict:
+def measure(n_actors: int, reps: int, cohort: bool = False, batched: bool = False) -> dict:
     rounds = max(2, 200_000 // (2 * n_actors))
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "messages.jsonl")
-        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log, cohort), reps)
-        ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log), reps)
+        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log, cohort, batched), reps)
+        ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log, batched), reps)
     return {
-        "actors": n_actors, "cohort": cohort,
+        "actors": n_actors, "cohort": cohort or batched, "batched": batched,
         "rounds": rounds,
         "messages": sent,
         "reps": reps,
@@ -147,13 +186,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 256, 10_000])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--cohort", action="store_true", help="clients as one Cohort, server with gather")
+    parser.add_argument("--batched", action="store_true", help="broadcasts arriving at one instant to a receiving cohort")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one, args.reps, args.cohort)))
+        print(json.dumps(measure(args.one, args.reps, args.cohort, args.batched)))
         return
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort), *(["--batched"] * args.batched)],
                              capture_output=True, text=True, check=True)
         print(out.stdout.strip(), flush=True)
 
