@@ -142,12 +142,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             super()._run_once()  # type: ignore[misc]
             return
         self._prune()
+        timeout = self._timeout()
+        if timeout != 0:
+            self._advance(timeout)
         ready = self._ready
-        if not ready and not self._stopping:
-            sched = self._scheduled
-            timeout = None if not sched else min(max(0, sched[0]._when - self.env._now), _MAXIMUM_SELECT_TIMEOUT)  # type: ignore[attr-defined]  # noqa: SLF001
-            if timeout != 0:
-                self._advance(timeout)
         now = self.env._now  # noqa: SLF001
         end = now + _resolution(now)
         sched = self._scheduled
