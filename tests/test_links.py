@@ -137,3 +137,33 @@ def test_a_log_normal_delay_that_would_overflow_a_float_is_refused():
     with pytest.raises(ValueError, match="overflows"):
         LogNormal(mu=700.0, sigma=1.0)
     LogNormal(mu=690.0, sigma=2.0)  # the largest delay stays finite: accepted
+
+
+def _state(obj):
+    names = [n for c in type(obj).__mro__ for n in c.__dict__.get("__slots__", ())]
+    return {n: getattr(obj, n) for n in names if hasattr(obj, n)} | getattr(obj, "__dict__", {})
+
+
+class _Tagged(GilbertElliott):
+    """A user's subclass that keeps more state (in a __dict__)."""
+
+    def __init__(self):
+        super().__init__(0.1, 0.2)
+        self.tag = "mine"
+
+
+@pytest.mark.parametrize("component", [
+    Constant(0.5), Uniform(0.1, 0.3), Exponential(0.2, base=0.1), LogNormal(-2.0, 0.5), RoundDelay(0.3, 4, 2.0),
+    Empirical([0.1, 0.2]), Jitter(0.1, 0.5), Bernoulli(0.2), GilbertElliott(0.1, 0.3, 0.05, 0.9), _Tagged(),
+], ids=lambda c: type(c).__name__)
+def test_a_copied_component_has_the_same_state_in_an_object_of_its_own(component):
+    import copy
+
+    if hasattr(component, "bad"):
+        component.bad = True
+    if isinstance(component, Jitter):
+        component._last = 0.25
+    clone = copy.copy(component)
+    assert clone is not component and type(clone) is type(component)
+    assert _state(clone).keys() == _state(component).keys()
+    assert all(a is b for a, b in zip(_state(clone).values(), _state(component).values()))
