@@ -47,7 +47,7 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
-from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, stochastic_sign
+from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, selection_shift, stochastic_sign
 from netemu.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.world import World
@@ -118,11 +118,24 @@ class OnlineState:
         self.took_part = np.full(len(self.clients), -1)  # iteration of each client's last update
         self.test_Z = rff_features(data.test[0], self.omega, self.phase)
         self.test_y = data.test[1]
+        self.partial_down = p.partial_down
+        self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
 
     def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
         X, y = self.stream.samples(n, ks)
         return rff_features(X, self.omega, self.phase), y
+
+    def selected(self, n: int, k: int) -> np.ndarray:
+        """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5): the d shifts
+        repeat every iteration, so each is made once and shared as a read-only array."""
+        p = self.p
+        shift = selection_shift(p.m, n, k, p.coordinated) % p.rff_dim
+        indices = self._selections.get(shift)
+        if indices is None:
+            indices = self._selections[shift] = (np.arange(p.m) + shift) % p.rff_dim  # as `selection` makes it
+            indices.setflags(write=False)
+        return indices
 
     def share(self, vector: np.ndarray, indices: np.ndarray):
         """The entries `indices` of `vector` as they travel: values only (the receiver
@@ -136,7 +149,7 @@ class OnlineState:
         p = self.p
         if p.sharing == "full":
             return np.arange(p.rff_dim)
-        return selection(p.rff_dim, p.m, n if p.version == 0 else n + 1, k, p.coordinated)
+        return self.selected(n if p.version == 0 else n + 1, k)
 
 
 class OnlineServer(Actor):
@@ -156,7 +169,7 @@ class OnlineServer(Actor):
         for n in range(self.iterations):
             await self.sleep(n * T - self.now)
             self.round = n
-            send_each(self, "model", {st.clients[k]: st.share(self.w, selection(d, p.m, n, k, p.coordinated)) if p.partial_down else self.w
+            send_each(self, "model", {st.clients[k]: st.share(self.w, st.selected(n, k)) if st.partial_down else self.w
                                       for k in self.available(n)})
             updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
@@ -223,22 +236,22 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
     """Client k's reply to the model in `msg` (an actor's and a cohort member's step alike):
     its LMS update (eqs. 4.9–4.10), shared as S_k w_k, or with the sign uplink the
     stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
-    p, n = st.p, msg.round
+    p, n, payload = st.p, msg.round, msg.payload
     st.took_part[k] = n
-    Z, Y = st.features(n, np.array([k]))
-    z, y = Z[0], Y[0]
-    if isinstance(msg.payload, PartialModel):
-        start = msg.payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
-    elif p.partial_down:
+    x, y = st.stream.sample(n, k)
+    z = rff_features(x, st.omega, st.phase)[0]  # a 1 × L row, as the floor's and the pool's (same BLAS call)
+    if isinstance(payload, PartialModel):
+        start = payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
+    elif st.partial_down:
         start = st.W[k].copy()
-        start[selection(p.rff_dim, p.m, n, k, p.coordinated)] = msg.payload  # M w + (I − M) w_k
+        start[st.selected(n, k)] = payload  # M w + (I − M) w_k
     else:
-        start = msg.payload
+        start = payload
     if p.uplink == "sign":
         e = y - start @ z
         return {"bits": np.packbits(stochastic_sign(-z * e, sign_rng().random(p.rff_dim)) > 0)}
-    st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-    return st.share(st.W[k], st.sent_indices(n, k))
+    w = st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
+    return st.share(w, st.sent_indices(n, k))
 
 
 class ClientPool(Actor):

@@ -107,25 +107,37 @@ class OnlineRegression:
 
 
 class OnlineStream:
-    """Which clients receive data at iteration n, and their samples, as arrays."""
+    """Which clients receive data at iteration n, and their samples, as arrays.
+
+    Every client's samples are stacked once into one table (`X`, `y`) and `row[n, k]` says
+    which of its rows client k receives at iteration n (-1: none), so the samples of any
+    set of clients are one fancy-indexing gather, not a Python loop per client."""
 
     def __init__(self, data: OnlineRegression) -> None:
         K, N = len(data.clients), data.iterations
-        self.sample = np.full((N, K), -1, dtype=np.int64)  # sample index, -1 = no new data
+        self.row = np.full((N, K), -1, dtype=np.int64)  # row of X / y, -1 = no new data
+        start = 0
         for k, when in enumerate(data.arrival):
-            self.sample[when, k] = np.arange(when.size)
+            self.row[when, k] = start + np.arange(when.size)
+            start += len(data.inputs[k])
+        width = max((x.reshape(len(x), -1).shape[1] for x in data.inputs if len(x)), default=0)
+        self.X = np.concatenate([x.reshape(len(x), width) for x in data.inputs]) if K else np.empty((0, width))
+        self.y = np.concatenate([np.asarray(y, dtype=float) for y in data.outputs]) if K else np.empty(0)
         self.data = data
 
     def with_data(self, n: int) -> np.ndarray:
         """Positions of the clients that receive a sample at iteration n."""
-        return np.flatnonzero(self.sample[n] >= 0)
+        return np.flatnonzero(self.row[n] >= 0)
 
     def samples(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The inputs (rows) and outputs the clients `ks` receive at iteration n."""
-        s = self.sample[n, ks]
-        X = np.array([self.data.inputs[k][i] for k, i in zip(ks, s, strict=True)]).reshape(len(ks), -1)
-        y = np.array([self.data.outputs[k][i] for k, i in zip(ks, s, strict=True)])
-        return X, y
+        rows = self.row[n, ks]
+        return self.X[rows], self.y[rows]
+
+    def sample(self, n: int, k: int) -> tuple[np.ndarray, float]:
+        """The input row (1 × L) and output client k receives at iteration n."""
+        r = int(self.row[n, k])
+        return self.X[r : r + 1], self.y[r]
 
 
 def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) -> OnlineRegression:

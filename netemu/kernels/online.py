@@ -17,6 +17,7 @@ __all__ = [
     "rff",
     "rff_features",
     "selection",
+    "selection_shift",
     "stochastic_sign",
 ]
 
@@ -36,8 +37,13 @@ def selection(dim: int, m: int, n: int, k: int, coordinated: bool) -> np.ndarray
     """Indices selected by M_k^(n): diag(M_1^(n)) = circshift(diag(M_1^(0)), m n) with
     M_1^(0) selecting entries 0..m−1 (eq. 4.5), and for uncoordinated sharing
     diag(M_k^(n)) = circshift(diag(M_1^(n)), m k) (§4.4.1)."""
-    shift = m * n + (0 if coordinated else m * k)
-    return (np.arange(m) + shift) % dim
+    return (np.arange(m) + selection_shift(m, n, k, coordinated)) % dim
+
+
+def selection_shift(m: int, n: int, k: int, coordinated: bool) -> int:
+    """The circular shift of M_k^(n) in `selection`: m n, plus m k when uncoordinated.
+    M_k^(n) depends on it only modulo the dimension, so callers can cache by that."""
+    return m * n + (0 if coordinated else m * k)
 
 
 def lms_step(w: np.ndarray, z: np.ndarray, y: np.ndarray, mu: float) -> np.ndarray:
