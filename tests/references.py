@@ -37,6 +37,10 @@ def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.
     sample = np.full((iterations, K), -1)
     for k, when in enumerate(data.arrival):
         sample[when[when < iterations], k] = np.nonzero(when < iterations)[0]
+    # every client's samples stacked once: the samples of a set of clients are one gather
+    X_all = np.concatenate(data.inputs)
+    y_all = np.concatenate(data.outputs)
+    row = np.where(sample >= 0, sample + np.cumsum([0] + [len(x) for x in data.inputs[:-1]]), -1)
     W, w, curve = np.zeros((K, d)), np.zeros(d), []
     ks_all = np.arange(K)
     feats = lambda X: np.sqrt(2.0 / d) * np.cos(X @ omega + phase)
@@ -47,8 +51,7 @@ def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.
         part = ks_all[has & avail]
         idle = ks_all[has & ~avail]
         if part.size:
-            X = np.array([data.inputs[k][sample[n, k]] for k in part])
-            y = np.array([data.outputs[k][sample[n, k]] for k in part])
+            X, y = X_all[row[n, part]], y_all[row[n, part]]
             Z = feats(X)
             shift = m * n + (0 if p.coordinated else m * part)[..., None] if not p.coordinated else np.full((part.size, 1), m * n)
             M = (np.arange(m)[None, :] + shift) % d  # rows: M_k^(n) indices
@@ -66,8 +69,7 @@ def online_fl(data, p, iterations: int, available, omega: np.ndarray, phase: np.
             np.add.at(delta, S, (new[np.arange(part.size)[:, None], S] - w[S]) / part.size)
             w = w + delta
         if idle.size and p.local_learning:
-            X = np.array([data.inputs[k][sample[n, k]] for k in idle])
-            y = np.array([data.outputs[k][sample[n, k]] for k in idle])
+            X, y = X_all[row[n, idle]], y_all[row[n, idle]]
             Z = feats(X)
             e = y - np.einsum("ki,ki->k", W[idle], Z)
             W[idle] = W[idle] + p.mu * Z * e[:, None]

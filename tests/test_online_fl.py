@@ -4,12 +4,15 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from references import online_fl as reference
 from netemu import Link, NodeBehaviour, RoundDelay, World, star
 from netemu.algorithms.online_fl import VARIANTS, OnlineFLParams, build
 from netemu.data.online import OnlineData, make_online, nonlinear_target
 from netemu.kernels.online import aggregate, rff, selection
+from netemu.rng import Streams
 
 K, N = 12, 60
 
@@ -99,6 +102,67 @@ def test_selection_matrices_shift_by_m_each_iteration_and_by_m_k_for_uncoordinat
     assert list(selection(10, 3, 0, 0, True)) == [0, 1, 2]
     assert list(selection(10, 3, 1, 5, True)) == [3, 4, 5]
     assert list(selection(10, 3, 1, 2, False)) == [9, 0, 1]
+
+
+def aggregate_one_update_at_a_time(w, updates, alphas, overlap):
+    """Eqs. (4.13)-(4.14) written out, one `delta[sel] += ...` per update: the specification
+    the vectorized `aggregate` must reproduce bit for bit."""
+    groups = {}
+    for u in updates:
+        groups.setdefault(u[1], []).append(u)
+    delta, covered = np.zeros_like(w), {}
+    for l in sorted(groups):
+        alpha = alphas[l] if l < alphas.size else 0.0
+        for client, _, idx, values in groups[l]:
+            mask = covered.get(client if overlap == "client" else -1)
+            keep = slice(None) if mask is None else ~mask[idx]
+            sel = idx[keep]
+            if alpha:
+                delta[sel] += alpha * (values[keep] - w[sel]) / len(groups[l])
+        for client, _, idx, _ in groups[l]:
+            covered.setdefault(client if overlap == "client" else -1, np.zeros(w.size, dtype=bool))[idx] = True
+    return w + delta
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.integers(0, 2**32 - 1), hs.integers(0, 12), hs.sampled_from(["client", "all"]))
+def test_aggregation_in_one_scatter_per_delay_equals_one_update_at_a_time_bit_for_bit(seed, count, overlap):
+    rng = np.random.default_rng(seed)
+    d = 9
+    w = rng.standard_normal(d)
+    updates = []
+    for _ in range(count):  # clients 0..3, delays 0..4 (4 is beyond l_max = 3: weight 0), distinct indices
+        idx = rng.permutation(d)[: rng.integers(1, d + 1)]
+        updates.append((int(rng.integers(4)), int(rng.integers(5)), idx, rng.standard_normal(idx.size)))
+    alphas = 0.3 ** np.arange(4)
+    assert np.array_equal(aggregate(w, updates, alphas, overlap), aggregate_one_update_at_a_time(w, updates, alphas, overlap))
+
+
+@pytest.mark.parametrize("coordinated", [True, False])
+def test_the_shared_index_arrays_are_the_selection_matrices(coordinated):
+    world, params, data = emulate("pao-fed-c1" if coordinated else "pao-fed-u1")
+    state = world.actors["server"].state
+    for n in range(0, 130, 7):  # past d / m = 50 iterations: the shifts wrap around
+        for k in range(K):
+            assert np.array_equal(state.selected(n, k), selection(params.rff_dim, params.m, n, k, coordinated))
+    with pytest.raises(ValueError, match="read-only"):
+        state.selected(0, 0)[0] = 1
+
+
+def test_the_stream_gives_each_client_its_own_next_sample_at_its_arrival_iterations():
+    data = make_online(OnlineData(iterations=N, group_samples=(20, 40, 60)), [f"c{k}" for k in range(5)], Streams(3))
+    stream = data.stream()
+    seen = [0] * 5
+    for n in range(N):
+        ks = stream.with_data(n)
+        assert list(ks) == [k for k in range(5) if n in data.arrival[k]]
+        X, y = stream.samples(n, ks)
+        for row, k in enumerate(ks):
+            assert np.array_equal(X[row], data.inputs[k][seen[k]]) and y[row] == data.outputs[k][seen[k]]
+            x1, y1 = stream.sample(n, k)
+            assert np.array_equal(x1, data.inputs[k][seen[k]][None, :]) and y1 == y[row]
+            seen[k] += 1
+    assert seen == [len(a) for a in data.arrival]
 
 
 @pytest.mark.parametrize("formula, expected", [("product", 1.0 + (0.8 - 0.5 * np.exp(-1.0)) * 2.0), ("printed", 1.0 + 0.8 - 0.5 * np.exp(-1.0) * 2.0)])

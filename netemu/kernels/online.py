@@ -77,7 +77,8 @@ def aggregate(
     parameter only the most recent counts (Publication 4, text after eq. 15): the
     selections of older updates lose the entries a more recent update of the same
     client (`overlap="client"`) or of any client (`overlap="all"`) already set.
-    Updates are applied in the order given within one delay.
+    Updates are applied in the order given within one delay; an update's indices are
+    distinct (a selection, or all entries).
     """
     groups: dict[int, list[Update]] = {}
     for u in updates:
@@ -87,17 +88,27 @@ def aggregate(
     for l in sorted(groups):
         group = groups[l]
         alpha = alphas[l] if l < alphas.size else 0.0
-        touched = []
-        for client, _, idx, values in group:
-            key = client if overlap == "client" else -1
+        keys = [client if overlap == "client" else -1 for client, _, _, _ in group]
+        if alpha:
+            # Δ_l of the whole group in one scatter: np.add.at adds in the order given, as one
+            # `delta[sel] += …` per update would (an update's indices are distinct), bit for bit
+            sels, vals = [], []
+            for key, (_, _, idx, values) in zip(keys, group, strict=True):
+                mask = covered.get(key)
+                if mask is None:
+                    sels.append(idx)
+                    vals.append(values)
+                else:
+                    keep = ~mask[idx]
+                    sels.append(idx[keep])
+                    vals.append(values[keep])
+            sel = np.concatenate(sels)
+            np.add.at(delta, sel, alpha * (np.concatenate(vals) - w[sel]) / len(group))
+        for key, (_, _, idx, _) in zip(keys, group, strict=True):
             mask = covered.get(key)
-            keep = slice(None) if mask is None else ~mask[idx]
-            sel = idx[keep]
-            if alpha:
-                delta[sel] += alpha * (values[keep] - w[sel]) / len(group)
-            touched.append((key, idx))
-        for key, idx in touched:
-            covered.setdefault(key, np.zeros(w.shape[0], dtype=bool))[idx] = True
+            if mask is None:
+                mask = covered[key] = np.zeros(w.shape[0], dtype=bool)
+            mask[idx] = True
     return w + delta
 
 
