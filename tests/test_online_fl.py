@@ -11,7 +11,7 @@ from references import online_fl as reference
 from netemu import Link, NodeBehaviour, RoundDelay, World, star
 from netemu.algorithms.online_fl import VARIANTS, OnlineFLParams, build
 from netemu.data.online import OnlineData, make_online, nonlinear_target
-from netemu.kernels.online import aggregate, rff, selection
+from netemu.kernels.online import aggregate, rff, rff_features, selection
 from netemu.rng import Streams
 
 K, N = 12, 60
@@ -147,6 +147,31 @@ def test_the_shared_index_arrays_are_the_selection_matrices(coordinated):
             assert np.array_equal(state.selected(n, k), selection(params.rff_dim, params.m, n, k, coordinated))
     with pytest.raises(ValueError, match="read-only"):
         state.selected(0, 0)[0] = 1
+
+
+@pytest.mark.parametrize("inputs", [1, 3, 4, 7])
+def test_features_of_stacked_single_rows_are_each_rows_own_bit_for_bit(inputs):
+    # one 1 x L row alone and a stack of them make the same BLAS call per row (a plain
+    # R x L matrix would not: gemm may round differently), so batching keeps the logs
+    rng = np.random.default_rng(inputs)
+    omega, phase = rff(inputs, 200, 1.0, rng)
+    X = rng.standard_normal((300, inputs))
+    stacked = rff_features(X[:, None, :], omega, phase)[:, 0]
+    assert all(np.array_equal(stacked[i], rff_features(X[i : i + 1], omega, phase)[0]) for i in range(len(X)))
+
+
+def test_a_client_reads_the_features_announced_for_it_or_computes_its_own():
+    world, _, _ = emulate("pao-fed-u1")
+    state, n = world.actors["server"].state, 7
+    ks = [int(k) for k in state.stream.with_data(n)]
+    assert len(ks) >= 2
+    own = {k: state.feature(n, k) for k in ks}  # nothing announced for n: each computes its own
+    state.expect(n, ks[1:])
+    for k in ks:
+        z, y = state.feature(n, k)
+        assert np.array_equal(z, own[k][0]) and y == own[k][1]
+    state.expect(n + 1, ks[:1])  # another iteration announced: iteration n is computed again, the same
+    assert np.array_equal(state.feature(n, ks[1])[0], own[ks[1]][0])
 
 
 def test_the_stream_gives_each_client_its_own_next_sample_at_its_arrival_iterations():

@@ -119,12 +119,31 @@ class OnlineState:
         self.test_Z = rff_features(data.test[0], self.omega, self.phase)
         self.test_y = data.test[1]
         self.partial_down = p.partial_down
+        self._expected: tuple[int, dict[int, int], np.ndarray, np.ndarray] = (-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
         self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
 
     def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
         X, y = self.stream.samples(n, ks)
         return rff_features(X, self.omega, self.phase), y
+
+    def expect(self, n: int, ks: list[int]) -> None:
+        """Compute at once the features of the clients `ks` that the model of iteration n is
+        sent to, for `feature` to hand out.  Each row is what the client's own 1 × L product
+        gives, bit for bit: a stack of 1 × L rows makes the same BLAS call (gemv) per row."""
+        if ks:
+            X, y = self.stream.samples(n, np.array(ks))
+            self._expected = (n, {k: i for i, k in enumerate(ks)}, rff_features(X[:, None, :], self.omega, self.phase)[:, 0], y)
+
+    def feature(self, n: int, k: int) -> tuple[np.ndarray, float]:
+        """RFF features z and output y of the sample client k receives at iteration n
+        (computed by `expect` if it was announced, else now)."""
+        round, rows, Z, y = self._expected
+        i = rows.get(k) if round == n else None
+        if i is not None:
+            return Z[i], y[i]
+        x, y1 = self.stream.sample(n, k)
+        return rff_features(x, self.omega, self.phase)[0], y1
 
     def selected(self, n: int, k: int) -> np.ndarray:
         """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5): the d shifts
@@ -169,8 +188,9 @@ class OnlineServer(Actor):
         for n in range(self.iterations):
             await self.sleep(n * T - self.now)
             self.round = n
-            send_each(self, "model", {st.clients[k]: st.share(self.w, st.selected(n, k)) if st.partial_down else self.w
-                                      for k in self.available(n)})
+            ks = self.available(n)
+            st.expect(n, ks)  # the addressed clients' features, in one vectorized call
+            send_each(self, "model", {st.clients[k]: st.share(self.w, st.selected(n, k)) if st.partial_down else self.w for k in ks})
             updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
             if p.aggregation == "pooled":  # eq. (6) over K_n, every update arriving now (Publication 4, eq. 9)
@@ -238,8 +258,7 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
     stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
     p, n, payload = st.p, msg.round, msg.payload
     st.took_part[k] = n
-    x, y = st.stream.sample(n, k)
-    z = rff_features(x, st.omega, st.phase)[0]  # a 1 × L row, as the floor's and the pool's (same BLAS call)
+    z, y = st.feature(n, k)
     if isinstance(payload, PartialModel):
         start = payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
     elif st.partial_down:
