@@ -47,7 +47,7 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
-from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection, selection_shift, stochastic_sign
+from netemu.kernels.online import aggregate, lms_step, mse_db, rff, rff_features, selection_shift, stochastic_sign
 from netemu.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.world import World

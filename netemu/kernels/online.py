@@ -46,7 +46,7 @@ def selection_shift(m: int, n: int, k: int, coordinated: bool) -> int:
     return m * n + (0 if coordinated else m * k)
 
 
-def lms_step(w: np.ndarray, z: np.ndarray, y: np.ndarray, mu: float) -> np.ndarray:
+def lms_step(w: np.ndarray, z: np.ndarray, y: np.ndarray | float, mu: float) -> np.ndarray:
     """w + μ z e with e = y − wᵀz, row-wise for stacked (w, z, y) (eqs. 4.9–4.12)."""
     e = y - np.einsum("...i,...i->...", w, z)
     return w + mu * z * e[..., None]
