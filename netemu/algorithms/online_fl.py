@@ -146,8 +146,8 @@ class OnlineState:
         return rff_features(x, self.omega, self.phase)[0], y1
 
     def selected(self, n: int, k: int) -> np.ndarray:
-        """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5): the d shifts
-        repeat every iteration, so each is made once and shared as a read-only array."""
+        """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5).  There are only d
+        distinct shifts, so each index array is made once and shared, read-only."""
         p = self.p
         shift = selection_shift(p.m, n, k, p.coordinated) % p.rff_dim
         indices = self._selections.get(shift)
