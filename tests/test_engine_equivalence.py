@@ -21,6 +21,8 @@ import io
 import sys
 
 import numpy as np
+import orjson
+import pytest
 
 from netemu import Actor, ActorFailed, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, NodeBehaviour, World, star
 
@@ -256,6 +258,49 @@ def test_cohort_and_one_actor_per_client_write_the_same_bytes_in_random_worlds()
         a, b = run_world(seed, False), run_world(seed, True)
         assert a[0] == b[0], f"seed {seed}: the message logs differ"
         assert a[1:] == b[1:], f"seed {seed}: fates, metrics or the end differ"
+
+
+
+class _Broadcaster(Actor):
+    async def run(self) -> None:
+        self.broadcast("model", 0)
+        await self.sleep(5.0)
+
+
+class _StartsProcess(Actor):
+    """A client that, woken by a delivery, starts a SimPy process (its first step is an
+    URGENT event at the same instant) that writes a record."""
+    daemon = True
+
+    async def run(self) -> None:
+        env, name = self.world.env, self.name
+        while True:
+            await self.recv("model")
+
+            def proc():
+                self.world.log(t=env.now, event="proc", actor=name)
+                yield env.timeout(0)
+            env.process(proc())
+
+
+@pytest.mark.xfail(strict=True, reason="a receiver run at once (run_now) lets the network deliver the rest of a "
+                   "batch inline, ahead of URGENT SimPy events the woken code scheduled; main at 655ef0d put the "
+                   "batch's continuation back with an event id taken before the woken code ran")
+def test_an_urgent_simpy_event_started_by_woken_code_keeps_its_place_among_a_batchs_deliveries():
+    """Order main at 655ef0d wrote (python tests/... under its checkout): the continuation of
+    the batch (URGENT, id taken when the delivery woke client-0) comes before client-0's
+    process start; client-1's wake-up puts the next continuation behind that start."""
+    buf = io.BytesIO()
+    g = star(3)
+    world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(buf))
+    world.add(_Broadcaster("server"))
+    for k in range(3):
+        world.add(_StartsProcess(f"client-{k}"))
+    world.run()
+    order = [(r["event"], r.get("dst", r.get("actor"))) for r in map(orjson.loads, buf.getvalue().splitlines())
+             if r["event"] in ("deliver", "proc")]
+    assert order == [("deliver", "client-0"), ("deliver", "client-1"), ("proc", "client-0"),
+                     ("deliver", "client-2"), ("proc", "client-1"), ("proc", "client-2")]
 
 
 if __name__ == "__main__":
