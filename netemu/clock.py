@@ -40,6 +40,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar, cast
 
 import simpy
+import simpy.core
 
 __all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
 
@@ -233,9 +234,12 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
         Scheduled now, the callback would run as the only callback of the next run-queue
         pass, unless a timer is due to join it: during a SimPy step, that pass follows
-        the step; from the last callback of a pass, it is the next one, after the next
-        iteration's start (`_prune`, done here first).  Not from within a callback
-        running at once: its successors run after it, not inside it.
+        the step, and the next SimPy event stepped after it is the one the network puts
+        back for the rest of a batch — unless an URGENT event is due now already (code
+        woken earlier in the step started a SimPy process): then it is scheduled.  From
+        the last callback of a pass, it is the next one, after the next iteration's
+        start (`_prune`, done here first).  Not from within a callback running at once:
+        its successors run after it, not inside it.
 
         The caller's contract: call it as the last thing the running callback (a SimPy
         event's, or the loop's) does — code after it would run before the callback, where
@@ -250,6 +254,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if sched:
             now = self.env._now  # noqa: SLF001
             if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
+                return None
+        if phase == 1:
+            queue = self.env._queue  # noqa: SLF001
+            if queue and queue[0][1] == simpy.core.URGENT and queue[0][0] <= self.env._now:  # noqa: SLF001
+                # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
+                # in this step): scheduled, the callback's successors — the rest of a batch —
+                # would wait behind it; run at once, they would not
                 return None
         self._running_now = True
         try:

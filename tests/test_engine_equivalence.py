@@ -80,6 +80,7 @@ def draw_world(seed: int) -> dict:
         nap=[float(r.choice([0.0, 0.0, 0.5])) for _ in range(n)],
         mutate=bool(r.random() < 0.5),
         check_participation=bool(r.random() < 0.5),
+        process=bool(r.random() < 0.2),  # woken code starts a SimPy process (an URGENT event now)
         fail=(int(r.integers(0, n)), int(r.integers(0, 15))),  # (client, round) that raises
     )
     return dict(n=n, links=links, nodes=nodes, server=server, client=client)
@@ -144,6 +145,16 @@ class Server(Actor):
             w = w + 1.0
 
 
+def _start_process(world: World, name: str) -> None:
+    """What a client may do when woken: start a SimPy process that writes a record."""
+    env = world.env
+
+    def proc():
+        world.log(t=env.now, event="proc", actor=name)
+        yield env.timeout(0)
+    env.process(proc())
+
+
 def _reply_payload(spec: dict, k: int, msg) -> dict:
     if spec["client"]["fail"] == (k, msg.round):
         raise ZeroDivisionError(f"client-{k} fails in round {msg.round}")
@@ -168,6 +179,8 @@ class Client(Actor):
         while True:
             msg = await self.recv(KINDS)
             self.round = msg.round
+            if c["process"]:
+                _start_process(self.world, self.name)
             if msg.kind == "ping":
                 self.send("server", "pong", k)
                 continue
@@ -190,6 +203,8 @@ class Clients(Cohort):
     def on_message(self, m, msg) -> None:
         c, k = self.spec["client"], m.index
         m.round = msg.round
+        if c["process"]:
+            _start_process(self.world, m.name)
         if msg.kind == "ping":
             self.send(m, "server", "pong", k)
             return
@@ -283,9 +298,6 @@ class _StartsProcess(Actor):
             env.process(proc())
 
 
-@pytest.mark.xfail(strict=True, reason="a receiver run at once (run_now) lets the network deliver the rest of a "
-                   "batch inline, ahead of URGENT SimPy events the woken code scheduled; main at 655ef0d put the "
-                   "batch's continuation back with an event id taken before the woken code ran")
 def test_an_urgent_simpy_event_started_by_woken_code_keeps_its_place_among_a_batchs_deliveries():
     """Order main at 655ef0d wrote (python tests/... under its checkout): the continuation of
     the batch (URGENT, id taken when the delivery woke client-0) comes before client-0's
