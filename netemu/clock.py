@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.base_events
+import asyncio.format_helpers
 import collections
 import heapq
 import math
@@ -241,6 +242,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         start (`_prune`, done here first).  Not from within a callback running at once:
         its successors run after it, not inside it.
 
+        An exception the callback raises is reported to the loop's exception handler and
+        the loop goes on, as a scheduled callback's would be (`asyncio.Handle._run`).
+
         The caller's contract: call it as the last thing the running callback (a SimPy
         event's, or the loop's) does — code after it would run before the callback, where
         scheduled it would run after.  A delivery receiver's return value is that last thing.
@@ -265,6 +269,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._running_now = True
         try:
             callback(*args)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # as asyncio's Handle._run: reported to the exception handler, the loop goes on
+            source = asyncio.format_helpers._format_callback_source(callback, args)  # noqa: SLF001
+            self.call_exception_handler({"message": f"Exception in callback {source}", "exception": exc})
         finally:
             self._running_now = False
         if phase == 2:

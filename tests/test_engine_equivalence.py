@@ -373,8 +373,6 @@ class _Replier(Actor):
         self.send("server", "update", 1)
 
 
-@pytest.mark.xfail(strict=True, reason="an exception in a callback run at once (run_now) escapes World.run; "
-                   "scheduled, asyncio reports it to the loop's exception handler and the run goes on")
 def test_an_error_in_a_callback_run_at_once_is_reported_as_a_scheduled_callbacks_would_be(caplog):
     """What main at 655ef0d did: asyncio logs "Exception in callback ..." and the run
     continues (here: the third update still ends the collection at 4.9)."""
