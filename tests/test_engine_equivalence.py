@@ -6,11 +6,13 @@ Each world is drawn from one seed: links with constant delays (ties), exponentia
 loss, bandwidth queues and outages; compute slow-downs, participation, crashes with and
 without recovery; a server that broadcasts a shared payload or sends one per client and
 gathers with `recv(until=...)`, `recv(timeout=...)` or `collect`, with quorums and
-deadlines; clients that compute, sleep, answer pings at once and mutate what they receive
-(a broadcast's receivers must not share a payload).
+deadlines; clients that compute, sleep, answer pings at once, speak first (at the start and
+after each recovery), start SimPy processes when woken, raise, and mutate what they receive
+(a broadcast's receivers must not share a payload).  The worlds are also compared, digest
+for digest, with what main wrote before issue 15's engine changes (tests/data).
 
-Run as a script, it prints one digest per seed and style, so the same worlds can be run
-under another checkout of netemu and compared line by line:
+Run as a script, it prints one digest per seed and style (one actor per client, cohort), so
+the same worlds can be run under another checkout of netemu and compared line by line:
     python tests/test_engine_equivalence.py 0 200 > digests.txt
 """
 
@@ -82,6 +84,7 @@ def draw_world(seed: int) -> dict:
         mutate=bool(r.random() < 0.5),
         check_participation=bool(r.random() < 0.5),
         process=bool(r.random() < 0.2),  # woken code starts a SimPy process (an URGENT event now)
+        hello=bool(r.random() < 0.25),  # clients speak first: at the start and after each recovery
         fail=(int(r.integers(0, n)), int(r.integers(0, 15))),  # (client, round) that raises
     )
     return dict(n=n, links=links, nodes=nodes, server=server, client=client)
@@ -177,6 +180,8 @@ class Client(Actor):
 
     async def run(self) -> None:
         c, k = self.spec["client"], self.k
+        if c["hello"]:
+            self.send("server", "hello", [k, self.incarnation])
         while True:
             msg = await self.recv(KINDS)
             self.round = msg.round
@@ -200,6 +205,10 @@ class Clients(Cohort):
     def __init__(self, name: str, members, spec: dict) -> None:
         super().__init__(name, members)
         self.spec = spec
+
+    def on_member_start(self, m) -> None:
+        if self.spec["client"]["hello"]:
+            self.send(m, "server", "hello", [m.index, m.incarnation])
 
     def on_message(self, m, msg) -> None:
         c, k = self.spec["client"], m.index
@@ -272,10 +281,12 @@ REFERENCE = Path(__file__).parent / "data" / "engine_digests_655ef0d.txt"
 
 
 def reference_digests() -> dict[int, str]:
-    """The digest of each seed's world as main at 655ef0d (before issue 15's engine changes:
-    its own loop iteration, `run_now`, shared decoding) wrote it — both client styles gave
-    the same.  Made with `python tests/test_engine_equivalence.py 0 2000` under a checkout
-    of 655ef0d; a change of `draw_world` or of the worlds' actors needs it made again there."""
+    """The digest of each seed's world, one actor per client, as main at 655ef0d (before
+    issue 15's engine changes: its own loop iteration, `run_now`, shared decoding) wrote it.
+    Made from the first column of `python tests/test_engine_equivalence.py 0 2000` under a
+    checkout of 655ef0d (whose Cohort had no `on_member_start`, so its second column differs
+    where clients speak first); a change of `draw_world` or of the worlds' actors needs it
+    made again there."""
     out = {}
     for line in REFERENCE.read_text().splitlines():
         seed, value = line.split()
