@@ -18,6 +18,7 @@ the same worlds can be run under another checkout of netemu and compared line by
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import sys
@@ -397,6 +398,35 @@ def test_an_error_in_a_callback_run_at_once_is_reported_as_a_scheduled_callbacks
     assert result.complete and result.virtual_time == 4.9
     assert [m[3:] for m in result.metrics] == [("collected", 3.0)]
     assert any("Exception in callback" in r.getMessage() and "done() bug" in str(r.exc_info) for r in caplog.records)
+
+
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
+
+
+class _SetsAContextVariable(Cohort):
+    receives = "model"
+
+    def __init__(self, name: str, members) -> None:
+        super().__init__(name, members)
+        self.seen: list = []
+
+    def on_message(self, m, msg) -> None:
+        self.seen.append(_VAR.get())
+        _VAR.set(m.name)
+
+
+@pytest.mark.xfail(strict=True, reason="a callback run at once runs in the caller's context; scheduled with "
+                   "call_soon it ran in a copy of it, so what it sets in a ContextVar stayed its own")
+def test_a_callback_run_at_once_sets_context_variables_in_its_own_copy_of_the_context():
+    """As a scheduled callback: each member's step sees the context as it was when it was
+    woken, not what the member woken before it set (main at 655ef0d: 'unset' three times)."""
+    g = star(3)
+    world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(io.BytesIO()))
+    world.add(_Broadcaster("server"))
+    cohort = world.add(_SetsAContextVariable("clients", [f"client-{k}" for k in range(3)]))
+    world.run()
+    assert cohort.seen == ["unset", "unset", "unset"]
 
 
 if __name__ == "__main__":
