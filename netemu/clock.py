@@ -34,6 +34,7 @@ import asyncio
 import asyncio.base_events
 import asyncio.format_helpers
 import collections
+import contextvars
 import heapq
 import math
 import selectors
@@ -242,8 +243,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         start (`_prune`, done here first).  Not from within a callback running at once:
         its successors run after it, not inside it.
 
-        An exception the callback raises is reported to the loop's exception handler and
-        the loop goes on, as a scheduled callback's would be (`asyncio.Handle._run`).
+        As a scheduled callback, it runs in a copy of the current context (what it sets in
+        a ContextVar stays its own), and an exception it raises is reported to the loop's
+        exception handler and the loop goes on (`asyncio.Handle`).
 
         The caller's contract: call it as the last thing the running callback (a SimPy
         event's, or the loop's) does — code after it would run before the callback, where
@@ -268,7 +270,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
                 return None
         self._running_now = True
         try:
-            callback(*args)
+            contextvars.copy_context().run(callback, *args)  # as a handle runs it: in a copy of the context
         except (SystemExit, KeyboardInterrupt):
             raise
         except BaseException as exc:  # as asyncio's Handle._run: reported to the exception handler, the loop goes on

@@ -416,8 +416,6 @@ class _SetsAContextVariable(Cohort):
         _VAR.set(m.name)
 
 
-@pytest.mark.xfail(strict=True, reason="a callback run at once runs in the caller's context; scheduled with "
-                   "call_soon it ran in a copy of it, so what it sets in a ContextVar stayed its own")
 def test_a_callback_run_at_once_sets_context_variables_in_its_own_copy_of_the_context():
     """As a scheduled callback: each member's step sees the context as it was when it was
     woken, not what the member woken before it set (main at 655ef0d: 'unset' three times)."""
