@@ -361,6 +361,29 @@ def test_an_urgent_simpy_event_started_by_woken_code_keeps_its_place_among_a_bat
 
 
 
+
+class _CohortStartsProcesses(Cohort):
+    """`_StartsProcess` as a cohort: each member's step starts the SimPy process."""
+    receives = "model"
+
+    def on_message(self, m, msg) -> None:
+        _start_process(self.world, m.name)
+
+
+def test_an_urgent_simpy_event_started_by_a_cohort_step_keeps_its_place_among_a_batchs_deliveries():
+    """The same order with the clients as a cohort, whose steps main runs at once (an
+    actor's task is woken through its future, so the test above holds on main as well)."""
+    buf = io.BytesIO()
+    g = star(3)
+    world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(buf))
+    world.add(_Broadcaster("server"))
+    world.add(_CohortStartsProcesses("clients", [f"client-{k}" for k in range(3)]))
+    world.run()
+    order = [(r["event"], r.get("dst", r.get("actor"))) for r in map(orjson.loads, buf.getvalue().splitlines())
+             if r["event"] in ("deliver", "proc")]
+    assert order == [("deliver", "client-0"), ("deliver", "client-1"), ("proc", "client-0"),
+                     ("deliver", "client-2"), ("proc", "client-1"), ("proc", "client-2")]
+
 class _Collector(Actor):
     """Collects three updates with a `done` that raises on the second (a bug in user code)."""
 
