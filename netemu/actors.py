@@ -56,9 +56,9 @@ class Inbox:
         return len(self._items)
 
     def put(self, msg: Message) -> bool:
-        """Hand `msg` to the first waiter of its kind, or keep it; returns whether a
-        waiter was woken (the network delivers the next message of a batch at once
-        only when none was)."""
+        """Hand `msg` to the first waiter of its kind, or keep it; returns whether woken
+        code waits to run (the network delivers the next message of a batch at once
+        only when none does: no waiter was woken, or a collector's step already ran)."""
         for i, (kind, fut, collect) in enumerate(self._waiters):
             if _matches(kind, msg):
                 if collect is not None:

@@ -22,8 +22,8 @@ import gc
 import math
 import threading
 import traceback
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -68,6 +68,7 @@ def _fewer_collections() -> Iterator[None]:
             _gc_runs -= 1
             if _gc_runs == 0:
                 gc.set_threshold(*_gc_saved)
+
 
 class ActorFailed(RunStopped):
     """An actor raised: the run stopped.  `actor`, `time` and `details` (the traceback);

@@ -218,9 +218,10 @@ class Network:
     # ------------------------------------------------------------------ nodes
 
     def connect(self, name: str, receiver: Callable[[Message], bool | None]) -> None:
-        """Deliver `name`'s messages to `receiver`; it returns False when the delivery
-        woke no waiting code (then the next message due at the same instant is
-        delivered at once), anything else when it may have."""
+        """Deliver `name`'s messages to `receiver`; it returns False when nothing the
+        delivery woke waits to run — none was woken, or the woken code already ran
+        (`VirtualTimeLoop.run_now`) — so the next message due at the same instant is
+        delivered at once; anything else when woken code may be waiting."""
         self._node(name).receiver = receiver
 
     def _node(self, name: str) -> Node:
@@ -402,7 +403,7 @@ class Network:
 
     def _deliver(self, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
         """Deliver one message (or drop it, ``crash``); returns what the receiver returned
-        (False: nothing was woken).  `data` is its encoded payload: the envelope's header
+        (False: no woken code waits to run).  `data` is its encoded payload: the envelope's header
         was encoded and counted when it was sent, and the receiver needs only the payload.
         A payload that a broadcast's messages share (`box`) is decoded once."""
         pending = self._pending
