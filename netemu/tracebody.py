@@ -24,8 +24,10 @@ one body object each and return the fate it holds, or say what is wrong with it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
+
+import msgpack
 
 __all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
 
@@ -35,6 +37,7 @@ _REASON_CODE = {reason: code for code, reason in enumerate(REASONS)}
 _KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section")
 _LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3)  # items of an entry, by code
 MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
+_PARTICIPATION_CODES = (b"\x93" + msgpack.packb(NOT_PARTICIPATING), b"\x93" + msgpack.packb(PARTICIPATING))  # a 3-array, its code
 
 
 class Encoder:
@@ -43,6 +46,7 @@ class Encoder:
     def __init__(self, write_entry: Callable[[list], None]) -> None:
         self._write_entry = write_entry
         self._ids: dict[Hashable, int] = {}
+        self._heads: tuple[dict[Hashable, bytes], dict[Hashable, bytes]] = ({}, {})  # see `participations`
 
     def name(self, name: Hashable) -> int:
         """The number of `name`, written as a name entry the first time it is asked for."""
@@ -54,6 +58,23 @@ class Encoder:
 
     def section(self, algorithm: str, run: int) -> list:
         return [SECTION, run, self.name(algorithm)]
+
+    def participations(self, names: Sequence[Hashable], round: int, values: Sequence[bool], append: Callable[[bytes], None]) -> None:
+        """The packed entries of participation fates (name, round) -> value, in order, passed
+        to `append`: the bytes msgpack packs `entry`'s lists into (an array header, the code,
+        the name's number, the round), from each name's packed head, made once.  A new name's
+        entry is written (`write_entry`) before its first use, as `entry` does."""
+        tail, heads = msgpack.packb(round), self._heads  # heads[value][name]: the entry up to its round
+        try:
+            append(tail.join([heads[value][name] for name, value in zip(names, values)]) + tail if names else b"")
+        except KeyError:  # a name not seen before: one entry at a time
+            for name, value in zip(names, values):
+                head = heads[value].get(name)
+                if head is None:
+                    number = msgpack.packb(self.name(name))
+                    heads[False][name], heads[True][name] = _PARTICIPATION_CODES[False] + number, _PARTICIPATION_CODES[True] + number
+                    head = heads[value][name]
+                append(head + tail)
 
     def entry(self, key: tuple, value: Any) -> list:
         """The entry of one fate; a key or value the format has no code for is a ValueError."""

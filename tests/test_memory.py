@@ -191,10 +191,10 @@ def test_the_last_algorithm_of_a_run_keeps_no_message_keys():
     first = writer.fates("a", 0)
     first(("msg", "x", "y", 0, 0), lambda: (None, 0.5))
     first(("participation", "x", 0), lambda: True)
-    assert len(writer._seen) == 2
+    assert writer._kept() == 2
     last = writer.fates("b", 0)
     assert last(("msg", "x", "y", 0, 0), lambda: (None, 0.5)) == (None, 0.5)  # the same: not written again
     last(("msg", "x", "y", 0, 1), lambda: (None, 0.7))
     last(("participation", "x", 1), lambda: False)
     last(("participation", "x", 1), lambda: False)
-    assert writer.entries == 4 and len(writer._seen) == 3
+    assert writer.entries == 4 and writer._kept() == 3

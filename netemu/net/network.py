@@ -8,7 +8,9 @@ crashed node is dropped with reason ``crash``.  Every message therefore ends in
 exactly one of delivered / dropped / still in flight (`in_flight()`).
 
 Random fates pass through `fates(key, draw)`: the default draws; the trace layer
-records or replays them (keys and values are documented in docs/formats.md).
+records or replays them (keys and values are documented in docs/formats.md).  A hook
+may also take the yes/no fates of many keys of one round at once (`ManyFates`): the
+participation draws of a round go through it as one call of arrays.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -33,7 +35,7 @@ from netemu.net.links import Link
 from netemu.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode, encode_envelope, fresh
 
-__all__ = ["Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now"]
+__all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
 
 T = TypeVar("T")
 _DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
@@ -50,6 +52,34 @@ _MISSING = object()
 def draw_now(key: tuple, draw: Callable[[], T]) -> T:
     """The default fate source: draw from the seeded streams."""
     return draw()
+
+
+class ManyFates(Protocol):
+    """A fates hook that also takes many keys at once (the trace's recorder and replayer).
+
+    ``many(kind, names, round, draw)`` returns, as one bool array, what one call
+    ``fates((kind, name, round), ...)`` per name, in order, would return (and records or
+    counts the same): ``draw(index)`` draws the values of ``names[index]`` (an int array)
+    from the seeded streams, so a hook draws only the keys it does not already know."""
+
+    def __call__(self, key: tuple, draw: Callable[[], T]) -> T: ...
+
+    def many(self, kind: str, names: Sequence[str], round: int, draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray: ...
+
+
+def fates_many(fates: Fates, kind: str, names: Sequence[str], round: int, draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The yes/no fates of keys (kind, name, round) for every name, through `fates`: drawn at
+    once for `draw_now`, by its `many` for a `ManyFates` hook, else one `fates` call per key."""
+    if fates is draw_now:
+        return np.asarray(draw(np.arange(len(names))), dtype=bool)
+    many = getattr(fates, "many", None)
+    if many is not None:
+        return many(kind, names, round, draw)
+    return np.array([fates((kind, name, round), partial(_one, draw, i)) for i, name in enumerate(names)], dtype=bool)
+
+
+def _one(draw: Callable[[np.ndarray], np.ndarray], i: int) -> bool:
+    return bool(draw(np.array([i]))[0])
 
 
 @dataclass(slots=True)
@@ -258,23 +288,25 @@ class Network:
 
     def participations(self, names: Sequence[str], round: int) -> np.ndarray:
         """`participates(name, round)` for every name, as one bool array: the same keyed
-        draws and trace entries, in the same order; with no trace hook the draws are
-        made in one vectorized call (`KeyedDraws.uniforms`)."""
-        out = np.zeros(len(names), dtype=bool)
-        todo, probs = [], []
-        for i, name in enumerate(names):
-            p = self._node(name).participation
-            if p >= 1 or p <= 0:
-                out[i] = p >= 1
-            else:
-                todo.append(i)
-                probs.append(p)
-        if self.fates is draw_now:
-            u = self._participation_draws.uniforms([(names[i], round) for i in todo])
-            out[todo] = u < np.array(probs)
-        else:
-            for i in todo:
-                out[i] = self.participates(names[i], round)
+        draws and trace entries, in the same order, made in one vectorized call
+        (`KeyedDraws.uniforms`) and passed to the fates hook as one batch (`fates_many`)."""
+        nodes = self.nodes
+        try:
+            probs = np.array([nodes[name].participation for name in names], dtype=np.float64)
+        except KeyError:
+            for name in names:
+                self._node(name)  # raises the error that names the unknown node
+            raise
+        out = probs >= 1
+        todo = np.flatnonzero((probs > 0) & (probs < 1))
+        if not todo.size:
+            return out
+        drawn, p, draws = [names[i] for i in todo], probs[todo], self._participation_draws
+
+        def draw(index: np.ndarray) -> np.ndarray:
+            return draws.uniforms([(drawn[i], round) for i in index.tolist()]) < p[index]
+
+        out[todo] = fates_many(self.fates, "participation", drawn, round, draw)
         return out
 
     def compute_time(self, name: str, work: float, round: int, index: int) -> float:
