@@ -84,15 +84,18 @@ class KeyedDraws:
     def uniforms(self, coords: Iterable[tuple]) -> np.ndarray:
         """`uniform(*c)` for every coordinate tuple `c`, as one float64 array: the same
         values as one call each (same bytes hashed), without a Python call per draw —
-        e.g. the participation draws of every client of a round."""
+        e.g. the participation draws of every client of a round; the 64-bit words are
+        turned into floats in one array operation."""
         copy = self._hasher.copy
-        out: list[int] = []
-        append = out.append
-        for c in coords:
+        digests: list[bytes] = []
+        append = digests.append
+        for c in coords:  # the text `uniform` hashes
+            n = len(c)
             h = copy()
-            h.update("\x1f".join(map(str, c)).encode())
-            append(int.from_bytes(h.digest(), "little") >> 11)
-        return np.array(out, dtype=np.float64) * _TWO_POW_M53
+            h.update((f"{c[0]}\x1f{c[1]}" if n == 2 else f"{c[0]}\x1f{c[1]}\x1f{c[2]}" if n == 3 else "\x1f".join(map(str, c))).encode())
+            append(h.digest())
+        words = np.frombuffer(b"".join(digests), dtype="<u8")  # each digest, read as `uniform` reads it (little-endian)
+        return (words >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
 
     def open_uniform(self, *coords: object) -> float:
         """U(0, 1): never exactly 0, safe for logarithms and inverse CDFs."""

@@ -5,6 +5,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from netemu.rng import Streams, name_words
 
@@ -62,3 +64,10 @@ def test_uniforms_are_the_uniform_of_each_coordinate_tuple():
     draws = Streams(5).keyed("participation")
     coords = [(f"client-{k}", 3) for k in range(20)] + [(1, 2, "loss"), ("only",), (1, 2, 3, 4)]
     assert draws.uniforms(coords).tolist() == [draws.uniform(*c) for c in coords]
+
+
+@given(st.lists(st.lists(st.one_of(st.text(max_size=8), st.integers(-10**20, 10**20), st.floats(allow_nan=False)), min_size=1, max_size=5).map(tuple), max_size=30))
+def test_uniforms_equal_uniform_for_any_coordinates(coords):
+    draws = Streams(11).keyed("any")
+    got = draws.uniforms(coords)
+    assert got.dtype == np.float64 and got.tolist() == [draws.uniform(*c) for c in coords]
