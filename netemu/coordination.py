@@ -102,9 +102,10 @@ async def gather(
 
 def participants(actor: Actor, candidates: Iterable[str], round: int) -> list[str]:
     """The candidates whose participation draw for `round` succeeds (the same keyed draw
-    the nodes themselves read: it models their presence without emulating it as traffic)."""
-    net = actor.world.network
-    return [c for c in candidates if net.participates(c, round)]
+    the nodes themselves read: it models their presence without emulating it as traffic),
+    drawn as one batch (`Network.participations`: the same draws and trace entries)."""
+    names = list(candidates)
+    return [c for c, yes in zip(names, actor.world.network.participations(names, round)) if yes]
 
 
 def sample(actor: Actor, stream: str, candidates: Collection[str], k: int, round: int) -> list[str]:
