@@ -47,6 +47,22 @@ def fedavg_run(cohort, links=None, behaviours=None, rounds=10, samples=(20, 80),
     return buf.getvalue(), keys, result, world
 
 
+def clients_log(g, server, clients, as_cohort, **world):
+    """The message log of `server` and the graph's clients, as one cohort of class `clients` or
+    as one actor of class `clients` each."""
+    buf = io.BytesIO()
+    w = World(g, log=MessageLog(buf), **world)
+    w.add(server)
+    names = [n for n in g.nodes if n != server.name]
+    if as_cohort:
+        w.add(clients("clients", names))
+    else:
+        for n in names:
+            w.add(clients(n))
+    w.run()
+    return buf.getvalue()
+
+
 def test_a_fedavg_cohort_writes_the_same_log_trace_and_metrics_as_one_actor_per_client():
     one_each = fedavg_run(False, lossy_links, varied_nodes())
     cohort = fedavg_run(True, lossy_links, varied_nodes())
@@ -248,19 +264,10 @@ def test_members_woken_by_one_broadcast_batch_interleave_as_actors_would(pause):
                 self.world.log(t=self.now, event="note", actor=self.name, step="after the pause")
                 self.send(msg.src, "update", msg.payload, round=msg.round)
 
-    def run(cohort):
+    def run(as_cohort):
         g = star(6)
-        buf = io.BytesIO()
-        world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(buf))
-        world.add(Server("server"))
-        names = [f"client-{k}" for k in range(6)]
-        if cohort:
-            world.add(Clients("clients", names))
-        else:
-            for n in names:
-                world.add(Client(n))
-        world.run()
-        return buf.getvalue()
+        return clients_log(g, Server("server"), Clients if as_cohort else Client, as_cohort, seed=1,
+                           links={e: Link(Constant(1.0)) for e in g.edges})
 
     actors = run(False)
     assert actors.count(b'"step":"after the pause"') == 18
@@ -307,18 +314,10 @@ class Rounds(__import__("netemu").Actor):
 
 def test_a_member_that_speaks_first_does_so_at_the_start_and_after_each_recovery():
     def run(as_cohort):
-        g, buf = star(4), io.BytesIO()
+        g = star(4)
         behaviours = {"client-1": NodeBehaviour(crashes=((2.5, 7.2),)), "client-2": NodeBehaviour(crashes=((4.0, None),))}
-        world = World(g, seed=2, links={e: Link(Exponential(0.3)) for e in g.edges}, behaviours=behaviours, log=MessageLog(buf))
-        world.add(Rounds("server"))
-        names = [f"client-{k}" for k in range(4)]
-        if as_cohort:
-            world.add(Speakers("clients", names))
-        else:
-            for n in names:
-                world.add(Speaker(n))
-        world.run()
-        return buf.getvalue()
+        return clients_log(g, Rounds("server"), Speakers if as_cohort else Speaker, as_cohort, seed=2,
+                           links={e: Link(Exponential(0.3)) for e in g.edges}, behaviours=behaviours)
 
     log = run(True)
     assert log.count(b'"kind":"hello","round":0,"bytes"') == 2 * 5  # sent and delivered: 4 at the start, client-1 again
