@@ -96,11 +96,7 @@ class Sink(Cohort):
         pass
 
 
-class Broadcaster(Actor):
-    def __init__(self, name, rounds):
-        super().__init__(name)
-        self.rounds = rounds
-
+class Broadcaster(Server):
     async def run(self):
         w = np.zeros(10)
         for r in range(self.rounds):
