@@ -1,17 +1,7 @@
 """Simulated network: link models, node behaviour, topologies and the router."""
 
-from netemu.net.links import (
-    Bernoulli,
-    Constant,
-    Empirical,
-    Exponential,
-    GilbertElliott,
-    Jitter,
-    Link,
-    LogNormal,
-    RoundDelay,
-    Uniform,
-)
+from netemu.net.impairments import Bernoulli, Constant, Empirical, Exponential, GilbertElliott, Jitter, LogNormal, RoundDelay, Uniform
+from netemu.net.links import Link
 from netemu.net.network import Message, Network, NetworkError, NodeBehaviour
 from netemu.net.topology import from_graph, from_graphml, geometric, multi_server, random_peers, star
 
