@@ -282,6 +282,14 @@ def npfl(task, adjacency: np.ndarray, names: list, p, iterations: int, sac_draws
     return W, curve, taus
 
 
+
+def _stacked(task, clients):
+    """The clients' samples and labels stacked (equal counts), and their weights ζ_k = n_k / Σ n."""
+    X = np.stack([task.parts[k][0] for k in clients])
+    Y = np.stack([task.parts[k][1] for k in clients])
+    zeta = np.array([task.parts[k][1].size for k in clients], dtype=float)
+    return X, Y, zeta / zeta.sum()
+
 def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, rounds: int) -> np.ndarray:
     """FedPnP / G-Fedfilt / FedProx / local training with a softmax model, every client in
     every round, dense updates, vectorized over clients (FedPnP eqs. 9, 12, 13, 16;
@@ -293,12 +301,9 @@ def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, 
     Requires equal sample counts.  Returns the final K × B model stack Ψ.
     """
     K = len(clients)
-    X = np.stack([task.parts[k][0] for k in clients])
-    Y = np.stack([task.parts[k][1] for k in clients])
+    X, Y, zeta = _stacked(task, clients)
     n, d = X.shape[1], X.shape[2]
     C = task.classes
-    zeta = np.array([task.parts[k][1].size for k in clients], dtype=float)
-    zeta = zeta / zeta.sum()
     lam, V = np.linalg.eigh(np.diag(A.sum(axis=1)) - A)
     lam = np.clip(lam, 0, None)
     Psi = np.tile(theta0, (K, 1))
@@ -353,12 +358,9 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
     Requires equal sample counts.  Returns (Ψ, the K × B models the clients use).
     """
     K = len(clients)
-    X = np.stack([task.parts[k][0] for k in clients])
-    Y = np.stack([task.parts[k][1] for k in clients])
+    X, Y, zeta = _stacked(task, clients)
     n, d = X.shape[1], X.shape[2]
     C = task.classes
-    zeta = np.array([task.parts[k][1].size for k in clients], dtype=float)
-    zeta = zeta / zeta.sum()
 
     def grad(theta, rows):  # (K, B) flat softmax parameters, (K, b) row indices -> mean CE gradient
         Xb = np.take_along_axis(X, rows[..., None], axis=1)
