@@ -64,9 +64,12 @@ class Server(Actor):
         for r in range(self.rounds):
             self.round = r
             self.broadcast("model", w)
-            for _ in range(n):
-                if await self.recv("update", timeout=10.0) is None:
-                    break
+            await self.replies(n)
+
+    async def replies(self, n):
+        for _ in range(n):
+            if await self.recv("update", timeout=10.0) is None:
+                break
 
 
 class Client(Actor):
@@ -79,14 +82,9 @@ class Client(Actor):
 
 
 class GatheringServer(Server):
-    async def run(self):
-        w = np.zeros(10)
-        n = len(self.neighbours)
-        for r in range(self.rounds):
-            self.round = r
-            self.broadcast("model", w)
-            # `recv(timeout=10)` n times ends 10 s after the last reply; the deadline here is absolute
-            await gather(self, "update", self.now + 10.0, quorum=n)
+    async def replies(self, n):
+        # `recv(timeout=10)` n times ends 10 s after the last reply; the deadline here is absolute
+        await gather(self, "update", self.now + 10.0, quorum=n)
 
 
 class Sink(Cohort):
