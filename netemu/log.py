@@ -30,6 +30,7 @@ class MessageLog:
         self._context = context
         self._write: Callable[[bytes], Any] | None = sink.write if sink is not None else None
         self.records = 0
+        self._templates: dict[str, dict[str, Any]] = {}  # `message`'s record templates, by the last field's key
 
     def bind(self, **context: Any) -> MessageLog:
         """A log writing to the same sink with extra context in every record."""
@@ -44,14 +45,40 @@ class MessageLog:
                 key: str, value: Any) -> None:
         """A message's record (send, deliver, drop): the record `__call__` writes for
         `t`, `event`, `id`, `src`, `dst`, `kind`, `round`, `bytes`, `link` and `key`=`value`,
-        byte for byte, without keyword dictionaries (the network writes two per message)."""
+        byte for byte, without keyword dictionaries (the network writes two per message).
+
+        The record is a copy of a template holding the keys in their order and the
+        context's values, then filled in: a third of the cost of spreading the context
+        into a new dict (issue 15).  A context binding ``t`` or ``event`` keeps the
+        spread, where the context's value wins."""
         self.records += 1
-        if self._write is not None:
-            self._write(orjson.dumps(
-                {"t": t, "event": event, **self._context, "id": id, "src": src, "dst": dst, "kind": kind, "round": round,
-                 "bytes": nbytes, "link": link, key: value},
-                option=_OPTIONS,
-            ))
+        if self._write is None:
+            return
+        template = self._templates.get(key)
+        if template is None:
+            if "t" in self._context or "event" in self._context:
+                self._write(orjson.dumps(
+                    {"t": t, "event": event, **self._context, "id": id, "src": src, "dst": dst, "kind": kind,
+                     "round": round, "bytes": nbytes, "link": link, key: value},
+                    option=_OPTIONS,
+                ))
+                return
+            template = self._templates[key] = {
+                "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
+                "round": None, "bytes": None, "link": None, key: None,
+            }
+        record = template.copy()
+        record["t"] = t
+        record["event"] = event
+        record["id"] = id
+        record["src"] = src
+        record["dst"] = dst
+        record["kind"] = kind
+        record["round"] = round
+        record["bytes"] = nbytes
+        record["link"] = link
+        record[key] = value
+        self._write(orjson.dumps(record, option=_OPTIONS))
 
     def flush(self) -> None:
         if self.sink is not None:

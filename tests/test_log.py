@@ -51,11 +51,15 @@ def test_records_stay_in_the_buffer_until_flushed(tmp_path):
         assert path.read_bytes() == b'{"t":0.0,"event":"send"}\n'
 
 
-@pytest.mark.parametrize("context", [{}, {"algorithm": "fedavg", "run": 2}, {"round": 9, "run": 1}],
-                         ids=["none", "algorithm and run", "a context key that the record replaces"])
-def test_a_message_record_is_written_byte_for_byte_as_the_keyword_call_writes_it(context):
+@pytest.mark.parametrize("context", [{}, {"algorithm": "fedavg", "run": 2}, {"round": 9, "run": 1}, {"t": 5.0, "event": "x"}],
+                         ids=["none", "algorithm and run", "a context key that the record replaces",
+                              "a context binding t and event"])
+@pytest.mark.parametrize("key", ["payload_bytes", "round"], ids=["own key", "key of a fixed field"])
+def test_a_message_record_is_written_byte_for_byte_as_the_keyword_call_writes_it(context, key):
     fast, keywords = io.BytesIO(), io.BytesIO()
-    MessageLog(fast, **context).message(1.5, "send", 7, "a", "b", "model", 3, 120, "uplink", "payload_bytes", 100)
-    MessageLog(keywords, **context)(t=1.5, event="send", id=7, src="a", dst="b", kind="model", round=3, bytes=120,
-                                    link="uplink", payload_bytes=100)
-    assert fast.getvalue() == keywords.getvalue() and b'"round":3' in fast.getvalue()
+    log = MessageLog(fast, **context)
+    for t in (1.5, 2.5):  # the second record reuses the first one's template
+        log.message(t, "send", 7, "a", "b", "model", 3, 120, "uplink", key, 100)
+        MessageLog(keywords, **context)(t=t, event="send", **{"id": 7, "src": "a", "dst": "b", "kind": "model",
+                                                              "round": 3, "bytes": 120, "link": "uplink", key: 100})
+    assert fast.getvalue() == keywords.getvalue() and fast.getvalue().count(b"\n") == 2
