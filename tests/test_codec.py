@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from netemu.wire import PartialModel, WireError, decode, encode
-from netemu.wire.codec import decode_envelope, encode_envelope, fresh
+from netemu.wire.codec import decode_envelope, encode_envelope, fresh, header_size
 
 DTYPES = st.one_of(
     hnp.integer_dtypes(endianness="="),
@@ -144,6 +144,18 @@ def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
     assert_same_array(np.arange(3.0), fields[6]["w"])
     # the envelope is a plain msgpack array: any msgpack reader can parse it
     assert len(msgpack.unpackb(data, strict_map_key=False)) == 7
+
+
+_ints = st.integers(-(2**63), 2**64 - 1) | st.sampled_from(
+    [0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1])
+_names = st.text(max_size=40) | st.sampled_from(["x" * 31, "x" * 32, "é" * 127, "é" * 128, "x" * 65535, "x" * 65536])
+
+
+@given(msg_id=_ints, src=_names, dst=_names, kind=_names, round=_ints | st.booleans(),
+       sent_at=st.floats(allow_nan=False) | st.integers(0, 2**40))
+def test_the_header_size_is_the_length_of_the_encoded_header(msg_id, src, dst, kind, round, sent_at):
+    assert header_size(msg_id, src, dst, kind, round, sent_at) == len(
+        encode_envelope(msg_id, src, dst, kind, round, sent_at, b""))
 
 
 # ------------------------------------------------------------- crafted messages

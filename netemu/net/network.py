@@ -33,7 +33,7 @@ from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net.links import Link
 from netemu.rng import KeyedDraws, Streams
-from netemu.wire.codec import decode, encode_envelope, fresh
+from netemu.wire.codec import decode, fresh, header_size
 
 __all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
 
@@ -370,7 +370,7 @@ class Network:
             ids.append(msg_id)
             # the envelope is its header and the payload (its bytes are what the log counts); in
             # flight a message keeps only the payload, which the messages of a broadcast share
-            nbytes = len(encode_envelope(msg_id, src, dst, kind, round, now, b"")) + len(payload)
+            nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
             cls = link.link_class
             index = link.next_index(round)
             pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
