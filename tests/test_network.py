@@ -1,5 +1,7 @@
 """Network behaviour: queues, outages, crashes, routing errors and the accounting invariant."""
 
+from collections import Counter
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -140,3 +142,10 @@ def test_every_sent_message_ends_delivered_dropped_or_in_flight_exactly_once(n, 
     assert sorted(ends) == sorted(sent)  # each sent message has exactly one end
     total = result.messages["total"]
     assert total["sent"] == len(sent) == total["delivered"] + total["dropped"] + total["in_flight"]
+    logged: Counter = Counter()  # the network's counts, rebuilt from the log: equal, keys included
+    for r in recs:
+        if r["event"] == "send":
+            logged.update({(r["link"], "sent"): 1, (r["link"], "bytes"): r["bytes"], (r["link"], "payload_bytes"): r["payload_bytes"]})
+        elif r["event"] in ("deliver", "drop"):
+            logged.update([(r["link"], "delivered")] if r["event"] == "deliver" else [(r["link"], "dropped"), (r["link"], f"dropped_{r['reason']}")])
+    assert dict(world.network.counts) == dict(logged)

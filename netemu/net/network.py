@@ -235,7 +235,22 @@ class Network:
         self._compute_draws = streams.keyed("compute")
         self._next_id = 0
         self._pending: dict[int, tuple] = {}
-        self.counts: Counter = Counter()
+        # per link class: messages sent, bytes, payload bytes, delivered (list items: the
+        # per-message updates are cheaper than a Counter's tuple keys); drops by reason apart
+        self._tallies: dict[str, list[int]] = {}
+        self._drops: Counter = Counter()
+
+    @property
+    def counts(self) -> Counter:
+        """(link class, what) -> n, for what in sent, bytes, payload_bytes, delivered,
+        dropped and dropped_<reason>; a count that never grew is absent."""
+        out: Counter = Counter()
+        for cls, (sent, nbytes, payload_bytes, delivered) in self._tallies.items():
+            out[cls, "sent"], out[cls, "bytes"], out[cls, "payload_bytes"] = sent, nbytes, payload_bytes
+            if delivered:
+                out[cls, "delivered"] = delivered
+        out.update(self._drops)
+        return out
 
     def _link_draws(self, src: str, dst: str) -> KeyedDraws:
         """The keyed draws of link src->dst (the same values whenever they are made)."""
@@ -350,7 +365,7 @@ class Network:
         is done once.  A destination that is not a neighbour raises `NetworkError`
         after the messages before it were sent, as a loop of `send` would.
         """
-        env, fates, record, counts, pending = self.env, self.fates, self.emit.message, self.counts, self._pending
+        env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
         links, draws_of = self.links, self._draws
         queue, eid, push = env._queue, env._eid, heapq.heappush  # noqa: SLF001 - what env.timeout does, without its object
         link_draws = self._link_draws
@@ -374,9 +389,12 @@ class Network:
             cls = link.link_class
             index = link.next_index(round)
             pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
-            counts[cls, "sent"] += 1
-            counts[cls, "bytes"] += nbytes
-            counts[cls, "payload_bytes"] += len(payload)
+            tally = tallies.get(cls)
+            if tally is None:
+                tally = tallies[cls] = [0, 0, 0, 0]
+            tally[0] += 1
+            tally[1] += nbytes
+            tally[2] += len(payload)
             record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
             if link._outages and link.is_down(now):
                 self._drop(msg_id, "outage")
@@ -411,8 +429,8 @@ class Network:
 
     def _drop(self, msg_id: int, reason: str) -> None:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
-        self.counts[cls, "dropped"] += 1
-        self.counts[cls, f"dropped_{reason}"] += 1
+        self._drops[cls, "dropped"] += 1
+        self._drops[cls, f"dropped_{reason}"] += 1
         self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
 
     def _arrive(self, event: _Due) -> None:
@@ -447,7 +465,7 @@ class Network:
             return False
         src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
         now = self.env.now
-        self.counts[cls, "delivered"] += 1
+        self._tallies[cls][3] += 1
         self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
         payload = decode(data) if box is None else box.payload(data)
         return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
