@@ -401,7 +401,10 @@ class Network:
                 continue
             if link.random:
                 draws = draws_of.get((src, dst)) or link_draws(src, dst)
-                reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
+                if fates is draw_now:  # no trace: what draw_now would return, without the key and the closure
+                    reason, delay = link.draw_fate(draws, round, index)
+                else:
+                    reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
             else:
                 reason, delay = link.draw_fate(None, round, index)
             busy = link.busy_until
