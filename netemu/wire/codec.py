@@ -241,7 +241,14 @@ def header_size(msg_id: int, src: str, dst: str, kind: str, round: int, sent_at:
     (issue 15: half the cost).  Values of other types than int, str and float are packed."""
     if type(msg_id) is int and type(round) is int and type(sent_at) is float and type(src) is str \
             and type(dst) is str and type(kind) is str:
-        return 10 + _int_size(msg_id) + _str_size(src) + _str_size(dst) + _str_size(kind) + _int_size(round)
+        sizes = _STR_SIZES
+        try:
+            names = sizes[src] + sizes[dst] + sizes[kind]
+        except KeyError:
+            names = _str_size(src) + _str_size(dst) + _str_size(kind)
+        # the array header and the float64 take 1 + 9 bytes; ids are below 2³² (5 bytes from 65,536 on), rounds small
+        return 10 + names + (5 if 0x10000 <= msg_id < 0x100000000 else _int_size(msg_id)) \
+            + (1 if 0 <= round < 0x80 else _int_size(round))
     return len(encode_envelope(msg_id, src, dst, kind, round, sent_at, b""))
 
 
