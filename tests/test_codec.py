@@ -146,9 +146,22 @@ def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
     assert len(msgpack.unpackb(data, strict_map_key=False)) == 7
 
 
-_ints = st.integers(-(2**63), 2**64 - 1) | st.sampled_from(
-    [0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1])
-_names = st.text(max_size=40) | st.sampled_from(["x" * 31, "x" * 32, "é" * 127, "é" * 128, "x" * 65535, "x" * 65536])
+_INT_EDGES = [0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1,
+              -1, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)]
+_NAME_EDGES = ["", "x" * 31, "x" * 32, "é" * 127, "é" * 128, "x" * 255, "x" * 256, "x" * 65535, "x" * 65536]
+_ints = st.integers(-(2**63), 2**64 - 1) | st.sampled_from(_INT_EDGES)
+_names = st.text(max_size=40) | st.sampled_from(_NAME_EDGES)
+
+
+@pytest.mark.parametrize("value", _INT_EDGES)
+def test_the_header_size_is_exact_at_every_int_size_boundary(value):
+    for msg_id, round in ((value, 3), (70_000, value)):
+        assert header_size(msg_id, "a", "b", "m", round, 1.5) == len(encode_envelope(msg_id, "a", "b", "m", round, 1.5, b""))
+
+
+@pytest.mark.parametrize("name", _NAME_EDGES, ids=lambda n: f"{len(n)} chars")
+def test_the_header_size_is_exact_at_every_str_size_boundary(name):
+    assert header_size(7, name, "b", name, 1, 0.0) == len(encode_envelope(7, name, "b", name, 1, 0.0, b""))
 
 
 @given(msg_id=_ints, src=_names, dst=_names, kind=_names, round=_ints | st.booleans(),
