@@ -6,8 +6,8 @@ message draws its fate; every event is written to a real message log file.
 
 Reported against a floor measured in the same process: the bare per-message work no
 emulator can avoid — draw the message's fate (the same keyed loss and delay draws),
-msgpack-encode the envelope, decode it, and render two JSON log lines (send +
-deliver) — for the same number of messages.  The ratio emulator/floor is the
+size its envelope header (`header_size`, as the network does), decode its payload, and
+render two JSON log lines (send + deliver) — for the same number of messages.  The ratio emulator/floor is the
 emulation overhead.  CPU time (process_time) and wall time, min of --reps.  Each size
 runs in its own process so peak memory (max RSS) is per size.
 
@@ -25,7 +25,7 @@ rounds end.
 With --batched the server broadcasts every second over constant-delay links to a cohort
 that only receives: each broadcast is one `send_many` and its messages arrive at one
 instant, in one event (issue 15, item 1).  No fates are drawn, so the floor draws none
-either: it encodes each message's envelope header, decodes its payload and renders its
+either: it sizes each message's envelope header, decodes its payload and renders its
 two log lines.
 """
 
@@ -50,7 +50,7 @@ from benchtime import timed  # noqa: E402
 from netemu import Actor, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, World, star  # noqa: E402
 from netemu.coordination import gather  # noqa: E402
 from netemu.rng import Streams  # noqa: E402
-from netemu.wire.codec import decode, decode_envelope, encode, encode_envelope  # noqa: E402
+from netemu.wire.codec import decode, encode, header_size  # noqa: E402
 
 
 class Server(Actor):
@@ -133,8 +133,8 @@ def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False, bat
 
 
 def reference(n_messages: int, n_links: int, log_path: str, batched: bool = False) -> None:
-    """The unavoidable work per message, without the emulator: its fate, its envelope, its two log lines
-    (batched: no fate; the header encoded, the payload decoded)."""
+    """The unavoidable work per message, without the emulator: its fate, its size, its decoded
+    payload, its two log lines (batched: no fate)."""
     payload = encode(np.zeros(10))
     link = Link(Exponential(0.01), loss=Bernoulli(0.01))
     streams = Streams(1)
@@ -144,15 +144,13 @@ def reference(n_messages: int, n_links: int, log_path: str, batched: bool = Fals
             round, k = divmod(i, n_links)
             if batched:
                 delay = 0.01
-                data = encode_envelope(i, "server", "client-1", "model", 3, 1.5, b"") + payload
-                decode(payload)
             else:
                 reason, delay = link.draw_fate(draws[k], round, 0)
-                data = encode_envelope(i, "client-1", "server", "update", 3, 1.5, payload)
-                decode_envelope(data)
+            nbytes = header_size(i, "client-1", "server", "update", 3, 1.5) + len(payload)
+            decode(payload)
             for ev in ("send", "deliver"):
                 f.write(orjson.dumps({"t": 1.5 + delay, "event": ev, "id": i, "src": "client-1", "dst": "server",
-                                      "kind": "update", "round": 3, "bytes": len(data), "link": "uplink"},
+                                      "kind": "update", "round": 3, "bytes": nbytes, "link": "uplink"},
                                      option=orjson.OPT_APPEND_NEWLINE))
 
 
