@@ -1,5 +1,7 @@
 """Wire format: exact round trips, refusals that name the field, size = encoded length."""
 
+import re
+
 import msgpack
 import numpy as np
 import pytest
@@ -207,6 +209,23 @@ def test_a_crafted_message_is_refused_without_allocating_what_it_declares(data, 
     finally:
         tracemalloc.stop()
     assert peak < 2**20
+
+
+@given(dim=st.integers(0, 300) | st.just(2**32 + 5), ints=st.lists(st.integers(-3, 300), max_size=6),
+       dtype=st.sampled_from(["i1", "i8", "u2", "u4", "u8"]), two_d=st.booleans(), extra=st.sampled_from([0, 0, 0, 1]))
+def test_a_partial_model_from_the_wire_is_the_checked_constructor(dim, ints, dtype, two_d, extra):
+    indices = np.array(ints, dtype=np.int64).astype(dtype)  # negatives wrap around in unsigned dtypes
+    if two_d:
+        indices = indices[None, :]
+    values = np.arange(float(len(ints) + extra))  # mostly as many values as indices
+    try:
+        expected = PartialModel(dim, indices, values)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            PartialModel.from_wire(dim, indices, values)
+        return
+    got = PartialModel.from_wire(dim, indices, values)
+    assert got == expected and got.indices.dtype == expected.indices.dtype
 
 
 def test_a_partial_model_with_indices_outside_its_dimension_is_refused():

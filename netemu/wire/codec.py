@@ -41,12 +41,17 @@ class WireError(InputError, TypeError):
     """A payload cannot be put on the wire; the message names the offending field."""
 
 
+# packs the bodies of extensions: lists of strings, ints, bytes and ExtTypes, never calling back
+# into Python, so one packer serves every call (msgpack.packb builds a packer per call)
+_BODY = msgpack.Packer(use_bin_type=True)
+
+
 def _array_ext(code: int, arr: np.ndarray) -> msgpack.ExtType:
     if arr.dtype.kind in _REFUSED_KINDS:
         raise WireError(f"{_REFUSED_KINDS[arr.dtype.kind]} dtype {arr.dtype} cannot be encoded")
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
         arr = arr.copy(order="C")
-    return msgpack.ExtType(code, msgpack.packb([arr.dtype.str, list(arr.shape), arr.tobytes()]))
+    return msgpack.ExtType(code, _BODY.pack([arr.dtype.str, list(arr.shape), arr.tobytes()]))
 
 
 def _default(obj: Any) -> msgpack.ExtType:
@@ -56,7 +61,7 @@ def _default(obj: Any) -> msgpack.ExtType:
         return _array_ext(EXT_SCALAR, np.asarray(obj))
     if isinstance(obj, PartialModel):
         body = [obj.dim, _array_ext(EXT_NDARRAY, obj.indices), _array_ext(EXT_NDARRAY, obj.values)]
-        return msgpack.ExtType(EXT_PARTIAL, msgpack.packb(body))
+        return msgpack.ExtType(EXT_PARTIAL, _BODY.pack(body))
     raise WireError(f"type {type(obj).__name__} cannot be encoded")
 
 
@@ -125,7 +130,7 @@ def _ext_hook(code: int, data: bytes) -> Any:
         if body[1].dtype.kind not in "iu":
             raise WireError(f"PartialModel extension: indices of dtype {body[1].dtype}; expected integers")
         try:
-            return PartialModel(*body)
+            return PartialModel.from_wire(*body)
         except ValueError as exc:
             raise WireError(f"PartialModel extension: {exc}") from None
     return msgpack.ExtType(code, data)

@@ -50,6 +50,25 @@ class PartialModel:
         object.__setattr__(pm, "values", values)
         return pm
 
+    @classmethod
+    def from_wire(cls, dim: int, indices: np.ndarray, values: np.ndarray) -> PartialModel:
+        """The constructor's checks and result for arrays just decoded from a message (1-d
+        or not, integer `indices`), with fewer NumPy calls: unsigned indices need only
+        their maximum checked, and indices already of the index dtype are kept as they
+        are.  A decode of every partial message goes through here (issue 15)."""
+        if indices.ndim != 1 or values.ndim != 1 or indices.shape != values.shape:
+            raise ValueError(f"PartialModel needs 1-d indices and values of equal length, got {indices.shape} and {values.shape}")
+        if indices.size:
+            high = indices.max()
+            if high >= dim or (indices.dtype.kind != "u" and indices.min() < 0):
+                raise ValueError(f"PartialModel indices must lie in [0, {dim}), got range [{indices.min()}, {high}]")
+        dtype = _index_dtype(dim)
+        pm = object.__new__(cls)
+        object.__setattr__(pm, "dim", dim)
+        object.__setattr__(pm, "indices", indices if indices.dtype == dtype else indices.astype(dtype))
+        object.__setattr__(pm, "values", values)
+        return pm
+
     def to_dense(self, fill: float = 0.0) -> np.ndarray:
         out = np.full(self.dim, fill, dtype=self.values.dtype)
         out[self.indices] = self.values
