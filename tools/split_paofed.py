@@ -35,7 +35,7 @@ RULES = [
     ("netemu/cohort.py", None, "machinery (event loop, actors, cohort)"),
     ("simpy", None, "network: send, links, delivery"), ("netemu/net/", None, "network: send, links, delivery"),
     ("netemu/log.py", None, "network: message log"), ("orjson", None, "network: message log"),
-    ("netemu/trace.py", None, "network: message fates, trace"), ("netemu/rng.py", None, "network: message fates, trace"),
+    ("netemu/trace", None, "network: message fates, trace"), ("netemu/rng.py", None, "network: message fates, trace"),
     ("netemu/wire/", None, "codec"), ("msgpack", None, "codec"),
     ("online_fl.py", "client_update", "alg"), ("online_fl.py", "on_message", "alg"), ("online_fl.py", "run", "alg"),
     ("online_fl.py", "decode", "alg"), ("kernels/online.py", "aggregate", "alg"),
