@@ -144,10 +144,10 @@ def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
 
 
 def test_an_infinite_final_metric_warns_too():
-    from netemu.runner import _warnings
+    from netemu.outcome import run_warnings
 
     messages = {"sent": 4, "delivered": 4, "dropped": 0}
-    assert _warnings("fedavg", messages, {"fedavg": {"mse": math.inf, "acc": 0.5}}, []) == ["fedavg: the final value of mse is inf"]
+    assert run_warnings("fedavg", messages, {"fedavg": {"mse": math.inf, "acc": 0.5}}, []) == ["fedavg: the final value of mse is inf"]
 
 
 def test_an_algorithms_requirement_is_refused_before_anything_runs(tmp_path, capsys):
