@@ -10,7 +10,9 @@ exactly one of delivered / dropped / still in flight (`in_flight()`).
 Random fates pass through `fates(key, draw)`: the default draws; the trace layer
 records or replays them (keys and values are documented in docs/formats.md).  A hook
 may also take the yes/no fates of many keys of one round at once (`ManyFates`): the
-participation draws of a round go through it as one call of arrays.
+participation draws of a round go through it as one call of arrays.  Fate sources are
+in `netemu.net.fates`, a message's events in SimPy's queue in `netemu.net.inflight`;
+both are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -31,15 +33,16 @@ from simpy.core import NORMAL
 
 from netemu.errors import InputError
 from netemu.log import MessageLog
+from netemu.net.fates import Fates, ManyFates, draw_now, fates_many
+from netemu.net.inflight import Due as _Due
+from netemu.net.inflight import Shared as _Shared
 from netemu.net.links import Link
 from netemu.rng import KeyedDraws, Streams
-from netemu.wire.codec import decode, fresh, header_size
+from netemu.wire.codec import decode, header_size
 
 __all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
 
-T = TypeVar("T")
 _DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
-Fates = Callable[[tuple, Callable[[], T]], T]
 
 
 class NetworkError(InputError):
@@ -47,39 +50,6 @@ class NetworkError(InputError):
 
 
 _MISSING = object()
-
-
-def draw_now(key: tuple, draw: Callable[[], T]) -> T:
-    """The default fate source: draw from the seeded streams."""
-    return draw()
-
-
-class ManyFates(Protocol):
-    """A fates hook that also takes many keys at once (the trace's recorder and replayer).
-
-    ``many(kind, names, round, draw)`` returns, as one bool array, what one call
-    ``fates((kind, name, round), ...)`` per name, in order, would return (and records or
-    counts the same): ``draw(index)`` draws the values of ``names[index]`` (an int array)
-    from the seeded streams, so a hook draws only the keys it does not already know."""
-
-    def __call__(self, key: tuple, draw: Callable[[], T]) -> T: ...
-
-    def many(self, kind: str, names: Sequence[str], round: int, draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray: ...
-
-
-def fates_many(fates: Fates, kind: str, names: Sequence[str], round: int, draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """The yes/no fates of keys (kind, name, round) for every name, through `fates`: drawn at
-    once for `draw_now`, by its `many` for a `ManyFates` hook, else one `fates` call per key."""
-    if fates is draw_now:
-        return np.asarray(draw(np.arange(len(names))), dtype=bool)
-    many = getattr(fates, "many", None)
-    if many is not None:
-        return many(kind, names, round, draw)
-    return np.array([fates((kind, name, round), partial(_one, draw, i)) for i, name in enumerate(names)], dtype=bool)
-
-
-def _one(draw: Callable[[np.ndarray], np.ndarray], i: int) -> bool:
-    return bool(draw(np.array([i]))[0])
 
 
 @dataclass(slots=True)
@@ -135,50 +105,6 @@ class Node:
     @property
     def role(self) -> str:
         return self.attrs.get("role", "peer")
-
-
-class _Due:
-    """A scheduled arrival or loss, in the SimPy queue where a `Timeout` would be (same time,
-    priority and event id, so the same order), at ~60 bytes rather than ~600: a broadcast
-    to a million clients puts a million of them there at once.  SimPy's step needs only
-    `callbacks` and `_ok`; it never fails."""
-
-    __slots__ = ("_value", "callbacks")
-    _ok = True
-
-    def __init__(self, callbacks: tuple, value: Any) -> None:
-        self.callbacks: tuple | None = callbacks  # a tuple shared by the events of a send: SimPy only reads it
-        self._value = value
-
-    @property
-    def value(self) -> Any:
-        return self._value
-
-
-class _Shared:
-    """The payload shared by the messages of a broadcast still to be delivered: decoded at
-    the first delivery; every receiver but the last gets a `fresh` copy (equal to a decode
-    of the same bytes, at a fraction of its cost), the last one the decoded value itself."""
-
-    __slots__ = ("decoded", "left")
-
-    def __init__(self) -> None:
-        self.left = 0  # messages still to arrive
-        self.decoded: Any = _MISSING
-
-    def take(self) -> Any:
-        """One message of the broadcast arrived: the decoded value if it was the last one."""
-        self.left -= 1
-        if self.left:
-            return _MISSING
-        decoded, self.decoded = self.decoded, _MISSING
-        return decoded
-
-    def payload(self, data: bytes) -> Any:
-        if self.decoded is _MISSING:
-            self.decoded = decode(data)
-        decoded = self.decoded
-        return fresh(decoded) if self.take() is _MISSING else decoded
 
 
 class Network:
