@@ -11,8 +11,8 @@ Random fates pass through `fates(key, draw)`: the default draws; the trace layer
 records or replays them (keys and values are documented in docs/formats.md).  A hook
 may also take the yes/no fates of many keys of one round at once (`ManyFates`): the
 participation draws of a round go through it as one call of arrays.  Fate sources are
-in `netemu.net.fates`, a message's events in SimPy's queue in `netemu.net.inflight`;
-both are re-exported here.
+in `netemu.net.fates`, a message's events in SimPy's queue in `netemu.net.inflight`,
+the nodes' behaviour and state in `netemu.net.nodes`; all are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -37,6 +37,7 @@ from netemu.net.fates import Fates, ManyFates, draw_now, fates_many
 from netemu.net.inflight import Due as _Due
 from netemu.net.inflight import Shared as _Shared
 from netemu.net.links import Link
+from netemu.net.nodes import Node, NodeBehaviour
 from netemu.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode, header_size
 
@@ -65,46 +66,6 @@ class Message:
     sent_at: float
     delivered_at: float
     nbytes: int
-
-
-@dataclass(frozen=True)
-class NodeBehaviour:
-    """How a node behaves: participation probability per round, compute speed
-    (work units per second), log-normal compute-time noise (sigma of the log
-    slowdown factor; 0 = deterministic), and scheduled (crash, recover) times."""
-
-    participation: float = 1.0
-    speed: float = 1.0
-    slowdown_sigma: float = 0.0
-    crashes: tuple[tuple[float, float | None], ...] = ()
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.participation <= 1:
-            raise ValueError(f"participation must be in [0, 1], got {self.participation}")
-        if not self.speed > 0:
-            raise ValueError(f"speed must be > 0, got {self.speed}")
-        if self.slowdown_sigma < 0:
-            raise ValueError(f"slowdown_sigma must be >= 0, got {self.slowdown_sigma}")
-
-
-@dataclass(slots=True)
-class Node:
-    """A node's current state; scenario scripts may change `speed` and `participation`.
-
-    `attrs` is the topology graph's own attribute dict of the node (not a copy)."""
-
-    name: str
-    attrs: dict
-    participation: float = 1.0
-    speed: float = 1.0
-    slowdown_sigma: float = 0.0
-    up: bool = True
-    crashes: tuple = ()
-    receiver: Callable[[Message], bool | None] | None = field(default=None, repr=False)
-
-    @property
-    def role(self) -> str:
-        return self.attrs.get("role", "peer")
 
 
 class Network:
