@@ -64,31 +64,31 @@ def draw_world(seed: int) -> dict:
             if rec is not None and r.random() < 0.4:
                 at2 = rec + float(r.uniform(0.5, 4))
                 crashes.append((at2, at2 + 1.0))
-        nodes[f"client-{k}"] = dict(
-            participation=float(r.choice([1.0, 0.7])), speed=float(r.choice([1.0, 4.0, 10.0])),
-            slowdown_sigma=float(r.choice([0.0, 0.0, 0.5])), crashes=tuple(crashes))
-    server = dict(
-        rounds=int(r.integers(1, 6)),
-        shared=bool(r.random() < 0.6),
-        gather=str(r.choice(["until", "timeout", "collect", "collect", "none"])),
-        quorum=int(r.integers(1, n + 1)),
-        deadline=float(r.choice([0.0, 0.5, 1.0, 2.0, 3.5])),
-        pause=float(r.choice([0.0, 0.0, 0.5, 1.0])),
-        pings=bool(r.random() < 0.4),
-        until=t0 + float(r.choice([1e9, 1e9, 1.0, 2.0, 2.5, 3.5, float(r.uniform(0, 6))])),
-        fail=int(r.integers(0, 25)),  # the round in which the server raises (none if >= rounds)
-        t0=t0,
-    )
-    client = dict(
-        work=[float(r.choice([0.0, 1.0, 2.0])) for _ in range(n)],
-        nap=[float(r.choice([0.0, 0.0, 0.5])) for _ in range(n)],
-        mutate=bool(r.random() < 0.5),
-        check_participation=bool(r.random() < 0.5),
-        process=bool(r.random() < 0.2),  # woken code starts a SimPy process (an URGENT event now)
-        hello=bool(r.random() < 0.25),  # clients speak first: at the start and after each recovery
-        fail=(int(r.integers(0, n)), int(r.integers(0, 15))),  # (client, round) that raises
-    )
-    return dict(n=n, links=links, nodes=nodes, server=server, client=client)
+        nodes[f"client-{k}"] = {
+            "participation": float(r.choice([1.0, 0.7])), "speed": float(r.choice([1.0, 4.0, 10.0])),
+            "slowdown_sigma": float(r.choice([0.0, 0.0, 0.5])), "crashes": tuple(crashes)}
+    server = {
+        "rounds": int(r.integers(1, 6)),
+        "shared": bool(r.random() < 0.6),
+        "gather": str(r.choice(["until", "timeout", "collect", "collect", "none"])),
+        "quorum": int(r.integers(1, n + 1)),
+        "deadline": float(r.choice([0.0, 0.5, 1.0, 2.0, 3.5])),
+        "pause": float(r.choice([0.0, 0.0, 0.5, 1.0])),
+        "pings": bool(r.random() < 0.4),
+        "until": t0 + float(r.choice([1e9, 1e9, 1.0, 2.0, 2.5, 3.5, float(r.uniform(0, 6))])),
+        "fail": int(r.integers(0, 25)),  # the round in which the server raises (none if >= rounds)
+        "t0": t0,
+    }
+    client = {
+        "work": [float(r.choice([0.0, 1.0, 2.0])) for _ in range(n)],
+        "nap": [float(r.choice([0.0, 0.0, 0.5])) for _ in range(n)],
+        "mutate": bool(r.random() < 0.5),
+        "check_participation": bool(r.random() < 0.5),
+        "process": bool(r.random() < 0.2),  # woken code starts a SimPy process (an URGENT event now)
+        "hello": bool(r.random() < 0.25),  # clients speak first: at the start and after each recovery
+        "fail": (int(r.integers(0, n)), int(r.integers(0, 15))),  # (client, round) that raises
+    }
+    return {"n": n, "links": links, "nodes": nodes, "server": server, "client": client}
 
 
 def _links(spec: dict) -> dict:

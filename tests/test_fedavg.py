@@ -8,7 +8,10 @@ from netemu.algorithms.fedavg import SPEC, FedAvgParams
 from netemu.data import LinearData, make_linear
 
 
-def emulate(n_clients=6, rounds=8, behaviours=None, links=None, params=FedAvgParams(lr=0.1, local_steps=3)):
+PARAMS = FedAvgParams(lr=0.1, local_steps=3)
+
+
+def emulate(n_clients=6, rounds=8, behaviours=None, links=None, params=PARAMS):
     g = star(n_clients)
     world = World(g, seed=3, links=links, behaviours=behaviours)
     task = make_linear(LinearData(dim=5), [f"client-{k}" for k in range(n_clients)], world.streams)

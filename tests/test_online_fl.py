@@ -20,7 +20,7 @@ K, N = 12, 60
 def emulate(variant, participation=1.0, uplink=None, **overrides):
     params = OnlineFLParams(**{**VARIANTS[variant], **overrides})
     g = star(K)
-    links = {("client-%d" % k, "server"): uplink() for k in range(K)} if uplink else None
+    links = {(f"client-{k}", "server"): uplink() for k in range(K)} if uplink else None
     world = World(g, seed=5, links=links, behaviours={f"client-{k}": NodeBehaviour(participation=participation) for k in range(K)})
     data = make_online(OnlineData(iterations=N, group_samples=(20, 40, 60)), [f"client-{k}" for k in range(K)], world.streams)
     build(world, params, data, N)

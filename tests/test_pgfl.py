@@ -232,7 +232,7 @@ def test_clustered_linear_data_splits_clusters_evenly_around_a_base_model():
 
 def test_digit_clients_get_balanced_classes_of_their_cluster_task():
     task = make_digits(DigitsData(tasks="pairs", samples_min=2, samples_max=4), [f"c{k}" for k in range(9)], Streams(1))
-    for c, (X, y) in task.parts.items():
+    for X, y in task.parts.values():
         assert X.shape[1] == 65 and np.all(X[:, -1] == 1) and X.max() <= 1
         assert y.sum() * 2 == y.size and 4 <= y.size <= 8
     assert len(task.tests) == 3 and all(0 < y.mean() < 1 for _, y in task.tests)

@@ -109,7 +109,7 @@ def test_a_batch_replays_the_values_and_counts_of_one_call_per_key(tmp_path, pla
     both = [(a + more_a, b + more_b) for (a, b), (more_a, more_b) in zip(plan, [*extra, ([], [])])]
     recorded = {mode: record(plan, probs, version, mode) for mode in ("per-key", "batch")}
     expected = None
-    for mode, (data, values) in recorded.items():
+    for mode, (data, _values) in recorded.items():
         for batch in (False, True):
             got = replay(read(tmp_path, data), both, other, batch)
             expected = expected or got

@@ -113,7 +113,7 @@ def test_a_failing_actor_stops_the_run_with_its_name_time_and_traceback_and_the_
     err = info.value
     assert err.actor == "server" and err.time == 3.5
     assert "ZeroDivisionError: bad aggregation" in str(err) and "in run" in err.details
-    recs = [r for r in records(io.BytesIO(path.read_bytes()))]
+    recs = list(records(io.BytesIO(path.read_bytes())))
     assert recs[0]["event"] == "send" and recs[0]["t"] == 2.0
 
 

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-APP_DIR = str(ROOT / "examples" / "flower-digits")
-SERVER, CLIENT = "flower_digits.server_app:app", "flower_digits.client_app:app"
-
 from flwr.supercore.logger import FLOWER_LOGGER
 
 from netemu import Constant, Link, MessageLog, NodeBehaviour, World, star
 from netemu.flower import add_flower, run_inprocess
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_DIR = str(ROOT / "examples" / "flower-digits")
+SERVER, CLIENT = "flower_digits.server_app:app", "flower_digits.client_app:app"
 
 
 def emulated(clients: int, config: dict, log_path: Path, ideal: bool) -> tuple[World, float, float]:
