@@ -11,8 +11,11 @@ from collections import Counter
 
 from netemu.signals import Terminated
 
+__all__ = ["message_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason"]
+
 
 def stop_reason(exc: BaseException) -> str:
+    """What summary.json says stopped a run: the signal, or the exception's type and first line."""
     if isinstance(exc, Terminated):
         return "terminated (SIGTERM)"
     if isinstance(exc, KeyboardInterrupt):
@@ -82,6 +85,7 @@ def privacy_summary(runs: list[dict]) -> dict:
 
 
 def message_summary(c: Counter) -> dict:
+    """summary.json's `messages` of one algorithm from its (link class, what) -> n counts."""
     total: Counter[str] = Counter()
     for (_cls, what), n in c.items():
         total[what] += n

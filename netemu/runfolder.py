@@ -16,6 +16,8 @@ from netemu import __version__, plugins
 from netemu.report import plot_curves, write_metrics, write_privacy, write_summary
 from netemu.scenario.load import Scenario, algorithm_params
 
+__all__ = ["default_out_dir", "resolved_toml", "scenario_hash", "write_results"]
+
 
 def default_out_dir(sc: Scenario, root: Path = Path("runs")) -> Path:
     """runs/NAME, or runs/NAME-2, -3, ... if taken."""
@@ -66,6 +68,7 @@ def _take_paths(entry: dict, params) -> None:
 
 
 def scenario_hash(text: str) -> str:
+    """The trace header's `scenario_hash`: a short hash of the resolved scenario.toml."""
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

@@ -8,6 +8,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+__all__ = ["Terminated", "stop_on_signals"]
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that the same path writes an incomplete folder."""
