@@ -199,7 +199,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if self._ready or self._stopping:
             return 0
         sched = self._scheduled
-        return None if not sched else min(max(0, sched[0]._when - self.env._now), _MAXIMUM_SELECT_TIMEOUT)  # type: ignore[attr-defined]  # noqa: SLF001
+        if not sched:
+            return None
+        wait = sched[0]._when - self.env._now  # type: ignore[attr-defined]  # noqa: SLF001
+        # min(max(0, wait), cap) without the two builtin calls: this runs after every SimPy step
+        return (wait if wait < _MAXIMUM_SELECT_TIMEOUT else _MAXIMUM_SELECT_TIMEOUT) if wait > 0 else 0
 
     def _advance(self, timeout: float | None) -> None:
         """The wait: process SimPy events one at a time until one readies a callback, or
