@@ -38,7 +38,7 @@ from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
 from netemu.privacy import PrivacyLedger
 from netemu.rng import Streams
 
-__all__ = ["ActorFailed", "DeadlockError", "RunResult", "World"]
+__all__ = ["ActorFailed", "DeadlockError", "RunResult", "World", "fewer_collections"]
 
 _GC_THRESHOLDS = (100_000, 50, 100)  # during a run; CPython's defaults are (700, 10, 10)
 _gc_lock = threading.Lock()
@@ -47,14 +47,18 @@ _gc_saved: tuple[int, int, int] = (700, 10, 10)
 
 
 @contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """Raise the garbage collector's thresholds while a run is in progress, then restore them.
+def fewer_collections() -> Iterator[None]:
+    """Raise the garbage collector's thresholds while a run (or the build of a large
+    World, netemu.scenario.build) is in progress, then restore them.
 
     An emulation allocates millions of short-lived objects (events, envelopes, records) and
     no reference cycles per message; with CPython's default thresholds the collector
     traverses every object in flight over and over — a third of the CPU time of a
     100,000-client round (tools/bench_scale.py; issue 15).  Cycles are still collected,
-    less often.  Concurrent runs in threads share one raise; the last to end restores."""
+    less often.  Building a 100,000-client world allocates a few million long-lived objects
+(graph, links, nodes, data): with the default thresholds a third of its time went to
+collections that find nothing.  Concurrent runs in threads share one raise; the last to
+end restores."""
     global _gc_runs, _gc_saved
     with _gc_lock:
         if _gc_runs == 0:
@@ -349,11 +353,11 @@ class World:
     def run(self, until: float | None = None, max_time: float | None = None) -> RunResult:
         """Run every actor in virtual time; see the module docstring for how it ends.
 
-        While it runs, Python's cyclic garbage collector runs less often (`_fewer_collections`)."""
+        While it runs, Python's cyclic garbage collector runs less often (`fewer_collections`)."""
         loop = VirtualTimeLoop(self.env)
         complete = False
         try:
-            with _fewer_collections():
+            with fewer_collections():
                 complete = loop.run_until_complete(self._main(until, max_time))
         except Deadlock:
             raise DeadlockError(self.env.now, self._waits()) from None

@@ -1,5 +1,6 @@
 """Named streams and keyed draws: reproducible, independent, stable across processes."""
 
+import pickle
 import subprocess
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netemu.rng import Streams, name_words
+from netemu.rng import Streams, name_words, seed_states
 
 
 def test_the_same_seed_and_name_give_the_same_stream():
@@ -71,3 +72,36 @@ def test_uniforms_equal_uniform_for_any_coordinates(coords):
     draws = Streams(11).keyed("any")
     got = draws.uniforms(coords)
     assert got.dtype == np.float64 and got.tolist() == [draws.uniform(*c) for c in coords]
+
+
+@given(st.integers(0, 2**140), st.lists(st.integers(0, 2**32 - 1), min_size=0, max_size=9), st.integers(1, 6))
+def test_seed_states_are_numpys_seedsequence_states(seed, key, n):
+    """Every seed size (one to five 32-bit words) and spawn-key length: numpy's own states."""
+    keys = [[(w + 7 * i) % 2**32 for w in key] for i in range(n)]
+    want = [np.random.SeedSequence(seed, spawn_key=tuple(k)).generate_state(4, np.uint64) for k in keys]
+    assert np.array_equal(seed_states(seed, keys), np.array(want, dtype=np.uint64).reshape(n, 4))
+
+
+def test_seed_states_refuse_keys_that_are_not_32_bit_words():
+    with pytest.raises(ValueError, match="32-bit words"):
+        seed_states(1, [[2**32]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**63 - 1])
+def test_generators_give_the_streams_generator_gives(seed):
+    names = [f"data/client-{k}" for k in range(5000)] + ["", "data/truth"]  # more than one chunk of names
+    streams = Streams(seed)
+    for name, rng in zip(names, streams.generators(names), strict=True):
+        one = streams.generator(name)
+        assert rng.bit_generator.state == one.bit_generator.state, name
+    last = list(streams.generators(names[-3:]))
+    assert [g.standard_normal(4).tolist() for g in last] == [streams.generator(n).standard_normal(4).tolist() for n in names[-3:]]
+
+
+def test_a_batched_generator_spawns_pickles_and_reports_its_seed_sequence_as_the_one_of_generator():
+    rng, one = next(Streams(9).generators(["actor/a/x"])), Streams(9).generator("actor/a/x")
+    assert rng.bit_generator.seed_seq.spawn_key == one.bit_generator.seed_seq.spawn_key == name_words("actor/a/x")
+    assert rng.bit_generator.seed_seq.entropy == 9
+    assert rng.spawn(2)[1].random() == one.spawn(2)[1].random()
+    rng.random(3), one.random(3)
+    assert pickle.loads(pickle.dumps(rng)).random() == one.random()

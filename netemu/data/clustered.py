@@ -100,12 +100,12 @@ def make_clustered_linear(params: ClusteredLinearData, clients: Sequence[str], s
         X = rng.standard_normal((n, params.dim))
         return X, X @ w_star[q] + params.noise * rng.standard_normal(n)
 
-    for c in clients:  # each client's data from its own stream
-        rng = streams.generator(f"data/{c}")
+    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):  # each client's data from its own stream
         n = int(rng.integers(params.samples_min, params.samples_max + 1))
         parts[c] = sample(rng, n, clusters[c])
-        if params.validation:
-            validation[c] = sample(streams.generator(f"data/{c}/validation"), n, clusters[c])
+    if params.validation:
+        for c, rng in zip(clients, streams.generators([f"data/{c}/validation" for c in clients])):
+            validation[c] = sample(rng, parts[c][0].shape[0], clusters[c])
     return ClusteredTask("ridge", clusters, parts, w_star=w_star, validation=validation)
 
 
@@ -180,8 +180,7 @@ def make_digits(params: DigitsData, clients: Sequence[str], streams: Streams) ->
     clusters = _split_clusters(clients, len(tasks), streams)
     pools = [_binary(Xtr, ytr, t, scale) for t in tasks]
     parts = {}
-    for c in clients:
-        rng = streams.generator(f"data/{c}")
+    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):
         X, y, _ = pools[clusters[c]]
         per_class = int(rng.integers(params.samples_min, params.samples_max + 1))
         picks = []

@@ -133,8 +133,7 @@ def make_federated_digits(params: FederatedDigits, clients: Sequence[str], strea
             p[labels] = 1.0 / labels.size
             proportions[k] = p
     parts, local_tests = {}, {}
-    for k in clients:
-        crng = streams.generator(f"data/{k}")
+    for k, crng in zip(clients, streams.generators([f"data/{k}" for k in clients])):
 
         def draw(X, y, pools_, n):
             counts = crng.multinomial(n, proportions[k])

@@ -145,8 +145,7 @@ def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) ->
         return load_csv(Path(params.csv), params, clients, streams)
     arrival, inputs, outputs = [], [], []
     groups = params.group_samples
-    for k, name in enumerate(clients):
-        rng = streams.generator(f"data/{name}")
+    for k, rng in enumerate(streams.generators([f"data/{name}" for name in clients])):
         n = min(groups[k % len(groups)], params.iterations)
         x = _ar_inputs(rng, n)
         noise_sd = np.sqrt(rng.uniform(0.005, 0.03))
@@ -178,9 +177,8 @@ def load_csv(path: Path, params: OnlineData, clients: Sequence[str], streams: St
     require(table.shape[0] > params.test_samples, "csv", f"{path}: more rows than test_samples = {params.test_samples}")
     train, test = table[: -params.test_samples], table[-params.test_samples :]
     arrival, inputs, outputs = [], [], []
-    for k, name in enumerate(clients):
+    for k, rng in enumerate(streams.generators([f"data/{name}" for name in clients])):
         rows = train[k :: len(clients)][: params.iterations]
-        rng = streams.generator(f"data/{name}")
         arrival.append(np.sort(rng.choice(params.iterations, size=len(rows), replace=False)))
         inputs.append(rows[:, :-1])
         outputs.append(rows[:, -1])

@@ -47,12 +47,13 @@ def make_linear(params: LinearData, clients: Sequence[str], streams: Streams) ->
     w_star = truth.standard_normal(params.dim)
 
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        X = rng.standard_normal((n, params.dim))
-        y = X @ w_star + params.noise * rng.standard_normal(n)
+        # X (n × dim), then the n noise terms: one call draws the same normals in the same order
+        z = rng.standard_normal(n * (params.dim + 1))
+        X = z[: n * params.dim].reshape(n, params.dim)
+        y = X @ w_star + params.noise * z[n * params.dim :]
         return X, ((y > 0).astype(float) if params.labels == "binary" else y)
 
     parts = {}
-    for c in clients:
-        rng = streams.generator(f"data/{c}")
+    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):
         parts[c] = sample(rng, int(rng.integers(params.samples_min, params.samples_max + 1)))
     return LinearTask(w_star, parts, sample(streams.generator("data/test"), params.test_samples))
