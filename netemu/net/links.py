@@ -167,7 +167,8 @@ class Link:
         link_class: str = "link",
         shared: bool = False,
     ) -> None:
-        _check(bandwidth is None or bandwidth > 0, f"bandwidth must be > 0 bits/s, got {bandwidth}")
+        if bandwidth is not None and not bandwidth > 0:  # the message is formatted only when raised
+            raise ValueError(f"bandwidth must be > 0 bits/s, got {bandwidth}")
         self._latency = latency if latency is not None else _NO_DELAY
         self._jitter, self._loss, self.bandwidth, self.link_class = jitter, loss, bandwidth, link_class
         # 0: the components are the link's own; 1: shared; 2: stateful ones copied, the others shared

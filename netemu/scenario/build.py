@@ -111,33 +111,34 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     """A Link per edge: its class's table, then overrides; with a devices file, a client's
     links take the device's bandwidth.  The links of a class without overrides share one
     set of components (`Link(shared=True)`: each link copies a stateful one before its
-    first draw), so a million links do not hold a million copies of the same models."""
+    first draw), so a million links do not hold a million copies of the same models; what
+    a class's table says is read once per class, not once per link."""
     overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
     devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
+    classes = sc.table["links"]
     by_class: dict[str, tuple] = {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
-        override = overrides.get((u, v))
-        table = {**sc.table["links"].get(cls, {}), **{k: x for k, x in (override or {}).items() if k not in ("src", "dst")}}
-        parts = by_class.get(cls) if override is None else None
-        if parts is None:
-            jitter = table.get("jitter")
-            parts = (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
-                     _component(table.get("loss"), LOSS_MODELS, sc))
-            if override is None:
-                by_class[cls] = parts
-        out[(u, v)] = L.Link(
-            parts[0],
-            jitter=parts[1],
-            loss=parts[2],
-            bandwidth=next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None)
-            or table.get("bandwidth")
-            or None,
-            outages=[tuple(w) for w in table.get("outages", [])],
-            link_class=cls,
-            shared=True,
-        )
+        override = overrides.get((u, v)) if overrides else None
+        if override is None:
+            spec = by_class.get(cls)
+            if spec is None:
+                spec = by_class[cls] = _link_spec(sc, classes.get(cls, {}))
+        else:
+            spec = _link_spec(sc, {**classes.get(cls, {}), **{k: x for k, x in override.items() if k not in ("src", "dst")}})
+        latency, jitter, loss, bandwidth, outages = spec
+        if devices:
+            bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or bandwidth
+        out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True)
     return out
+
+
+def _link_spec(sc: Scenario, table: dict) -> tuple:
+    """(latency, jitter, loss, bandwidth, outages) of a link class's (or an overridden link's) table."""
+    jitter = table.get("jitter")
+    return (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
+            _component(table.get("loss"), LOSS_MODELS, sc), table.get("bandwidth") or None,
+            [tuple(w) for w in table.get("outages", [])])
 
 
 def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour]:
