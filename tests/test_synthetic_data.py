@@ -1,0 +1,38 @@
+"""Synthetic data: each client's samples come from its own named stream, drawn in a fixed order."""
+
+import numpy as np
+
+from netemu.data import ClusteredLinearData, LinearData, make_clustered_linear, make_linear
+from netemu.rng import Streams
+
+CLIENTS = ["client-0", "client-7", "client-12"]
+
+
+def test_a_clients_linear_data_is_drawn_from_its_own_stream_count_then_inputs_then_noise():
+    p = LinearData(dim=4, samples_min=3, samples_max=9, noise=0.3)
+    streams = Streams(5)
+    task = make_linear(p, CLIENTS, streams)
+    w_star = streams.generator("data/truth").standard_normal(4)
+    for c in CLIENTS:
+        rng = streams.generator(f"data/{c}")
+        n = int(rng.integers(3, 10))
+        X = rng.standard_normal((n, 4))
+        y = X @ w_star + 0.3 * rng.standard_normal(n)
+        assert np.array_equal(task.parts[c][0], X) and np.array_equal(task.parts[c][1], y), c
+
+
+def test_adding_a_client_changes_no_other_clients_linear_data():
+    small = make_linear(LinearData(), CLIENTS[:2], Streams(3))
+    large = make_linear(LinearData(), CLIENTS, Streams(3))
+    for c in CLIENTS[:2]:
+        assert all(np.array_equal(a, b) for a, b in zip(small.parts[c], large.parts[c]))
+
+
+def test_a_clients_validation_set_has_its_training_size_and_its_own_stream():
+    p = ClusteredLinearData(dim=3, clusters=2, samples_min=2, samples_max=7, validation=True)
+    streams = Streams(8)
+    task = make_clustered_linear(p, CLIENTS, streams)
+    for c in CLIENTS:
+        n = task.parts[c][0].shape[0]
+        X = streams.generator(f"data/{c}/validation").standard_normal((n, 3))
+        assert np.array_equal(task.validation[c][0], X), c
