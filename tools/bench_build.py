@@ -4,7 +4,8 @@ round of a 100,000-client star (or --clients N), timed part by part in a fresh p
 Parts, as `netemu.runner.execute` runs them: `graph` (the topology built for the trace's
 fingerprint), `fingerprint`, and `world` (`build_world`: graph, links, node behaviours,
 the World and its network, the data, the algorithm's actors).  CPU time (time.process_time)
-beside wall time, min of --reps fresh processes; per client in µs.  The same build at
+beside wall time, min of --reps fresh processes; per client in µs; the peak memory of the
+process (ru_maxrss, including the scenario's loading).  The same build at
 --small clients (default 1,000) is measured beside it, so the growth of the cost per
 client is a ratio measured in the same invocation.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -50,7 +52,7 @@ def one(clients: int) -> dict:
     timed("fingerprint", topology_fingerprint, graph)
     del graph
     timed("world", build_world, sc, 0, 0)
-    return {"clients": clients, "cpu_s": cpu, "wall_s": wall}
+    return {"clients": clients, "cpu_s": cpu, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def measure(clients: int, reps: int) -> dict:
@@ -63,6 +65,7 @@ def measure(clients: int, reps: int) -> dict:
         best[key] = {p: round(min(r[key][p] for r in runs), 3) for p in PARTS}
         best[key]["total"] = round(min(sum(r[key].values()) for r in runs), 3)
     best["us_cpu_per_client"] = round(best["cpu_s"]["total"] / clients * 1e6, 1)
+    best["peak_rss_mib"] = round(min(r["peak_rss_mib"] for r in runs), 1)
     return best
 
 

@@ -47,10 +47,8 @@ def make_linear(params: LinearData, clients: Sequence[str], streams: Streams) ->
     w_star = truth.standard_normal(params.dim)
 
     def sample(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-        # X (n × dim), then the n noise terms: one call draws the same normals in the same order
-        z = rng.standard_normal(n * (params.dim + 1))
-        X = z[: n * params.dim].reshape(n, params.dim)
-        y = X @ w_star + params.noise * z[n * params.dim :]
+        X = rng.standard_normal((n, params.dim))
+        y = X @ w_star + params.noise * rng.standard_normal(n)
         return X, ((y > 0).astype(float) if params.labels == "binary" else y)
 
     parts = {}

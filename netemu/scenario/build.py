@@ -7,6 +7,7 @@ data, participation draws and link fates (common random numbers).  The run seed 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import importlib.util
 import math
@@ -271,9 +272,15 @@ def build_world(
     fates: Fates = draw_now,
     setup: Callable[[World], None] | None = None,
 ) -> World:
-    """The World of Monte Carlo run `run` for algorithm entry `algorithm`, with its actors
-    (built with the garbage collector's thresholds raised, `fewer_collections`: a third of
-    the build of a 100,000-client world went to collections that found nothing)."""
+    """The World of Monte Carlo run `run` for algorithm entry `algorithm`, with its actors.
+
+    Built with the garbage collector's thresholds raised (`fewer_collections`: a third of
+    the build of a 100,000-client world went to collections that found nothing).  So
+    that this keeps no more memory than frequent collections would, what earlier builds
+    left as garbage cycles (a topology graph built for validation or for the trace's
+    fingerprint, the previous run's World) is collected first, and the world's own graph
+    is emptied once built (its views make it a cycle that only a full collection frees)."""
+    gc.collect()
     with fewer_collections():
         return _world(sc, algorithm, run, log, fates, setup)
 
@@ -302,4 +309,5 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
         raise InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}") from None
     if setup is not None:
         setup(world)
+    graph.clear()  # the World keeps what it needs of it (the nodes' attribute dicts, its own topology)
     return world
