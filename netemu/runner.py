@@ -30,7 +30,7 @@ from netemu.outcome import message_summary, privacy_summary, run_outcome, run_wa
 from netemu.report import aggregate_metrics, final_values
 from netemu.rng import Streams
 from netemu.runfolder import default_out_dir, resolved_toml, scenario_hash, write_results
-from netemu.scenario.build import build_graph, build_world, load_script, run_horizon, run_seed
+from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
 from netemu.signals import Terminated, stop_on_signals
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
@@ -107,6 +107,7 @@ def execute(
                 if replay is not None:
                     replay.check_topology(r, g)
                 fingerprints.append(topology_fingerprint(g))
+                release(g)  # freed now, not at a full garbage collection (a networkx graph is a reference cycle)
             del g
             setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
             header = {

@@ -56,7 +56,7 @@ class Scenario:
 
 
 def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scenario:
-    from netemu.scenario.build import topology_for_validation  # the one place that needs graphs
+    from netemu.scenario.build import release, topology_for_validation  # the one place that needs graphs
 
     file = str(path)
     raw = apply_overrides(raw, list(overrides), file)
@@ -75,6 +75,7 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
             issues.add("topology", table["topology"], str(exc))
         else:
             check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
+            release(graph)
         check_files(table, sc.resolve, issues)
     if issues.items:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])
