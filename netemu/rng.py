@@ -27,6 +27,7 @@ from statistics import NormalDist
 
 import numpy as np
 from numpy.random.bit_generator import ISpawnableSeedSequence
+from numpy.typing import NDArray
 
 __all__ = ["KeyedDraws", "Streams", "name_words", "seed_states"]
 
@@ -66,25 +67,26 @@ def seed_states(seed: int, keys: Sequence[Sequence[int]]) -> np.ndarray:
     SeedSequence each (~10 µs apiece: a second per 100,000 clients).  The hash constants
     evolve the same way for every key, so each step of numpy's loops is one operation
     over a column.  tests/test_rng.py checks it against SeedSequence itself."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    if keys.ndim != 2 or (keys.size and int(keys.max()) > _MASK32):
+    words = np.asarray(keys, dtype=np.uint64)
+    if words.ndim != 2 or (words.size and int(words.max()) > _MASK32):
         raise ValueError("seed_states: spawn keys must be equal-length sequences of 32-bit words")
     run = _seed_words(int(seed))
-    if keys.shape[1] and len(run) < _POOL:  # numpy pads the run entropy of a spawned sequence to the pool
+    if words.shape[1] and len(run) < _POOL:  # numpy pads the run entropy of a spawned sequence to the pool
         run += [0] * (_POOL - len(run))
-    n = keys.shape[0]
-    entropy = [np.full(n, w, dtype=np.uint32) for w in run] + [keys[:, j].astype(np.uint32) for j in range(keys.shape[1])]
+    n = words.shape[0]
+    entropy: list[NDArray[np.uint32]] = [np.full(n, w, dtype=np.uint32) for w in run]
+    entropy += [words[:, j].astype(np.uint32) for j in range(words.shape[1])]
     with np.errstate(over="ignore"):  # uint32 arithmetic wraps, as in numpy's C code
         const = _INIT_A
 
-        def hashmix(value: np.ndarray) -> np.ndarray:
+        def hashmix(value: NDArray[np.uint32]) -> NDArray[np.uint32]:
             nonlocal const
             value = value ^ np.uint32(const)
             const = (const * _MULT_A) & _MASK32
             value = value * np.uint32(const)
             return value ^ (value >> np.uint32(_SHIFT))
 
-        def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        def mix(x: NDArray[np.uint32], y: NDArray[np.uint32]) -> NDArray[np.uint32]:
             r = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y
             return r ^ (r >> np.uint32(_SHIFT))
 
@@ -128,7 +130,7 @@ class _Derived(ISpawnableSeedSequence):
             return self._state.copy()
         return self._real().generate_state(n_words, dtype)
 
-    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:
+    def spawn(self, n_children: int) -> list[np.random.SeedSequence]:  # type: ignore[override]  # numpy's stub says list[Self]; the children are SeedSequences
         return self._real().spawn(n_children)
 
     def __getattr__(self, name: str):  # entropy, spawn_key, pool, n_children_spawned, ...
