@@ -34,7 +34,8 @@ def one(clients: int) -> dict:
     """One build in this process (the parent starts a fresh process per measurement)."""
     from netemu.rng import Streams
     from netemu.scenario import load_scenario
-    from netemu.scenario.build import build_graph, build_world, release, run_seed
+    from netemu.scenario import build
+    from netemu.scenario.build import build_graph, build_world, run_seed
     from netemu.trace import topology_fingerprint
 
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
@@ -50,7 +51,8 @@ def one(clients: int) -> dict:
 
     graph = timed("graph", build_graph, sc, Streams(run_seed(1, 0)))
     timed("fingerprint", topology_fingerprint, graph)
-    release(graph)  # as the runner does
+    if hasattr(build, "release"):  # as the runner does (a tree from before `release` only drops it: A/B runs)
+        build.release(graph)
     del graph
     timed("world", build_world, sc, 0, 0)
     return {"clients": clients, "cpu_s": cpu, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
