@@ -56,9 +56,9 @@ def fewer_collections() -> Iterator[None]:
     traverses every object in flight over and over — a third of the CPU time of a
     100,000-client round (tools/bench_scale.py; issue 15).  Cycles are still collected,
     less often.  Building a 100,000-client world allocates a few million long-lived objects
-(graph, links, nodes, data): with the default thresholds a third of its time went to
-collections that find nothing.  Concurrent runs in threads share one raise; the last to
-end restores."""
+    (graph, links, nodes, data): with the default thresholds a third of its time went to
+    collections that find nothing.  Concurrent runs in threads share one raise; the last to
+    end restores."""
     global _gc_runs, _gc_saved
     with _gc_lock:
         if _gc_runs == 0:
