@@ -235,7 +235,13 @@ def interrupt(scenario, out, executor, started_after, group=True, sig=None):
 
     cmd = [sys.executable, "-m", "netemu.cli", "sweep", str(scenario), "--grid", "run.seed=1..6", "--out", str(out),
            "--workers", "2", "--executor", executor, "--quiet"]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # as from a terminal: Ctrl-C not ignored, even where pytest itself runs with SIGINT ignored (a
+    # background job of a non-interactive shell), a disposition the sweep would inherit across exec
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         deadline = time.monotonic() + 120
         while not (out.is_dir() and len(list(out.iterdir())) >= started_after):
