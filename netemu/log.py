@@ -49,24 +49,21 @@ class MessageLog:
 
         The record is a copy of a template holding the keys in their order and the
         context's values, then filled in: a third of the cost of spreading the context
-        into a new dict (issue 15).  A context binding ``t`` or ``event`` keeps the
-        spread, where the context's value wins."""
-        self.records += 1
-        if self._write is None:
-            return
+        into a new dict (issue 15).  A context binding ``t`` or ``event`` takes the
+        keyword path, where the context's value wins."""
         template = self._templates.get(key)
         if template is None:
-            if "t" in self._context or "event" in self._context:
-                self._write(orjson.dumps(
-                    {"t": t, "event": event, **self._context, "id": id, "src": src, "dst": dst, "kind": kind,
-                     "round": round, "bytes": nbytes, "link": link, key: value},
-                    option=_OPTIONS,
-                ))
+            if "t" in self._context or "event" in self._context:  # the context's value wins: the keyword path
+                self(t=t, event=event, **{"id": id, "src": src, "dst": dst, "kind": kind, "round": round, "bytes": nbytes,
+                                          "link": link, key: value})
                 return
             template = self._templates[key] = {
                 "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
                 "round": None, "bytes": None, "link": None, key: None,
             }
+        self.records += 1
+        if self._write is None:
+            return
         record = template.copy()
         record["t"] = t
         record["event"] = event
