@@ -55,10 +55,11 @@ def fewer_collections() -> Iterator[None]:
     no reference cycles per message; with CPython's default thresholds the collector
     traverses every object in flight over and over — a third of the CPU time of a
     100,000-client round (tools/bench_scale.py; issue 15).  Cycles are still collected,
-    less often: a young collection every million objects (at 100,000 clients × 5 rounds
-    collections took 5.3 s of 66 at 100,000, 0.9 s at a million, with the same peak memory;
-    the million-client round peaks at 7.3 GiB).  Building a 100,000-client world allocates a few million long-lived objects
-    (graph, links, nodes, data): with the default thresholds a third of its time went to
+    less often: a young collection every million allocations.  (With 100,000 clients × 5
+    rounds, collections took 5.3 s of a 66 s run with one every 100,000, and 0.9 s with one
+    every million, at the same peak memory; a million-client round peaks at 7.3 GiB.)
+    Building a 100,000-client world allocates a few million long-lived objects (graph,
+    links, nodes, data): with the default thresholds a third of its time went to
     collections that find nothing.  Concurrent runs in threads share one raise; the last to
     end restores."""
     global _gc_runs, _gc_saved
