@@ -150,7 +150,7 @@ def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
 
 _INT_EDGES = [0, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1,
               -1, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)]
-_NAME_EDGES = ["", "x" * 31, "x" * 32, "é" * 127, "é" * 128, "x" * 255, "x" * 256, "x" * 65535, "x" * 65536]
+_NAME_EDGES = ["", "x" * 31, "x" * 32, "é" * 15, "é" * 16, "é" * 127, "é" * 128, "x" * 255, "x" * 256, "x" * 65535, "x" * 65536]
 _ints = st.integers(-(2**63), 2**64 - 1) | st.sampled_from(_INT_EDGES)
 _names = st.text(max_size=40) | st.sampled_from(_NAME_EDGES)
 

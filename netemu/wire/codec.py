@@ -226,7 +226,7 @@ def _int_size(n: int) -> int:
     return 1 if n >= -32 else 2 if n >= -0x80 else 3 if n >= -0x8000 else 5 if n >= -0x80000000 else 9
 
 
-_STR_SIZES: dict[str, int] = {}  # node and kind names already sized, up to _STR_SIZES_KEPT of them
+_STR_SIZES: dict[str, int] = {}  # long or non-ASCII names already sized, up to _STR_SIZES_KEPT of them
 _STR_SIZES_KEPT = 1 << 16  # bounded: a million clients' names would hold ~50 MB
 
 
@@ -246,10 +246,9 @@ def header_size(msg_id: int, src: str, dst: str, kind: str, round: int, sent_at:
     (issue 15: half the cost).  Values of other types than int, str and float are packed."""
     if type(msg_id) is int and type(round) is int and type(sent_at) is float and type(src) is str \
             and type(dst) is str and type(kind) is str:
-        sizes = _STR_SIZES
-        try:
-            names = sizes[src] + sizes[dst] + sizes[kind]
-        except KeyError:
+        if len(src) < 32 and len(dst) < 32 and len(kind) < 32 and src.isascii() and dst.isascii() and kind.isascii():
+            names = len(src) + len(dst) + len(kind) + 3  # three fixstr: a byte each, then one per ASCII character
+        else:
             names = _str_size(src) + _str_size(dst) + _str_size(kind)
         # the array header and the float64 take 1 + 9 bytes; ids are below 2³² (5 bytes from 65,536 on), rounds small
         return 10 + names + (5 if 0x10000 <= msg_id < 0x100000000 else _int_size(msg_id)) \
