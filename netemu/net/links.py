@@ -100,7 +100,17 @@ class RoundCounter:
         The kept rounds are in ascending order, so finding a round is a bisection and the
         oldest is the first; rounds sent in order (the usual case: one message per link
         and round) append at the end and are never found, without a scan."""
-        rounds, counts = self._rounds, self._counts
+        rounds, counts, last = self._rounds, self._counts, self._round
+        if counts is not None and last is not None and round > last and (not rounds or last > rounds[-1]):
+            # rounds in order (what the general path below does for them): the last round's
+            # counter goes at the end, the new round is above every kept one (so not among
+            # them, nor below the oldest), and the oldest goes when the window is full
+            rounds.append(last)
+            counts.append(self._count)
+            if len(rounds) >= self.window:
+                del rounds[0], counts[0]
+            self._round, self._count = round, 1
+            return 0
         if self._round is not None:  # park the last round's counter with the others
             if rounds is None or counts is None:
                 rounds = self._rounds = array("q")
@@ -275,7 +285,7 @@ class Link:
                 return 0
             indices = self._indices = RoundCounter()
         indices._round, indices._count = self._round, self._count  # noqa: SLF001 - the counter this link keeps in its slots
-        index = indices.next(round)
+        index = indices._switch(round)  # noqa: SLF001 - `next` for a round other than its last one
         self._round, self._count = indices._round, indices._count  # noqa: SLF001
         return index
 
