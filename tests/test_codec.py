@@ -1,6 +1,8 @@
 """Wire format: exact round trips, refusals that name the field, size = encoded length."""
 
 import re
+import sys
+import threading
 
 import msgpack
 import numpy as np
@@ -136,6 +138,39 @@ def test_object_arrays_are_refused_naming_the_field():
 def test_unencodable_python_objects_are_refused_naming_the_field():
     with pytest.raises(WireError, match=r"payload\['f'\].*type function"):
         encode({"f": lambda: 0})
+
+
+def test_a_refused_payload_leaves_nothing_behind_for_the_next_one():
+    with pytest.raises(WireError):
+        encode([1, 2, np.array([None], dtype=object)])
+    assert encode([1, np.arange(2.0)]) == msgpack.packb([1, msgpack.ExtType(1, msgpack.packb(["<f8", [2], np.arange(2.0).tobytes()]))])
+
+
+def test_threads_encoding_at_once_each_get_their_own_bytes():
+    # the payload packer runs Python code (the extension hook) mid-pack, where another thread
+    # may run: each thread must pack with its own packer
+    payloads = [{"w": np.full(64, float(i)), "b": [np.arange(i % 7), np.float32(i)]} for i in range(8)]
+    expected = [encode(p) for p in payloads]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        for j in range(3000):
+            i = (k + j) % len(payloads)
+            if encode(payloads[i]) != expected[i]:
+                errors.append(f"thread {k}, payload {i}")
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, inside the packer's hook too
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert errors == []
 
 
 def test_envelope_size_is_its_encoded_length_and_it_decodes_to_its_fields():
