@@ -101,7 +101,7 @@ class RoundCounter:
         oldest is the first; rounds sent in order (the usual case: one message per link
         and round) append at the end and are never found, without a scan."""
         rounds, counts, last = self._rounds, self._counts, self._round
-        if counts is not None and last is not None and round > last and (not rounds or last > rounds[-1]):
+        if rounds is not None and counts is not None and last is not None and round > last and (not rounds or last > rounds[-1]):
             # rounds in order (what the general path below does for them): the last round's
             # counter goes at the end, the new round is above every kept one (so not among
             # them, nor below the oldest), and the oldest goes when the window is full
