@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -104,6 +104,29 @@ class OnlineFLParams:
         return self.sharing == "partial" and not self.server_full and self.uplink == "model"
 
 
+class _Steps(NamedTuple):
+    """The LMS steps `OnlineState.announce` computed for the addressed clients (row i: client
+    ks[i]): the versions of their rows of W read, the model w sent and the values sent
+    (rows of M_k w; None: all of w), the new models and the replies S_k w_k."""
+
+    version: list[int]
+    w: np.ndarray
+    sent: np.ndarray | None
+    new: np.ndarray
+    replies: list
+
+
+class _Announced(NamedTuple):
+    """What `OnlineState.expect` computed for the clients `rows` (position -> row) addressed
+    at iteration n: their features and outputs, and the steps of `announce` if any."""
+
+    n: int
+    rows: dict[int, int]
+    Z: np.ndarray
+    y: np.ndarray
+    steps: _Steps | None = None
+
+
 class OnlineState:
     """What the actors of one run share: the data stream, the RFF map, and the clients'
     models as one K × d array (each client actor works on its row)."""
@@ -119,8 +142,11 @@ class OnlineState:
         self.test_Z = rff_features(data.test[0], self.omega, self.phase)
         self.test_y = data.test[1]
         self.partial_down = p.partial_down
-        self._expected: tuple[int, dict[int, int], np.ndarray, np.ndarray] = (-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
+        self.version = np.zeros(len(self.clients), dtype=np.int64)  # bumped by every write of a row of W
+        self._expected = _Announced(-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
         self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
+        self._all = np.arange(p.rff_dim)  # S_k for full sharing (read-only)
+        self._all.setflags(write=False)
 
     def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
@@ -133,17 +159,80 @@ class OnlineState:
         gives, bit for bit: a stack of 1 × L rows makes the same BLAS call (gemv) per row."""
         if ks:
             X, y = self.stream.samples(n, np.array(ks))
-            self._expected = (n, {k: i for i, k in enumerate(ks)}, rff_features(X[:, None, :], self.omega, self.phase)[:, 0], y)
+            self._expected = _Announced(n, {k: i for i, k in enumerate(ks)}, rff_features(X[:, None, :], self.omega, self.phase)[:, 0], y)
+
+    def announce(self, n: int, ks: list[int], w: np.ndarray) -> list:
+        """The payload each client of `ks` is sent at iteration n with the server model `w`
+        (M_k⁽ⁿ⁾w as values or a PartialModel, or all of w), after `expect(n, ks)`.
+
+        With the model uplink and scheduled sharing (no explicit indices), also every
+        addressed client's LMS step (eqs. 4.9–4.10) as one stacked call, which
+        `client_update` takes when the model arrives as sent and the client's row of W is
+        unchanged (`precomputed`): issue 15, no per-client NumPy step.  Each row is the
+        client's own result bit for bit: the stacked einsum reduces each row with the
+        kernel the 1-d one uses, and the rest is elementwise or a copy."""
+        self.expect(n, ks)
+        if not ks:
+            return []
+        p, rows_k = self.p, np.array(ks)
+        sent = None
+        if self.partial_down and not p.send_indices:
+            M = self.selection_rows(n, rows_k)
+            sent = w[M]  # row i: the values of M_k⁽ⁿ⁾w for client ks[i], as `share` takes them
+            payloads: list = list(sent)
+        elif self.partial_down:
+            payloads = [self.share(w, self.selected(n, k)) for k in ks]
+        else:
+            payloads = [w] * len(ks)
+        if p.uplink != "model" or p.send_indices:
+            return payloads
+        rows = np.arange(len(ks))[:, None]
+        if sent is not None:
+            start = self.W[rows_k]  # M w + (I − M) w_k for each client
+            start[rows, M] = sent
+        else:
+            start = np.repeat(w[None, :], len(ks), axis=0)
+        new = lms_step(start, self._expected.Z, self._expected.y, p.mu)
+        if p.sharing == "full":
+            replies = list(new)  # S_k w_k: all d values
+        else:
+            replies = list(new[rows, self.selection_rows(n if p.version == 0 else n + 1, rows_k)])  # in the order of S_k
+        steps = _Steps(self.version[rows_k].tolist(), w.copy(), sent, new, replies)
+        self._expected = self._expected._replace(steps=steps)
+        return payloads
+
+    def precomputed(self, n: int, k: int, payload: object) -> tuple[np.ndarray, object] | None:
+        """Client k's new model and reply to `payload` at iteration n as `announce` computed
+        them, or None when it must compute its own: nothing was computed for (n, k), its row
+        of W changed since, or the model it received is not, byte for byte, the one sent."""
+        a = self._expected
+        steps = a.steps
+        if a.n != n or steps is None:
+            return None
+        i = a.rows.get(k)
+        if i is None or self.version[k] != steps.version[i]:
+            return None
+        sent = steps.w if steps.sent is None else steps.sent[i]
+        if type(payload) is not np.ndarray or payload.dtype != sent.dtype or payload.shape != sent.shape \
+                or payload.tobytes() != sent.tobytes():
+            return None
+        return steps.new[i], steps.replies[i]
 
     def feature(self, n: int, k: int) -> tuple[np.ndarray, float]:
         """RFF features z and output y of the sample client k receives at iteration n
         (computed by `expect` if it was announced, else now)."""
-        round, rows, Z, y = self._expected
-        i = rows.get(k) if round == n else None
+        a = self._expected
+        i = a.rows.get(k) if a.n == n else None
         if i is not None:
-            return Z[i], y[i]
+            return a.Z[i], a.y[i]
         x, y1 = self.stream.sample(n, k)
         return rff_features(x, self.omega, self.phase)[0], y1
+
+    def selection_rows(self, n: int, ks: np.ndarray) -> np.ndarray:
+        """Row i: the indices of M_{ks[i]}⁽ⁿ⁾, as `selected(n, ks[i])` (eq. 4.5)."""
+        p = self.p
+        shifts = (p.m * n + (0 if p.coordinated else p.m * ks)) % p.rff_dim  # `selection_shift` of each client
+        return (np.arange(p.m) + np.broadcast_to(shifts, ks.shape)[:, None]) % p.rff_dim
 
     def selected(self, n: int, k: int) -> np.ndarray:
         """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5).  There are only d
@@ -167,7 +256,7 @@ class OnlineState:
         """S_k⁽ⁿ⁾: M_k⁽ⁿ⁾ for version 0, M_k⁽ⁿ⁺¹⁾ otherwise (eq. 4.6)."""
         p = self.p
         if p.sharing == "full":
-            return np.arange(p.rff_dim)
+            return self._all
         return self.selected(n if p.version == 0 else n + 1, k)
 
 
@@ -189,8 +278,8 @@ class OnlineServer(Actor):
             await self.sleep(n * T - self.now)
             self.round = n
             ks = self.available(n)
-            st.expect(n, ks)  # the addressed clients' features, in one vectorized call
-            send_each(self, "model", {st.clients[k]: st.share(self.w, st.selected(n, k)) if st.partial_down else self.w for k in ks})
+            payloads = st.announce(n, ks, self.w)  # the addressed clients' features and steps, in one vectorized call
+            send_each(self, "model", dict(zip([st.clients[k] for k in ks], payloads, strict=True)))
             updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
             if p.aggregation == "pooled":  # eq. (6) over K_n, every update arriving now (Publication 4, eq. 9)
@@ -258,6 +347,11 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
     stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
     p, n, payload = st.p, msg.round, msg.payload
     st.took_part[k] = n
+    done = st.precomputed(n, k, payload)
+    if done is not None:  # the step `announce` computed for this model, bit for bit
+        st.W[k] = done[0]
+        st.version[k] += 1
+        return done[1]
     z, y = st.feature(n, k)
     if isinstance(payload, PartialModel):
         start = payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
@@ -270,6 +364,7 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
         e = y - start @ z
         return {"bits": np.packbits(stochastic_sign(-z * e, sign_rng().random(p.rff_dim)) > 0)}
     w = st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
+    st.version[k] += 1
     return st.share(w, st.sent_indices(n, k))
 
 
@@ -296,6 +391,7 @@ class ClientPool(Actor):
             if p.local_learning and idle.size:
                 Z, y = st.features(n, idle)
                 st.W[idle] = lms_step(st.W[idle], Z, y, p.mu)  # eqs. (4.11)-(4.12), all idle clients at once
+                st.version[idle] += 1
 
 
 def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int, *, cohort: bool = True) -> None:
