@@ -146,6 +146,7 @@ class OnlineState:
         self._expected = _Announced(-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
         self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
         self._all = np.arange(p.rff_dim)  # S_k for full sharing (read-only)
+        self._first = np.arange(p.m)  # M_1^(0)'s indices
         self._all.setflags(write=False)
 
     def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -231,8 +232,8 @@ class OnlineState:
     def selection_rows(self, n: int, ks: np.ndarray) -> np.ndarray:
         """Row i: the indices of M_{ks[i]}⁽ⁿ⁾, as `selected(n, ks[i])` (eq. 4.5)."""
         p = self.p
-        shifts = (p.m * n + (0 if p.coordinated else p.m * ks)) % p.rff_dim  # `selection_shift` of each client
-        return (np.arange(p.m) + np.broadcast_to(shifts, ks.shape)[:, None]) % p.rff_dim
+        shifts = p.m * (n + ks) if not p.coordinated else np.full(ks.shape, p.m * n)  # `selection_shift` of each client
+        return (self._first + (shifts % p.rff_dim)[:, None]) % p.rff_dim
 
     def selected(self, n: int, k: int) -> np.ndarray:
         """M_k⁽ⁿ⁾'s indices, `selection(d, m, n, k, coordinated)` (eq. 4.5).  There are only d
@@ -268,7 +269,7 @@ class OnlineServer(Actor):
 
     def available(self, n: int) -> list[int]:
         st = self.state
-        present = participants(self, [st.clients[k] for k in st.stream.with_data(n)], n)
+        present = participants(self, [st.clients[k] for k in st.stream.with_data(n).tolist()], n)
         return [st.index[c] for c in keep_each(self, "schedule", present, st.p.select, n)]
 
     async def run(self) -> None:
@@ -386,8 +387,9 @@ class ClientPool(Actor):
             await self.sleep(n * T + 0.75 * T - self.now)
             self.round = n
             ks = st.stream.with_data(n)
-            self.metric("participants", int(np.count_nonzero(st.took_part[ks] == n)))
-            idle = ks[st.took_part[ks] != n]
+            took_part = st.took_part[ks] == n
+            self.metric("participants", int(np.count_nonzero(took_part)))
+            idle = ks[~took_part]
             if p.local_learning and idle.size:
                 Z, y = st.features(n, idle)
                 st.W[idle] = lms_step(st.W[idle], Z, y, p.mu)  # eqs. (4.11)-(4.12), all idle clients at once

@@ -124,10 +124,15 @@ class OnlineStream:
         self.X = np.concatenate([x.reshape(len(x), width) for x in data.inputs]) if K else np.empty((0, width))
         self.y = np.concatenate([np.asarray(y, dtype=float) for y in data.outputs]) if K else np.empty(0)
         self.data = data
+        # every iteration's clients with data, found in one pass (row-major: by n, then k) and
+        # split into read-only views: `with_data` is asked twice per iteration
+        iteration, client = np.nonzero(self.row >= 0)
+        client.setflags(write=False)
+        self._with = np.split(client, np.cumsum(np.bincount(iteration, minlength=N))[:-1])
 
     def with_data(self, n: int) -> np.ndarray:
-        """Positions of the clients that receive a sample at iteration n."""
-        return np.flatnonzero(self.row[n] >= 0)
+        """Positions of the clients that receive a sample at iteration n (read-only)."""
+        return self._with[n]
 
     def samples(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The inputs (rows) and outputs the clients `ks` receive at iteration n."""

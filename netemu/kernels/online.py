@@ -85,10 +85,17 @@ def aggregate(
         groups.setdefault(u[1], []).append(u)
     delta = np.zeros_like(w)
     covered: dict[int, np.ndarray] = {}  # entries set by more recent delays (per client, or -1 for all)
-    for l in sorted(groups):
+    order = sorted(groups)
+    keys_of = {l: [client if overlap == "client" else -1 for client, _, _, _ in groups[l]] for l in order}
+    later: set[int] = set()  # the keys of the groups after the current one: only they read `covered`
+    needed = []
+    for l in reversed(order):
+        needed.append(set(later))
+        later.update(keys_of[l])
+    for l, wanted in zip(order, reversed(needed), strict=True):
         group = groups[l]
         alpha = alphas[l] if l < alphas.size else 0.0
-        keys = [client if overlap == "client" else -1 for client, _, _, _ in group]
+        keys = keys_of[l]
         if alpha:
             # Δ_l of the whole group in one scatter: np.add.at adds in the order given, as one
             # `delta[sel] += …` per update would (an update's indices are distinct), bit for bit
@@ -105,6 +112,8 @@ def aggregate(
             sel = np.concatenate(sels)
             np.add.at(delta, sel, alpha * (np.concatenate(vals) - w[sel]) / len(group))
         for key, (_, _, idx, _) in zip(keys, group, strict=True):
+            if key not in wanted:
+                continue
             mask = covered.get(key)
             if mask is None:
                 mask = covered[key] = np.zeros(w.shape[0], dtype=bool)
