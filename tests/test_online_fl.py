@@ -149,6 +149,16 @@ def test_the_shared_index_arrays_are_the_selection_matrices(coordinated):
         state.selected(0, 0)[0] = 1
 
 
+@pytest.mark.parametrize("coordinated", [True, False])
+def test_the_selection_rows_of_many_clients_are_their_selection_matrices(coordinated):
+    world, params, _ = emulate("pao-fed-c1" if coordinated else "pao-fed-u1", m=7)
+    state, ks = world.actors["server"].state, np.arange(K)
+    for n in range(0, 130, 9):  # the shifts wrap around d = 200
+        rows = state.selection_rows(n, ks)
+        assert all(np.array_equal(rows[k], selection(params.rff_dim, params.m, n, k, coordinated)) for k in range(K))
+        assert np.array_equal((rows + params.m) % params.rff_dim, state.selection_rows(n + 1, ks))  # M⁽ⁿ⁺¹⁾: the next shift
+
+
 @pytest.mark.parametrize("inputs", [1, 3, 4, 7])
 def test_features_of_stacked_single_rows_are_each_rows_own_bit_for_bit(inputs):
     # one 1 x L row alone and a stack of them make the same BLAS call per row (a plain

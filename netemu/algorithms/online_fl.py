@@ -196,10 +196,12 @@ class OnlineState:
         new = lms_step(start, self._expected.Z, self._expected.y, p.mu)
         if p.sharing == "full":
             replies = list(new)  # S_k w_k: all d values
-        else:
-            replies = list(new[rows, self.selection_rows(n if p.version == 0 else n + 1, rows_k)])  # in the order of S_k
-        steps = _Steps(self.version[rows_k].tolist(), w.copy(), sent, new, replies)
-        self._expected = self._expected._replace(steps=steps)
+        else:  # S_k = M_k⁽ⁿ⁾ (version 0) or M_k⁽ⁿ⁺¹⁾, the next shift by m (eq. 4.5)
+            S = (M if p.version == 0 else (M + p.m) % p.rff_dim) if sent is not None else \
+                self.selection_rows(n if p.version == 0 else n + 1, rows_k)
+            replies = list(new[rows, S])  # values in the order of S_k
+        a = self._expected
+        self._expected = _Announced(a.n, a.rows, a.Z, a.y, _Steps(self.version[rows_k].tolist(), w.copy(), sent, new, replies))
         return payloads
 
     def precomputed(self, n: int, k: int, payload: object) -> tuple[np.ndarray, object] | None:
