@@ -129,7 +129,9 @@ class _Announced(NamedTuple):
 
 class OnlineState:
     """What the actors of one run share: the data stream, the RFF map, and the clients'
-    models as one K × d array (each client actor works on its row)."""
+    models as one K × d array (each client actor works on its row).  Every write of a
+    row k of W bumps `version[k]`: a step `announce` computed is taken only for the row
+    it read."""
 
     def __init__(self, world: World, p: OnlineFLParams, data: OnlineRegression) -> None:
         self.p, self.data, self.stream = p, data, data.stream()
@@ -146,8 +148,8 @@ class OnlineState:
         self._expected = _Announced(-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
         self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
         self._all = np.arange(p.rff_dim)  # S_k for full sharing (read-only)
-        self._first = np.arange(p.m)  # M_1^(0)'s indices
         self._all.setflags(write=False)
+        self._first = np.arange(p.m)  # M_1^(0)'s indices
 
     def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
