@@ -12,9 +12,16 @@ of clients is a ratio measured on the same machine in the same invocation.
     python tools/bench_scale.py                        # 100,000 clients x 5 rounds
     python tools/bench_scale.py --clients 1000000 --rounds 1
     python tools/bench_scale.py --actors               # clients as one actor each, not one cohort
+    python tools/bench_scale.py --profile 15           # + the 15 functions whose cost grows most
 
 The clients run as one `Cohort` (what `netemu run` does); --actors runs them as one actor
 each, the engine's other path, which writes the same log and trace.
+
+--profile N samples where the CPU time of both runs goes, by function, and prints the N
+functions whose cost per client-round grows most from --small to --clients: the running
+Python function is sampled every tick of the process's CPU time (SIGPROF, ~4 ms on Linux;
+time spent in C, e.g. a heap pop, counts for the Python function that called it).  The
+sampler costs well under 1 %; the small end then runs at least 20 times for enough samples.
 """
 
 from __future__ import annotations
@@ -22,16 +29,47 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+_TICK = 0.001  # asked for; Linux delivers SIGPROF at most once per scheduler tick
 
 
-def one(clients: int, rounds: int, actors: bool = False) -> dict:
+class _Sampler:
+    """CPU seconds by function (`file:qualname`, the file as its last two path parts),
+    from a sample of the running Python frame at every SIGPROF; the process's CPU time is
+    shared out in proportion to the samples, so the profile adds up to the measured time."""
+
+    def __init__(self) -> None:
+        self.samples: Counter[str] = Counter()
+
+    def _sample(self, _signum: int, frame: object) -> None:
+        code = getattr(frame, "f_code", None)
+        if code is not None:
+            self.samples[f"{'/'.join(Path(code.co_filename).parts[-2:])}:{code.co_qualname}"] += 1
+
+    def __enter__(self) -> _Sampler:
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, _TICK, _TICK)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)
+
+    def seconds(self, cpu_s: float) -> dict[str, float]:
+        total = sum(self.samples.values()) or 1
+        return {name: cpu_s * n / total for name, n in self.samples.items()}
+
+
+def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) -> dict:
     """One run in this process (the parent starts a fresh process per measurement)."""
     from netemu.algorithms import fedavg
     from netemu.runner import execute
@@ -43,26 +81,34 @@ def one(clients: int, rounds: int, actors: bool = False) -> dict:
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
         f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false"])
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sampler = _Sampler()
     t0 = time.perf_counter()
     c0 = time.process_time()
-    with tempfile.TemporaryDirectory() as tmp:
+    with sampler if profile else nullcontext(), tempfile.TemporaryDirectory() as tmp:
         summary = execute(sc, Path(tmp) / "run", quiet=True)
         log_mib = (Path(tmp) / "run" / "messages.jsonl").stat().st_size / 2**20
+    cpu_s, wall_s = time.process_time() - c0, time.perf_counter() - t0
     return {
         "clients": clients, "rounds": rounds, "clients_as": "actors" if actors else "cohort",
-        "cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - t0,
+        "cpu_s": cpu_s, "wall_s": wall_s,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_run_mib": base_rss,
         "messages": summary["messages"]["fedavg"]["sent"], "log_mib": round(log_mib, 1),
+        **({"profile": sampler.seconds(cpu_s)} if profile else {}),
     }
 
 
-def measure(clients: int, rounds: int, reps: int, actors: bool = False) -> dict:
+def measure(clients: int, rounds: int, reps: int, actors: bool = False, profile: bool = False) -> dict:
     runs = []
     for _ in range(max(1, reps)):
-        out = subprocess.run([sys.executable, __file__, "--one", str(clients), "--rounds", str(rounds), *(["--actors"] * actors)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, __file__, "--one", str(clients), "--rounds", str(rounds), *(["--actors"] * actors),
+                              *(["--profile", "1"] * profile)], capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout))
     best = dict(runs[0])
+    if profile:  # µs of CPU per client-round by function, the mean over the runs
+        total: Counter[str] = Counter()
+        for r in runs:
+            total.update(r["profile"])
+        best["profile"] = {name: s / len(runs) / (clients * rounds) * 1e6 for name, s in total.items()}
     for key in ("cpu_s", "wall_s", "peak_rss_mib"):
         best[key] = min(r[key] for r in runs)
     best["us_cpu_per_client_round"] = round(best["cpu_s"] / (clients * rounds) * 1e6, 1)
@@ -79,17 +125,37 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--actors", action="store_true", help="the clients as one actor each (not one cohort)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N functions whose CPU per client-round grows most from --small to --clients")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one run in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.rounds, args.actors)))
+        print(json.dumps(one(args.one, args.rounds, args.actors, args.profile > 0)))
         return
-    big = measure(args.clients, args.rounds, args.reps, args.actors)
+    profile = args.profile > 0
+    if profile and not args.small:
+        parser.error("--profile compares two sizes: give --small > 0")
+    big = measure(args.clients, args.rounds, args.reps, args.actors, profile)
     if args.small:
-        small = measure(args.small, args.rounds, max(args.reps, 3), args.actors)
+        small = measure(args.small, args.rounds, max(args.reps, 20 if profile else 3), args.actors, profile)
+        small_profile, big_profile = small.pop("profile", {}), big.pop("profile", {})
         print(json.dumps(small))
         big["cpu_per_client_round_vs_small"] = round(big["us_cpu_per_client_round"] / small["us_cpu_per_client_round"], 2)
     print(json.dumps(big))
+    if profile:
+        print(growth_table(small_profile, big_profile, args.small, args.clients, args.profile))
+
+
+def growth_table(small: dict[str, float], big: dict[str, float], n_small: int, n_big: int, top: int) -> str:
+    """The `top` functions whose µs of CPU per client-round grow most from `small` to `big`."""
+    names = sorted(set(small) | set(big), key=lambda k: big.get(k, 0.0) - small.get(k, 0.0), reverse=True)[:top]
+    lines = [f"{'growth':>8} {f'at {n_small:,}':>10} {f'at {n_big:,}':>10}  µs CPU per client-round by function (self time; mean of the runs)"]
+    for name in names:
+        a, b = small.get(name, 0.0), big.get(name, 0.0)
+        lines.append(f"{b - a:+8.2f} {a:10.2f} {b:10.2f}  {name}")
+    a, b = sum(small.values()), sum(big.values())
+    lines.append(f"{b - a:+8.2f} {a:10.2f} {b:10.2f}  all functions")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
