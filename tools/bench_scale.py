@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,32 +36,27 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
+from types import FrameType
 
 ROOT = Path(__file__).resolve().parent.parent
-_TICK = 0.001  # asked for; Linux delivers SIGPROF at most once per scheduler tick
+sys.path.insert(0, str(ROOT / "tools"))
+
+from benchtime import sampled  # noqa: E402
 
 
 class _Sampler:
     """CPU seconds by function (`file:qualname`, the file as its last two path parts),
-    from a sample of the running Python frame at every SIGPROF; the process's CPU time is
-    shared out in proportion to the samples, so the profile adds up to the measured time."""
+    from a sample of the running Python frame at every SIGPROF (`benchtime.sampled`); the
+    process's CPU time is shared out in proportion to the samples, so the profile adds up
+    to the measured time."""
 
     def __init__(self) -> None:
         self.samples: Counter[str] = Counter()
 
-    def _sample(self, _signum: int, frame: object) -> None:
-        code = getattr(frame, "f_code", None)
-        if code is not None:
+    def sample(self, frame: FrameType | None) -> None:
+        if frame is not None:
+            code = frame.f_code
             self.samples[f"{'/'.join(Path(code.co_filename).parts[-2:])}:{code.co_qualname}"] += 1
-
-    def __enter__(self) -> _Sampler:
-        signal.signal(signal.SIGPROF, self._sample)
-        signal.setitimer(signal.ITIMER_PROF, _TICK, _TICK)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        signal.setitimer(signal.ITIMER_PROF, 0, 0)
-        signal.signal(signal.SIGPROF, signal.SIG_DFL)
 
     def seconds(self, cpu_s: float) -> dict[str, float]:
         total = sum(self.samples.values()) or 1
@@ -84,7 +78,7 @@ def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) 
     sampler = _Sampler()
     t0 = time.perf_counter()
     c0 = time.process_time()
-    with sampler if profile else nullcontext(), tempfile.TemporaryDirectory() as tmp:
+    with sampled(sampler.sample) if profile else nullcontext(), tempfile.TemporaryDirectory() as tmp:
         summary = execute(sc, Path(tmp) / "run", quiet=True)
         log_mib = (Path(tmp) / "run" / "messages.jsonl").stat().st_size / 2**20
     cpu_s, wall_s = time.process_time() - c0, time.perf_counter() - t0

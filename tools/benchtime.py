@@ -7,8 +7,11 @@ the ratios (emulated / floor, both measured here) are what to compare between ru
 
 from __future__ import annotations
 
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 
@@ -35,3 +38,18 @@ def ratios(emulated: tuple[float, float, Any], floor: tuple[float, float, Any], 
         "floor_cpu_s": round(floor[0], 3), "floor_wall_s": round(floor[1], 3),
         "ratio_cpu": round(emulated[0] / floor[0], 2), "ratio_wall": round(emulated[1] / floor[1], 2),
     }
+
+
+@contextmanager
+def sampled(sample: Callable[[FrameType | None], None], tick: float = 0.001) -> Iterator[None]:
+    """Call `sample(frame)` with the running Python frame at every SIGPROF while the block
+    runs: once per `tick` of the process's CPU time as asked, at most once per scheduler
+    tick as Linux delivers it (4 ms at HZ = 250).  Time spent in C counts for the Python
+    frame that called it.  The previous SIGPROF handler is restored afterwards."""
+    previous = signal.signal(signal.SIGPROF, lambda _signum, frame: sample(frame))
+    signal.setitimer(signal.ITIMER_PROF, tick, tick)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, previous)

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
 
+from benchtime import sampled  # noqa: E402
 from netemu.log import MessageLog  # noqa: E402
 from netemu.scenario import load_scenario  # noqa: E402
 from netemu.scenario.build import build_world  # noqa: E402
@@ -87,7 +89,7 @@ def main() -> None:
     counts: collections.Counter = collections.Counter()
     detail: collections.Counter = collections.Counter()
 
-    def sample(signum, frame) -> None:
+    def sample(frame) -> None:
         cat, fn = category(frame)
         counts[cat] += 1
         if fn:
@@ -98,16 +100,11 @@ def main() -> None:
         writer = TraceWriter(trace, {"scenario": sc.name})
         world = build_world(sc, u1, 0, log=MessageLog(log).bind(algorithm="pao-fed-u1", run=0),
                             fates=writer.fates("pao-fed-u1", 0))
-        previous = signal.signal(signal.SIGPROF, sample)
         c0 = time.process_time()
-        signal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)
-        try:
+        with sampled(sample):
             world.run()
             writer.close(True)
             world.log.flush()
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0, 0)
-            signal.signal(signal.SIGPROF, previous)
         cpu = time.process_time() - c0
     total = sum(counts.values()) or 1
     print(f"CPU {cpu:.2f} s, {total} samples")
