@@ -101,9 +101,7 @@ def _array_from(data: bytes) -> np.ndarray:
     if type(body) is not list or len(body) != 3 or type(body[1]) is not list or type(body[2]) is not bytes:
         raise WireError(f"an ndarray extension must be [dtype string, shape list, bytes], got {repr(body)[:80]}")
     dtype_str, shape, raw = body
-    dtype = _DTYPES.get(dtype_str) if type(dtype_str) is str else None
-    if dtype is None:
-        dtype = _dtype(dtype_str)
+    dtype = _dtype(dtype_str)
     if len(shape) == 1 and type(shape[0]) is int and 0 <= shape[0] and shape[0] * dtype.itemsize == len(raw):
         return np.frombuffer(raw, dtype=dtype).copy()  # a vector, the usual model (what the general path returns)
     count = 1
