@@ -7,13 +7,15 @@ against `params` (names, types, the class's own range checks) by `netemu validat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from netemu.rng import Streams
 
-__all__ = ["DataSpec"]
+__all__ = ["DataSpec", "client_generators"]
 
 
 @dataclass(frozen=True)
@@ -26,3 +28,9 @@ class DataSpec:
     params: type
     make: Callable[[Any, Sequence[str], Streams], Any]
     doc: str = ""
+
+
+def client_generators(streams: Streams, clients: Sequence[str], suffix: str = "") -> Iterator[np.random.Generator]:
+    """Each client's own data stream, ``data/<client><suffix>``, in the order of `clients`
+    (`Streams.generators`: the seeds of many clients derived at once)."""
+    return streams.generators([f"data/{c}{suffix}" for c in clients])

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import ConfigError, require
+from netemu.data.base import client_generators
 from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox, read_idx_folder
 from netemu.rng import Streams
 
@@ -100,11 +101,11 @@ def make_clustered_linear(params: ClusteredLinearData, clients: Sequence[str], s
         X = rng.standard_normal((n, params.dim))
         return X, X @ w_star[q] + params.noise * rng.standard_normal(n)
 
-    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):  # each client's data from its own stream
+    for c, rng in zip(clients, client_generators(streams, clients)):  # each client's data from its own stream
         n = int(rng.integers(params.samples_min, params.samples_max + 1))
         parts[c] = sample(rng, n, clusters[c])
     if params.validation:
-        for c, rng in zip(clients, streams.generators([f"data/{c}/validation" for c in clients])):
+        for c, rng in zip(clients, client_generators(streams, clients, "/validation")):
             validation[c] = sample(rng, parts[c][0].shape[0], clusters[c])
     return ClusteredTask("ridge", clusters, parts, w_star=w_star, validation=validation)
 
@@ -180,7 +181,7 @@ def make_digits(params: DigitsData, clients: Sequence[str], streams: Streams) ->
     clusters = _split_clusters(clients, len(tasks), streams)
     pools = [_binary(Xtr, ytr, t, scale) for t in tasks]
     parts = {}
-    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):
+    for c, rng in zip(clients, client_generators(streams, clients)):
         X, y, _ = pools[clusters[c]]
         per_class = int(rng.integers(params.samples_min, params.samples_max + 1))
         picks = []

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import ConfigError, require
+from netemu.data.base import client_generators
 from netemu.data.clustered import load_images
 from netemu.data.files import DataError, feature_count
 from netemu.rng import Streams
@@ -133,7 +134,7 @@ def make_federated_digits(params: FederatedDigits, clients: Sequence[str], strea
             p[labels] = 1.0 / labels.size
             proportions[k] = p
     parts, local_tests = {}, {}
-    for k, crng in zip(clients, streams.generators([f"data/{k}" for k in clients])):
+    for k, crng in zip(clients, client_generators(streams, clients)):
 
         def draw(X, y, pools_, n):
             counts = crng.multinomial(n, proportions[k])

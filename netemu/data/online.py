@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.config import require
+from netemu.data.base import client_generators
 from netemu.rng import Streams
 
 __all__ = ["OnlineData", "OnlineRegression", "OnlineStream", "load_csv", "make_online", "nonlinear_target", "read_columns"]
@@ -150,7 +151,7 @@ def make_online(params: OnlineData, clients: Sequence[str], streams: Streams) ->
         return load_csv(Path(params.csv), params, clients, streams)
     arrival, inputs, outputs = [], [], []
     groups = params.group_samples
-    for k, rng in enumerate(streams.generators([f"data/{name}" for name in clients])):
+    for k, rng in enumerate(client_generators(streams, clients)):
         n = min(groups[k % len(groups)], params.iterations)
         x = _ar_inputs(rng, n)
         noise_sd = np.sqrt(rng.uniform(0.005, 0.03))
@@ -182,7 +183,7 @@ def load_csv(path: Path, params: OnlineData, clients: Sequence[str], streams: St
     require(table.shape[0] > params.test_samples, "csv", f"{path}: more rows than test_samples = {params.test_samples}")
     train, test = table[: -params.test_samples], table[-params.test_samples :]
     arrival, inputs, outputs = [], [], []
-    for k, rng in enumerate(streams.generators([f"data/{name}" for name in clients])):
+    for k, rng in enumerate(client_generators(streams, clients)):
         rows = train[k :: len(clients)][: params.iterations]
         arrival.append(np.sort(rng.choice(params.iterations, size=len(rows), replace=False)))
         inputs.append(rows[:, :-1])

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netemu.config import require
+from netemu.data.base import client_generators
 from netemu.rng import Streams
 
 __all__ = ["LinearData", "LinearTask", "make_linear"]
@@ -52,6 +53,6 @@ def make_linear(params: LinearData, clients: Sequence[str], streams: Streams) ->
         return X, ((y > 0).astype(float) if params.labels == "binary" else y)
 
     parts = {}
-    for c, rng in zip(clients, streams.generators([f"data/{c}" for c in clients])):
+    for c, rng in zip(clients, client_generators(streams, clients)):
         parts[c] = sample(rng, int(rng.integers(params.samples_min, params.samples_max + 1)))
     return LinearTask(w_star, parts, sample(streams.generator("data/test"), params.test_samples))
