@@ -44,6 +44,33 @@ def test_non_contiguous_arrays_round_trip(arr, view):
     assert_same_array(np.asfortranarray(arr), decode(encode(np.asfortranarray(arr))))
 
 
+@given(ARRAYS)
+def test_an_array_payload_is_the_bytes_msgpack_packs_it_into(arr):
+    """`encode` makes a top-level array's extension itself; the bytes are msgpack's own."""
+    from netemu.wire.codec import _default
+
+    assert encode(arr) == msgpack.packb(arr, default=_default, use_bin_type=True)
+
+
+@given(st.sampled_from([0, 1, 2, 3, 4, 5, 8, 15, 16, 17, 255, 256, 65_535, 65_536, 70_000]), st.integers(0, 127))
+def test_an_extension_is_framed_as_msgpack_frames_it_at_every_size_boundary(n, code):
+    from netemu.wire.codec import _ext_body, _ext_bytes
+
+    body = bytes(range(256)) * (n // 256) + bytes(range(n % 256))
+    framed = _ext_bytes(code, body)
+    assert framed == msgpack.packb(msgpack.ExtType(code, body))
+    assert _ext_body(framed) == (code, len(framed) - n)
+    assert _ext_body(framed + b"\x00") is None and _ext_body(framed[:-1] if n else b"") is None
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 10])
+def test_a_truncated_or_padded_array_payload_is_refused_as_before(cut):
+    data = encode(np.arange(40.0))
+    for bad in (data[:-cut], data[:cut], data + b"\x00" * cut):
+        with pytest.raises(WireError, match=f"cannot decode {len(bad)} bytes"):
+            decode(bad)
+
+
 def test_decoded_arrays_are_writable_copies():
     out = decode(encode(np.arange(4.0)))
     out[0] = 9.0

@@ -47,12 +47,53 @@ class WireError(InputError, TypeError):
 _BODY = msgpack.Packer(use_bin_type=True)
 
 
-def _array_ext(code: int, arr: np.ndarray) -> msgpack.ExtType:
+def _array_body(arr: np.ndarray) -> bytes:
     if arr.dtype.kind in _REFUSED_KINDS:
         raise WireError(f"{_REFUSED_KINDS[arr.dtype.kind]} dtype {arr.dtype} cannot be encoded")
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
         arr = arr.copy(order="C")
-    return msgpack.ExtType(code, _BODY.pack([arr.dtype.str, list(arr.shape), arr.tobytes()]))
+    return _BODY.pack([arr.dtype.str, list(arr.shape), arr.tobytes()])
+
+
+def _array_ext(code: int, arr: np.ndarray) -> msgpack.ExtType:
+    return msgpack.ExtType(code, _array_body(arr))
+
+
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}  # fixext 1, 2, 4, 8, 16: the body's size in the type byte
+
+
+def _ext_bytes(code: int, body: bytes) -> bytes:
+    """What msgpack packs ``ExtType(code, body)`` into: its header (fixext, or ext 8, 16 or
+    32 with the body's length, big-endian), the type code, the body."""
+    n = len(body)
+    fixed = _FIXEXT.get(n)
+    if fixed is not None:
+        return bytes((fixed, code)) + body
+    if n < 0x100:
+        return bytes((0xC7, n, code)) + body
+    if n < 0x10000:
+        return b"\xc8" + n.to_bytes(2, "big") + bytes((code,)) + body
+    return b"\xc9" + n.to_bytes(4, "big") + bytes((code,)) + body  # (4 GiB or more: OverflowError, a refusal)
+
+
+def _ext_body(data: bytes) -> tuple[int, int] | None:
+    """(type code, offset of the body) when `data` is exactly one msgpack extension, else None."""
+    if not data:
+        return None
+    first = data[0]
+    if 0xD4 <= first <= 0xD8:
+        n, start = 1 << (first - 0xD4), 2
+    elif first == 0xC7 and len(data) > 2:
+        n, start = data[1], 3
+    elif first == 0xC8 and len(data) > 3:
+        n, start = int.from_bytes(data[1:3], "big"), 4
+    elif first == 0xC9 and len(data) > 5:
+        n, start = int.from_bytes(data[1:5], "big"), 6
+    else:
+        return None
+    if start + n != len(data):
+        return None
+    return data[start - 1], start
 
 
 def _default(obj: Any) -> msgpack.ExtType:
@@ -70,11 +111,17 @@ _MAX_DIMS = 64  # NumPy's own limit
 _DTYPES: dict[str, np.dtype] = {}  # dtype strings already checked (a run uses a handful)
 
 
-def _unpack(data: bytes, **kw: Any) -> Any:
+def _unpack(data: bytes) -> Any:
     """msgpack.unpackb: since msgpack 1.0 (the pinned minimum) every container and string
     limit of unpackb defaults to len(data), so a message cannot declare more items than
-    it has bytes.  (Passing the limits explicitly costs a microsecond per call.)"""
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, **kw)
+    it has bytes.  (Passing the limits explicitly costs a microsecond per call; so does
+    forwarding keywords through ``**kw``: hence two functions, this one and `_unpack_ext`.)"""
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+def _unpack_ext(data: bytes) -> Any:
+    """`_unpack` with netemu's extensions decoded (`_ext_hook`)."""
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, ext_hook=_ext_hook)
 
 
 def _dtype(dtype_str: Any) -> np.dtype:
@@ -126,7 +173,7 @@ def _ext_hook(code: int, data: bytes) -> Any:
             raise WireError(f"a NumPy scalar extension must have shape [], got {list(arr.shape)}")
         return arr[()]
     if code == EXT_PARTIAL:
-        body = _unpack(data, ext_hook=_ext_hook)
+        body = _unpack_ext(data)
         if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], int) and not isinstance(body[0], bool)
                 and body[0] >= 0 and isinstance(body[1], np.ndarray) and isinstance(body[2], np.ndarray)):
             raise WireError(f"a PartialModel extension must be [dim >= 0, indices array, values array], got {repr(body)[:80]}")
@@ -166,6 +213,8 @@ def _pack(payload: Any) -> bytes:
     """``msgpack.packb(payload, default=_default, use_bin_type=True)`` through this thread's
     packer, kept rather than built per call (a fifth of a small payload's encoding); a
     packer starts afresh after an exception, so a refused payload leaves nothing behind."""
+    if type(payload) is np.ndarray:  # a model: its extension's bytes made here, not through the packer's callback
+        return _ext_bytes(EXT_NDARRAY, _array_body(payload))
     try:
         pack = _PACKERS.pack
     except AttributeError:
@@ -195,7 +244,11 @@ def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) ->
 def decode(data: bytes) -> Any:
     """The payload encoded in `data`; malformed or crafted bytes are a `WireError`."""
     try:
-        return _unpack(data, ext_hook=_ext_hook)
+        ext = _ext_body(data)
+        if ext is not None and ext[0] == EXT_NDARRAY:  # a model: read without the outer unpacker
+            start = ext[1]
+            return _array_from(data[start:] if len(data) < 4096 else memoryview(data)[start:])  # (a big one is not copied)
+        return _unpack_ext(data)
     except WireError:
         raise
     except (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException) as exc:
