@@ -32,7 +32,7 @@ from netemu.rng import Streams
 from netemu.runfolder import default_out_dir, resolved_toml, scenario_hash, write_results
 from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
-from netemu.signals import Terminated, stop_on_signals
+from netemu.signals import Terminated, raise_pending, stop_on_signals
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
 from netemu.world import World
 
@@ -126,6 +126,7 @@ def execute(
             bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * planned, quiet, sc.name))
             for r in range(run_cfg["runs"]):
                 for a, label in enumerate(labels):
+                    raise_pending()  # a signal the last world's loop ended too soon to raise
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
                     fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
                     world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)

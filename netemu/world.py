@@ -392,10 +392,16 @@ class World:
             return
         try:
             loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-        except Deadlock:
-            # Ctrl-C or SIGTERM landed inside a callback (e.g. between setting a future's result
-            # and scheduling its waiter's wake-up): those tasks can never unwind.  They are dropped
-            # with the loop; the exception that stopped the run is the one reported.
+        except (Deadlock, KeyboardInterrupt) as exc:
+            # Deadlock: a Ctrl-C or SIGTERM raised inside a callback (a second one, while a long
+            # callback ran: netemu.signals), e.g. between setting a future's result and scheduling
+            # its waiter's wake-up: those tasks can never unwind.  KeyboardInterrupt: a signal that
+            # came in the run's last loop iteration, raised by the loop's next callback, here.
+            # Either way the tasks are dropped with the loop; the exception that stopped the run
+            # is the one reported.
             for t in tasks:
                 if not t.done():
                     t._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's switch for "pending task destroyed"; no stub
+            if isinstance(exc, KeyboardInterrupt):
+                self._retrieve_exceptions()
+                raise
