@@ -63,6 +63,47 @@ def test_an_extension_is_framed_as_msgpack_frames_it_at_every_size_boundary(n, c
     assert _ext_body(framed + b"\x00") is None and _ext_body(framed[:-1] if n else b"") is None
 
 
+def _outcome(decoder, data):
+    """What decoding `data` gives: ("ok", dtype, shape, bytes) or the value, or ("error", message)."""
+    try:
+        value = decoder(data)
+    except WireError as exc:
+        return ("error", str(exc))
+    if isinstance(value, np.ndarray):
+        return ("ok", value.dtype.str, value.shape, value.tobytes())
+    return ("ok", repr(value))
+
+
+def _general(data):
+    """`decode` without its fast path for a lone array: the outer unpacker reads everything."""
+    from netemu.wire import codec
+
+    try:
+        return codec._unpack_ext(data)
+    except WireError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, msgpack.UnpackException) as exc:
+        raise WireError(f"cannot decode {len(data)} bytes: {type(exc).__name__}: {str(exc)[:120]}") from None
+
+
+_HEADERS = st.sampled_from([b"\xd4", b"\xd5", b"\xd6", b"\xd7", b"\xd8", b"\xc7", b"\xc8", b"\xc9"])
+
+
+@given(ARRAYS, st.data())
+def test_the_fast_path_for_a_lone_array_decodes_whatever_bytes_as_the_general_path(arr, data):
+    """Valid arrays, then the same bytes truncated, extended, bit-flipped or with another
+    extension header: the fast path returns what the general path returns, or the same error."""
+    raw = encode(arr)
+    cut = data.draw(st.integers(0, len(raw)))
+    flip = data.draw(st.integers(0, 8 * len(raw) - 1))
+    flipped = bytearray(raw)
+    flipped[flip // 8] ^= 1 << (flip % 8)
+    header = data.draw(_HEADERS) + data.draw(st.binary(max_size=5))
+    for variant in (raw, raw[:cut], raw + data.draw(st.binary(min_size=1, max_size=4)), bytes(flipped),
+                    header + raw[3:], bytearray(raw), memoryview(raw)):
+        assert _outcome(decode, variant) == _outcome(_general, variant)
+
+
 @pytest.mark.parametrize("cut", [1, 2, 3, 10])
 def test_a_truncated_or_padded_array_payload_is_refused_as_before(cut):
     data = encode(np.arange(40.0))
