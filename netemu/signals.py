@@ -34,13 +34,11 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     fired: list[int] = []
-    pending = _PENDING
-    pending.clear()
+    _PENDING.clear()
 
     def handler(signum: int, _frame: object) -> None:
         if fired:
-            if pending:  # the loop never got there (a callback runs on and on): the second signal raises now
-                raise pending.pop()
+            raise_pending()  # the loop never got to the first (a callback runs on and on): the second raises it now
             return
         fired.append(signum)
         exc = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
@@ -48,8 +46,8 @@ def stop_on_signals() -> Iterator[None]:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop runs (building, writing the folder): raise here
             raise exc from None
-        pending.append(exc)
-        loop.call_soon(_raise_pending, pending)  # the next callback: the one in progress finishes first
+        _PENDING.append(exc)
+        loop.call_soon(raise_pending)  # the next callback: the one in progress finishes first
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -57,17 +55,12 @@ def stop_on_signals() -> Iterator[None]:
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)
-        pending.clear()
+        _PENDING.clear()
 
 
 def raise_pending() -> None:
-    """Raise the exception of a signal that came while a loop ran, if that loop stopped
-    before its next callback could raise it (it came in the loop's last iteration): the
-    runner calls this before it starts the next world."""
+    """Raise the exception of a signal that came while a loop ran and is not raised yet: the
+    loop's next callback, and the runner before it starts the next world (for a signal in a
+    loop's last iteration, which stopped before that callback could run)."""
     if _PENDING:
         raise _PENDING.pop()
-
-
-def _raise_pending(pending: list[BaseException]) -> None:
-    if pending:
-        raise pending.pop()
