@@ -111,7 +111,7 @@ _MAX_DIMS = 64  # NumPy's own limit
 _DTYPES: dict[str, np.dtype] = {}  # dtype strings already checked (a run uses a handful)
 
 
-def _unpack(data: bytes) -> Any:
+def _unpack(data: bytes | memoryview) -> Any:
     """msgpack.unpackb: since msgpack 1.0 (the pinned minimum) every container and string
     limit of unpackb defaults to len(data), so a message cannot declare more items than
     it has bytes.  (Passing the limits explicitly costs a microsecond per call; so does
@@ -141,7 +141,7 @@ def _dtype(dtype_str: Any) -> np.dtype:
     return dtype
 
 
-def _array_from(data: bytes) -> np.ndarray:
+def _array_from(data: bytes | memoryview) -> np.ndarray:
     """An ndarray from its extension body, after checking that the dtype is a plain
     one and that the bytes present are exactly what the dtype and shape need."""
     body = _unpack(data)
