@@ -393,12 +393,9 @@ class World:
         try:
             loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         except (Deadlock, KeyboardInterrupt) as exc:
-            # Deadlock: a Ctrl-C or SIGTERM raised inside a callback (a second one, while a long
-            # callback ran: netemu.signals), e.g. between setting a future's result and scheduling
-            # its waiter's wake-up: those tasks can never unwind.  KeyboardInterrupt: a signal that
-            # came in the run's last loop iteration, raised by the loop's next callback, here.
-            # Either way the tasks are dropped with the loop; the exception that stopped the run
-            # is the one reported.
+            # Deadlock: a signal raised inside a callback (netemu.signals: a second one) left tasks
+            # that can never unwind; KeyboardInterrupt: a signal from the run's last loop iteration,
+            # raised here by the loop's next callback.  The tasks are dropped with the loop.
             for t in tasks:
                 if not t.done():
                     t._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's switch for "pending task destroyed"; no stub
