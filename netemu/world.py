@@ -367,8 +367,8 @@ class World:
         finally:
             try:
                 self._cancel_all(loop)
-                self._retrieve_exceptions()
             finally:
+                self._retrieve_exceptions()
                 for rec in self.network.in_flight():
                     self.log(t=self.env.now, event="in_flight", **rec)
                 self.log.flush()
@@ -400,5 +400,4 @@ class World:
                 if not t.done():
                     t._log_destroy_pending = False  # type: ignore[attr-defined]  # asyncio's switch for "pending task destroyed"; no stub
             if isinstance(exc, KeyboardInterrupt):
-                self._retrieve_exceptions()
                 raise
