@@ -34,6 +34,7 @@ from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.errors import RunStopped
 from netemu.log import MessageLog
 from netemu.net.links import Link
+from netemu.net.model import NetModel
 from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
 from netemu.privacy import PrivacyLedger
 from netemu.rng import Streams
@@ -133,11 +134,13 @@ class World:
         behaviours: Mapping[str, NodeBehaviour] | None = None,
         log: MessageLog | None = None,
         fates: Fates = draw_now,
+        model: NetModel | None = None,
     ) -> None:
         self.env = VirtualEnvironment()
         self.streams = Streams(seed)
         self.log = log if log is not None else MessageLog(None)
-        self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates)
+        self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates,
+                               model=model)
         self.actors: dict[str, Actor] = {}
         self.cohorts: dict[str, Cohort] = {}  # member (client) name -> the cohort standing for it
         self.metrics: list[tuple] = []

@@ -163,7 +163,7 @@ class Link:
 
     __slots__ = (
         "_count", "_indices", "_jitter", "_latency", "_loss", "_outages", "_round", "_shared", "bandwidth", "busy_until",
-        "link_class",
+        "link_class", "queue_bytes",
     )
 
     def __init__(
@@ -176,9 +176,13 @@ class Link:
         outages: Sequence[tuple[float, float]] = (),
         link_class: str = "link",
         shared: bool = False,
+        queue_bytes: float | None = None,
     ) -> None:
         if bandwidth is not None and not bandwidth > 0:  # the message is formatted only when raised
             raise ValueError(f"bandwidth must be > 0 bits/s, got {bandwidth}")
+        if queue_bytes is not None and not queue_bytes > 0:
+            raise ValueError(f"queue_bytes must be > 0 bytes, got {queue_bytes}")
+        self.queue_bytes = queue_bytes  # bytes that may wait for the link (None: unbounded); netemu.net.transfers
         self._latency = latency if latency is not None else _NO_DELAY
         self._jitter, self._loss, self.bandwidth, self.link_class = jitter, loss, bandwidth, link_class
         # 0: the components are the link's own; 1: shared; 2: stateful ones copied, the others shared

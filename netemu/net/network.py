@@ -37,7 +37,10 @@ from netemu.net.fates import Fates, ManyFates, draw_now, fates_many
 from netemu.net.inflight import Due as _Due
 from netemu.net.inflight import Shared as _Shared
 from netemu.net.links import Link
+from netemu.net.model import NetModel
 from netemu.net.nodes import Node, NodeBehaviour
+from netemu.net.routing import ROUTER_ROLES, Routes, talks_to
+from netemu.net.transfers import Transfers
 from netemu.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode, header_size
 
@@ -79,8 +82,10 @@ class Network:
         behaviours: Mapping[str, NodeBehaviour] | None = None,
         emit: MessageLog | None = None,
         fates: Fates = draw_now,
+        model: NetModel | None = None,
     ) -> None:
         self.env, self.streams, self.fates = env, streams, fates
+        self.model = model if model is not None else NetModel()
         self.emit = emit if emit is not None else MessageLog(None)
         given = links or {}
         self.links: dict[tuple[str, str], Link] = {}
@@ -115,7 +120,12 @@ class Network:
         behaviours = behaviours or {}
         default = NodeBehaviour()
         self.nodes: dict[str, Node] = {}
+        # routers and switches forward and run no actor: they are not nodes (netemu.net.routing)
+        self._router_attrs = {name: attrs for name, attrs in graph.nodes(data=True) if attrs.get("role") in ROUTER_ROLES}
+        self.routes = Routes(self._succ, {name: attrs.get("role") for name, attrs in graph.nodes(data=True)}) if self._router_attrs else None
         for name, attrs in graph.nodes(data=True):
+            if name in self._router_attrs:
+                continue
             b = behaviours.get(name, default)
             self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes)
         self._participation_draws = streams.keyed("participation")
@@ -126,6 +136,10 @@ class Network:
         # per-message updates are cheaper than a Counter's tuple keys); drops by reason apart
         self._tallies: dict[str, list[int]] = {}
         self._drops: Counter = Counter()
+        # messages on paths of routers, or under a model other than the historical one
+        self._general = not self.model.default
+        self._transfers = Transfers(self, self.model) if self._general or self.routes else None
+        self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
 
     @property
     def counts(self) -> Counter:
@@ -147,6 +161,22 @@ class Network:
         d = draws[(src, dst)] = self.streams.keyed(f"link/{src}->{dst}")
         return d
 
+    def hop_draws(self, src: str, head: str) -> KeyedDraws:
+        """The keyed draws of hop src->head (`head` is ``dst#k`` for a retransmission's k-th attempt)."""
+        return self._draws.get((src, head)) or self._link_draws(src, head)
+
+    def hops(self, src: str, dst: str) -> tuple[tuple[str, str, Link], ...]:
+        """The hops (from, to, link) a message from `src` to `dst` crosses: the direct link, or the
+        shortest path through routers; a NetworkError if there is none."""
+        link = self.links.get((src, dst))
+        if link is not None:
+            return ((src, dst, link),)
+        path = self.routes.path(src, dst) if self.routes is not None and src in self.nodes and dst in self.nodes else None
+        if path is None or not talks_to(self.nodes[src].role, self.nodes[dst].role):
+            return ((src, dst, self.link(src, dst)),)  # raises the error that names what is wrong
+        links = self.links
+        return tuple((a, b, links[(a, b)]) for a, b in zip(path, path[1:]))
+
     # ------------------------------------------------------------------ nodes
 
     def connect(self, name: str, receiver: Callable[[Message], bool | None]) -> None:
@@ -163,6 +193,9 @@ class Network:
             raise NetworkError(f"unknown node {name!r}") from None
 
     def neighbours(self, name: str) -> list[str]:
+        """The actors `name` can send to: linked directly, or through routers (netemu.net.routing)."""
+        if self.routes is not None and name in self.nodes:
+            return self.routes.neighbours(name)
         try:
             return list(self._succ[name])
         except KeyError:
@@ -175,6 +208,7 @@ class Network:
         change the network through `nodes` and `link()`."""
         g = nx.DiGraph()
         g.add_nodes_from((name, node.attrs) for name, node in self.nodes.items())
+        g.add_nodes_from(self._router_attrs.items())
         attrs = self._edge_attrs
         g.add_edges_from(
             (u, v, attrs[(u, v)] if (u, v) in attrs else {"link_class": link.link_class}) for (u, v), link in self.links.items()
@@ -262,10 +296,12 @@ class Network:
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
+        general = self._general
         for i, dst in enumerate(dsts):
             link = links.get((src, dst))
-            if link is None:
-                link = self.link(src, dst)  # raises the error that names what is wrong
+            if link is None or general:
+                ids.append(self._send_general(src, dst, kind, round, shared if shared is not None else payloads[i], box, now))
+                continue
             payload = shared if shared is not None else payloads[i]
             msg_id = self._next_id
             self._next_id = msg_id + 1
@@ -314,14 +350,56 @@ class Network:
                 push(queue, (now + wait, NORMAL, next(eid), _Due(lose, (msg_id, reason))))
         return ids
 
+    def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes, box: _Shared | None, now: float) -> int:
+        """One message on the general path (netemu.net.transfers): the same id, envelope, record
+        (with the number of hops) and counts as `send_many` gives a direct one."""
+        hops = self.hops(src, dst)
+        msg_id = self._next_id
+        self._next_id = msg_id + 1
+        nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+        cls = hops[0][2].link_class
+        self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+        tally = self._tallies.get(cls)
+        if tally is None:
+            tally = self._tallies[cls] = [0, 0, 0, 0]
+        tally[0] += 1
+        tally[1] += nbytes
+        tally[2] += len(payload)
+        self.emit(t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                  payload_bytes=len(payload), hops=len(hops))
+        assert self._transfers is not None
+        self._transfers.send(msg_id, hops, round, nbytes, payload, box)
+        return msg_id
+
+    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: _Shared | None, extra: dict) -> None:
+        """Deliver general message `msg_id` at `t`, its deliver record with `extra` fields."""
+        self._extras[msg_id] = extra
+        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._arrive,), [(msg_id, payload, box)])))  # noqa: SLF001
+
+    def drop_at(self, t: float, msg_id: int, reason: str, box: _Shared | None, extra: dict) -> None:
+        """Drop general message `msg_id` at `t` with `reason`, its record with `extra` fields (the hop)."""
+        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._lose_general,), (msg_id, reason, box, extra))))  # noqa: SLF001
+
+    def _lose_general(self, event: _Due) -> None:
+        msg_id, reason, box, extra = event._value  # noqa: SLF001 - our own event
+        if box is not None:
+            box.take()
+        self._drop(msg_id, reason, extra)
+
     def _lose(self, event: _Due) -> None:
         self._drop(*event._value)  # noqa: SLF001 - our own event
 
-    def _drop(self, msg_id: int, reason: str) -> None:
+    def _drop(self, msg_id: int, reason: str, extra: dict | None = None) -> None:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
         self._drops[cls, "dropped"] += 1
         self._drops[cls, f"dropped_{reason}"] += 1
-        self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
+        if self._extras:
+            extra = {**self._extras.pop(msg_id, {}), **(extra or {})}
+        if extra:
+            self.emit(t=self.env.now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                      reason=reason, **extra)
+        else:
+            self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
 
     def _arrive(self, event: _Due) -> None:
         """Deliver the messages of one batch, due at this instant, in send order.
@@ -356,7 +434,12 @@ class Network:
         src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
         now = self.env.now
         self._tallies[cls][3] += 1
-        self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
+        extra = self._extras.pop(msg_id, None) if self._extras else None
+        if extra is None:
+            self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
+        else:
+            self.emit(t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                      delay=now - sent_at, **extra)
         payload = decode(data) if box is None else box.payload(data)
         return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
 

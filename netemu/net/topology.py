@@ -11,7 +11,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-__all__ = ["from_graph", "from_graphml", "geometric", "multi_server", "random_connected_graph", "random_peers", "star"]
+__all__ = ["behind_routers", "from_graph", "from_graphml", "geometric", "multi_server", "random_connected_graph", "random_peers", "star"]
 
 
 def _both_ways(g: nx.DiGraph, u: str, v: str, uv_class: str, vu_class: str) -> None:
@@ -102,3 +102,40 @@ def from_graph(graph: nx.Graph, default_class: str = "peer") -> nx.DiGraph:
 
 def from_graphml(path: str | Path, default_class: str = "peer") -> nx.DiGraph:
     return from_graph(nx.read_graphml(path), default_class)
+
+
+def behind_routers(graph: nx.DiGraph, *, server_link: bool = False, clients_per_ap: int = 0) -> nx.DiGraph:
+    """`graph` (a star or multi_server) with each server's clients behind shared links.
+
+    `server_link`: a router ``router`` (``router-i`` for ``server-i``) stands before each server;
+    the server's own link (classes ``server_uplink`` router->server, ``server_downlink``
+    server->router) carries every transfer to or from it.  `clients_per_ap` > 0: a server's
+    clients are grouped, in topology order, behind access points ``ap-j`` (``ap-i-j``) whose
+    link to the server or its router (classes ``ap_uplink``, ``ap_downlink``) they share.
+    Clients keep their own links (``uplink``, ``downlink``) to their first hop.  Servers stay
+    linked to each other directly."""
+    servers = [n for n, r in graph.nodes(data="role") if r == "server"]
+    g = nx.DiGraph()
+    g.add_nodes_from(graph.nodes(data=True))
+    for u, v, attrs in graph.edges(data=True):
+        if u in servers and v in servers:
+            g.add_edge(u, v, **attrs)
+    for s in servers:
+        suffix = s[len("server"):]  # "" for "server", "-i" for "server-i"
+        clients = [c for c in graph.successors(s) if graph.nodes[c].get("role") == "client"]
+        core = s
+        if server_link:
+            core = f"router{suffix}"
+            g.add_node(core, role="router")
+            _both_ways(g, core, s, "server_uplink", "server_downlink")
+        if clients_per_ap > 0:
+            for j in range(0, len(clients), clients_per_ap):
+                ap = f"ap{suffix}-{j // clients_per_ap}"
+                g.add_node(ap, role="router")
+                _both_ways(g, ap, core, "ap_uplink", "ap_downlink")
+                for c in clients[j:j + clients_per_ap]:
+                    _both_ways(g, c, ap, "uplink", "downlink")
+        else:
+            for c in clients:
+                _both_ways(g, c, core, "uplink", "downlink")
+    return g
