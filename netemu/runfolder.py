@@ -45,7 +45,8 @@ def resolved_toml(sc: Scenario) -> str:
         table["topology"]["file"] = str(sc.resolve(table["topology"]["file"]).resolve())
     if table["devices"].get("file"):
         table["devices"]["file"] = str(sc.resolve(table["devices"]["file"]).resolve())
-    for link in [*table["links"].values(), *table["link"]]:
+    shared = [t for k, t in table["topology"].items() if k in ("server_link", "access_points")]
+    for link in [*shared, *table["links"].values(), *table["link"]]:
         if (link.get("latency") or {}).get("file"):
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())
     absolute = lambda p: str(sc.resolve(p).resolve())  # noqa: E731

@@ -32,7 +32,7 @@ def topology_fingerprint(graph: nx.DiGraph) -> str:
     return hashlib.blake2b(msgpack.packb([nodes, edges]), digest_size=12).hexdigest()
 
 
-_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages")  # not drawn, not in the trace: free to differ on replay
+_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "clients_per_ap")  # not drawn, not in the trace: free to differ on replay
 
 
 def network_model(table: dict) -> dict:
@@ -56,8 +56,10 @@ def network_model(table: dict) -> dict:
         return {k: t[k] for k in ("name", "members", "participation", "slowdown_sigma") if k in t}
 
     nodes = table.get("nodes", {})
+    shared = {f"topology.{k}": link(t) for k, t in sorted(table.get("topology", {}).items()) if k in ("server_link", "access_points")}
     return {
         "links": {cls: link(t) for cls, t in sorted(table.get("links", {}).items())},
+        **({"shared_links": shared} if shared else {}),
         "link": [link(t) for t in table.get("link", [])],
         "nodes": {**behaviour(nodes), "group": [behaviour(g) for g in nodes.get("group", [])]},
     }

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from netemu.config import require
+
 __all__ = ["SHARING", "TRANSPORTS", "NetModel"]
 
 SHARING = ("none", "max-min")
@@ -53,9 +55,8 @@ class NetModel:
             (self.rto_min > 0 and math.isfinite(self.rto_min), "rto_min", self.rto_min, "> 0 seconds"),
             (self.connect_timeout > 0, "connect_timeout", self.connect_timeout, "> 0 seconds"),
         )
-        for ok, key, value, accepts in checks:
-            if not ok:
-                raise ValueError(f"{key} = {value!r}: expected {accepts}")
+        for ok, key, _, accepts in checks:
+            require(ok, key, accepts)
 
     @property
     def default(self) -> bool:

@@ -46,30 +46,47 @@ class Routes:
         self._rpred = {v: tuple(us) for v, us in rpred.items()}
         self._succ = succ
         self._paths: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        self._components: dict[str, dict[str | None, list[str]]] = {}  # router -> its component's actors by role
 
     def __bool__(self) -> bool:
         return bool(self.routers)
 
     def neighbours(self, name: str) -> list[str]:
-        """`name`'s direct actor successors, then the actors its routers reach (roles permitting),
-        each once, in breadth-first order."""
+        """`name`'s direct actor successors, then the actors its routers reach whose roles talk
+        to its own, each once (a router network's actors are found once, by component:
+        routers joined by links, taken both ways, reach each other)."""
         routers, roles = self.routers, self._roles
         out = dict.fromkeys(v for v in self._succ.get(name, ()) if v not in routers)
         role = roles.get(name)
-        seen = set(self._rsucc.get(name, ()))
-        frontier = list(self._rsucc.get(name, ()))
+        comps = {id(c): c for c in (self._component(r) for r in self._rsucc.get(name, ()))}  # each once, in order
+        for comp in comps.values():
+            for other, actors in comp.items():
+                if talks_to(role, other):
+                    out.update((v, None) for v in actors if v != name)
+        return list(out)
+
+    def _component(self, router: str) -> dict[str | None, list[str]]:
+        """The actors the routers of `router`'s component link to, by role (made once per component)."""
+        comp = self._components.get(router)
+        if comp is not None:
+            return comp
+        comp = {}
+        seen, frontier = {router}, [router]
+        undirected = lambda r: (*self._rsucc.get(r, ()), *self._rpred.get(r, ()))  # noqa: E731
         while frontier:
             nxt = []
             for r in frontier:
                 for v in self._succ.get(r, ()):
-                    if v in routers:
-                        if v not in seen:
-                            seen.add(v)
-                            nxt.append(v)
-                    elif v != name and v not in out and talks_to(role, roles.get(v)):
-                        out[v] = None
+                    if v not in self.routers:
+                        comp.setdefault(self._roles.get(v), []).append(v)
+                for v in undirected(r):
+                    if v in self.routers and v not in seen:
+                        seen.add(v)
+                        nxt.append(v)
             frontier = nxt
-        return list(out)
+        for r in seen:
+            self._components[r] = comp
+        return comp
 
     def path(self, src: str, dst: str) -> tuple[str, ...] | None:
         """The nodes src, routers..., dst of the shortest router path (None: there is none)."""

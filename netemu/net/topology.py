@@ -11,7 +11,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-__all__ = ["behind_routers", "from_graph", "from_graphml", "geometric", "multi_server", "random_connected_graph", "random_peers", "star"]
+__all__ = ["behind_routers", "from_graph", "logical", "from_graphml", "geometric", "multi_server", "random_connected_graph", "random_peers", "star"]
 
 
 def _both_ways(g: nx.DiGraph, u: str, v: str, uv_class: str, vu_class: str) -> None:
@@ -138,4 +138,28 @@ def behind_routers(graph: nx.DiGraph, *, server_link: bool = False, clients_per_
         else:
             for c in clients:
                 _both_ways(g, c, core, "uplink", "downlink")
+    return g
+
+
+def logical(graph: nx.DiGraph) -> nx.DiGraph:
+    """The actors of `graph` and who can send to whom: its direct links between actors, and an
+    edge for each pair of neighbours through routers (netemu.net.routing), with the class of
+    the first hop.  What an algorithm's requirements are checked on; `graph` itself if it has
+    no routers."""
+    from netemu.net.routing import ROUTER_ROLES, Routes  # topology builders need no routing otherwise
+
+    roles = dict(graph.nodes(data="role"))
+    if not any(r in ROUTER_ROLES for r in roles.values()):
+        return graph
+    routes = Routes({u: list(graph.successors(u)) for u in graph.nodes}, roles)
+    g = nx.DiGraph()
+    g.add_nodes_from((n, a) for n, a in graph.nodes(data=True) if n not in routes.routers)
+    for u in g.nodes:
+        for v in routes.neighbours(u):
+            if graph.has_edge(u, v):
+                g.add_edge(u, v, **graph.edges[u, v])
+            else:
+                path = routes.path(u, v)
+                assert path is not None
+                g.add_edge(u, v, link_class=graph.edges[path[0], path[1]].get("link_class", "link"), via=len(path) - 2)
     return g

@@ -25,13 +25,15 @@ from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
+from netemu.net.model import NetModel
 from netemu.net.network import Fates, NodeBehaviour, draw_now
+from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
 from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, algorithm_params, match_nodes
 from netemu.world import World, fewer_collections
 
 __all__ = [
-    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "release", "run_horizon", "run_seed",
+    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "link_classes", "load_script", "release", "run_horizon", "run_seed",
     "script_hash", "topology_for_validation",
 ]
 
@@ -56,12 +58,17 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
 def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
     topo = sc.table["topology"]
     kind = topo["kind"]
+    g = None
     if kind == "star":
-        return T.star(topo["clients"])
-    if kind == "multi_server":
+        g = T.star(topo["clients"])
+    elif kind == "multi_server":
         n = topo["servers"]
         degree = min(topo["server_degree"], n - 1)
-        return T.multi_server(T.random_connected_graph(n, degree, streams.generator("topology")), topo["clients_per_server"])
+        g = T.multi_server(T.random_connected_graph(n, degree, streams.generator("topology")), topo["clients_per_server"])
+    if g is not None:
+        if "server_link" in topo or "access_points" in topo:
+            g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
+        return g
     if kind == "random_peers":
         return T.random_peers(topo["peers"], topo["avg_degree"], streams.generator("topology"))
     if kind == "geometric":
@@ -124,7 +131,7 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     a class's table says is read once per class, not once per link."""
     overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
     devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
-    classes = sc.table["links"]
+    classes = link_classes(sc.table)
     by_class: dict[str, tuple] = {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
@@ -135,19 +142,31 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
                 spec = by_class[cls] = _link_spec(sc, classes.get(cls, {}))
         else:
             spec = _link_spec(sc, {**classes.get(cls, {}), **{k: x for k, x in override.items() if k not in ("src", "dst")}})
-        latency, jitter, loss, bandwidth, outages = spec
+        latency, jitter, loss, bandwidth, outages, queue_bytes = spec
         if devices:
             bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or bandwidth
-        out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True)
+        out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
+                             queue_bytes=queue_bytes)
     return out
 
 
+def link_classes(table: dict) -> dict[str, dict]:
+    """The link classes' tables: [links], after the classes `[topology] server_link` and
+    `access_points` stand for (both directions alike; a [links.<class>] table wins)."""
+    topo, out = table["topology"], {}
+    for key, up, down in (("server_link", "server_uplink", "server_downlink"), ("access_points", "ap_uplink", "ap_downlink")):
+        if key in topo:
+            t = {k: v for k, v in topo[key].items() if k != "clients_per_ap"}
+            out[up], out[down] = t, t
+    return {**out, **table["links"]}
+
+
 def _link_spec(sc: Scenario, table: dict) -> tuple:
-    """(latency, jitter, loss, bandwidth, outages) of a link class's (or an overridden link's) table."""
+    """(latency, jitter, loss, bandwidth, outages, queue_bytes) of a link class's (or an overridden link's) table."""
     jitter = table.get("jitter")
     return (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
             _component(table.get("loss"), LOSS_MODELS, sc), table.get("bandwidth") or None,
-            [tuple(w) for w in table.get("outages", [])])
+            [tuple(w) for w in table.get("outages", [])], table.get("queue_bytes") or None)
 
 
 def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour]:
@@ -199,7 +218,7 @@ def run_horizon(sc: Scenario) -> float:
 
 
 def _link_items(sc: Scenario) -> list[tuple[str, dict]]:
-    return [*sc.table["links"].items(), *((f"link[{i}]", t) for i, t in enumerate(sc.table["link"]))]
+    return [*link_classes(sc.table).items(), *((f"link[{i}]", t) for i, t in enumerate(sc.table["link"]))]
 
 
 class ScriptError(InputError):
@@ -267,7 +286,7 @@ def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     params = spec.params(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
     if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
         params = params.with_paths(lambda p: str(sc.resolve(p)))
-    clients = [n for n, r in graph.nodes(data="role") if r != "server"]
+    clients = [n for n, r in graph.nodes(data="role") if r != "server" and r not in ROUTER_ROLES]
     return spec.make(params, clients, streams)
 
 
@@ -301,6 +320,7 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
         behaviours=build_behaviours(sc, graph),
         log=log,
         fates=fates,
+        model=NetModel(**(sc.table["network"] or {})),
     )
     if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
         attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))

@@ -12,6 +12,7 @@ from typing import Any
 import networkx as nx
 
 from netemu.algorithms.base import AlgorithmSpec, Setting
+from netemu.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
 
 __all__ = ["check_graph", "match_nodes"]
@@ -74,6 +75,7 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
         issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
     classes = {c for _, _, c in graph.edges(data="link_class")}
     _check_nodes(table, sorted(graph.nodes), classes, issues)
+    graph = logical(graph)  # routers forward: the roles and shapes algorithms need are the actors'
     roles = {r for _, r in graph.nodes(data="role")}
     for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
         need = set(spec.roles)

@@ -10,9 +10,10 @@ import inspect
 from typing import Any
 
 from netemu.net import links as L
+from netemu.net.model import NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
-from netemu.scenario.specs import algorithm_table, construct, data_table
+from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
 
 __all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SCHEMA", "SHORTHANDS", "TOPOLOGIES", "renamed", "shorthands"]
 
@@ -109,6 +110,7 @@ LINK_FIELDS = {
     "loss": Custom(_model(LOSS_MODELS, "loss"), None),
     "bandwidth": Field(float, 0.0, lambda v: v >= 0, ">= 0 bits/s (0 = unlimited)"),
     "outages": Custom(_outages, []),
+    "queue_bytes": Field(float, 0.0, lambda v: v >= 0, ">= 0 bytes that may wait for the link (0 = unlimited)"),
 }
 BEHAVIOUR_FIELDS = {
     "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
@@ -117,10 +119,26 @@ BEHAVIOUR_FIELDS = {
 }
 
 
+#: shared links in front of a star's (or multi_server's) servers: keys of [topology] (netemu.net.topology.behind_routers)
+SHARED_LINKS = {
+    "server_link": Section(LINK_FIELDS),
+    "access_points": Section({"clients_per_ap": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind each access point"),
+                              **LINK_FIELDS}),
+}
+
+
 def _topology(value: Any, key: str, issues: Issues) -> Any:
     if not _selects(value, key, issues, "kind", TOPOLOGIES):
         return value
-    value = validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), value, key, issues)
+    shared = {k: value[k] for k in SHARED_LINKS if k in value}
+    for k in shared:
+        if value["kind"] not in ("star", "multi_server"):
+            issues.add(f"{key}.{k}", shared[k], f"only for the star and multi_server topologies (this one is {value['kind']})")
+    value = validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), {k: v for k, v in value.items() if k not in shared},
+                     key, issues)
+    for k, table in shared.items():
+        if isinstance(value, dict):
+            value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
     if value.get("kind") == "geometric" and isinstance(value.get("positions"), dict):
         for name, pos in value["positions"].items():
             if not (isinstance(pos, list) and len(pos) == 2 and all(finite(x) for x in pos)):
@@ -143,6 +161,7 @@ SCHEMA = Section(
             }
         ),
         "topology": Custom(_topology),
+        "network": Custom(lambda v, key, issues: _params_table(v, key, issues, NetModel, {}), None),  # netemu.net.model
         "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
         "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
         "nodes": Section(

@@ -37,7 +37,8 @@ def regular_file(path: Path, limit: int) -> None:
 
 
 def _link_tables(table: dict) -> list[tuple[str, dict]]:
-    return [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
+    shared = [(f"topology.{k}", t) for k, t in table["topology"].items() if k in ("server_link", "access_points")]
+    return shared + [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
 
 
 def graphml_size_ok(table: dict, resolve: Callable[[str], Path], issues: Issues) -> bool:

@@ -1,0 +1,74 @@
+"""The scenario keys of the network model: [network], [topology] server_link / access_points, queue_bytes."""
+
+import pytest
+
+from netemu.scenario import load_scenario
+from netemu.scenario.build import build_world
+from netemu.scenario.schema import ScenarioError
+
+BASE = """
+[run]
+rounds = 2
+[topology]
+kind = "star"
+clients = 6
+{topology}
+{extra}
+[nodes]
+speed = 200.0
+[data]
+kind = "linear"
+dim = 3
+[[algorithm]]
+name = "fedavg"
+round_time = 5.0
+"""
+
+
+def scenario(tmp_path, topology="", extra=""):
+    path = tmp_path / "s.toml"
+    path.write_text(BASE.format(topology=topology, extra=extra))
+    return load_scenario(path)
+
+
+def test_a_server_link_and_access_points_put_routers_between_clients_and_server(tmp_path):
+    sc = scenario(tmp_path, 'server_link = { bandwidth = 20e6 }\naccess_points = { clients_per_ap = 4, bandwidth = 50e6 }',
+                  '[network]\nsharing = "max-min"')
+    world = build_world(sc, 0, 0)
+    net = world.network
+    assert [h[:2] for h in net.hops("client-5", "server")] == [("client-5", "ap-1"), ("ap-1", "router"), ("router", "server")]
+    assert net.links[("router", "server")].bandwidth == 20e6 and net.links[("ap-1", "router")].bandwidth == 50e6
+    assert net.model.sharing == "max-min" and "router" not in net.nodes
+    world.run()
+
+
+def test_a_links_table_for_a_shared_class_wins_over_the_topology_key(tmp_path):
+    sc = scenario(tmp_path, "server_link = { bandwidth = 20e6 }", "[links.server_uplink]\nbandwidth = 5e6")
+    net = build_world(sc, 0, 0).network
+    assert net.links[("router", "server")].bandwidth == 5e6 and net.links[("server", "router")].bandwidth == 20e6
+
+
+@pytest.mark.parametrize(("extra", "key", "says"), [
+    ('[network]\nsharing = "fair"', "network.sharing", "one of none, max-min"),
+    ('[network]\ntransport = "tcp"', "network.transport", "one of datagram, reliable"),
+    ("[network]\nbandwidth_factor = 1.5", "network.bandwidth_factor", "in (0, 1]"),
+    ("[network]\nwindows = 3", "network.windows", "unknown key"),
+    ("[links.uplink]\nqueue_bytes = -1", "links.uplink.queue_bytes", ">= 0 bytes"),
+])
+def test_a_bad_network_key_is_named_with_what_is_accepted(tmp_path, extra, key, says):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, extra=extra)
+    assert any(i.key == key and says in i.accepts for i in err.value.issues), err.value
+
+
+def test_shared_links_are_only_for_star_and_multi_server(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(BASE.format(topology="", extra="").replace('kind = "star"\nclients = 6', 'kind = "random_peers"\npeers = 4\nserver_link = { bandwidth = 1e6 }'))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert any(i.key == "topology.server_link" and "only for the star and multi_server" in i.accepts for i in err.value.issues)
+
+
+def test_the_default_network_model_is_the_historical_one(tmp_path):
+    net = build_world(scenario(tmp_path), 0, 0).network
+    assert net.model.default and net.routes is None and net._transfers is None
