@@ -38,6 +38,7 @@ struct Progress
     uint64_t target = 0;                 // bytes each sink must receive
     std::vector<uint64_t> received;      // bytes received per transfer
     std::vector<double> completion;      // seconds, < 0 while incomplete
+    std::vector<double> first;           // seconds of the first byte, < 0 before
     uint32_t done = 0;
     uint64_t drops = 0;                  // packets dropped by device queues
 };
@@ -45,6 +46,10 @@ struct Progress
 void
 SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
 {
+    if (p->first[k] < 0)
+    {
+        p->first[k] = Simulator::Now().GetSeconds();
+    }
     p->received[k] += packet->GetSize();
     if (p->completion[k] < 0 && p->received[k] >= p->target)
     {
@@ -268,6 +273,7 @@ main(int argc, char* argv[])
     progress.target = bytes;
     progress.received.assign(clients, 0);
     progress.completion.assign(clients, -1.0);
+    progress.first.assign(clients, -1.0);
     for (uint32_t i = 0; i < allDevices.GetN(); i++)
     {
         Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(allDevices.Get(i));
@@ -363,6 +369,9 @@ main(int argc, char* argv[])
       << ", \"timestamps\": " << AttrDefault("ns3::TcpSocketBase", "Timestamp")
       << ", \"window_scaling\": " << AttrDefault("ns3::TcpSocketBase", "WindowScaling")
       << ", \"min_rto_s\": " << JsonNum(TimeDefault("ns3::TcpSocketBase", "MinRto"))
+      << ", \"conn_timeout_s\": " << JsonNum(TimeDefault("ns3::TcpSocket", "ConnTimeout"))
+      << ", \"conn_count\": " << AttrDefault("ns3::TcpSocket", "ConnCount")
+      << ", \"data_retries\": " << AttrDefault("ns3::TcpSocket", "DataRetries")
       << ", \"send_size\": " << segment << ", \"queue_disc\": null"
       << ", \"device_queue\": " << JsonStr("ns3::DropTailQueue<Packet> " + qsize) << "}, ";
     o << "\"completion\": [";
@@ -377,6 +386,12 @@ main(int argc, char* argv[])
             allDone = false;
         }
         last = std::max(last, t);
+    }
+    o << "], \"first_rx\": [";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        double t = progress.first[k];
+        o << (k ? ", " : "") << (t < 0 ? std::string("null") : JsonNum(t));
     }
     o << "], ";
     o << "\"last\": " << (allDone ? JsonNum(last) : std::string("null"))
