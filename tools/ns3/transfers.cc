@@ -1,0 +1,406 @@
+// transfers.cc -- ns-3 (3.37) reference for netemu's network timing.
+//
+// Simulates N bulk TCP transfers (one per client) over point-to-point links in
+// a star, tree or dumbbell topology, and prints one JSON object on stdout with
+// the parameters, the effective TCP settings and each transfer's completion
+// time (simulated seconds at which its PacketSink has received all the bytes;
+// connection setup included, every transfer starts at t=0).
+//
+// Queueing: only the point-to-point device's DropTailQueue<Packet> (MaxSize =
+// --queue packets) is used. InternetStackHelper aggregates a traffic-control
+// layer and Ipv4AddressHelper::Assign installs a default root queue disc
+// (FqCoDel) on every device; we uninstall those queue discs right after
+// address assignment, so packets go straight from IP to the device queue.
+//
+// Build: tools/ns3/build.sh   Run: build/transfers --help
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+// Per-run state of the sinks, reached from the Rx trace through a bound pointer.
+struct Progress
+{
+    uint64_t target = 0;                 // bytes each sink must receive
+    std::vector<uint64_t> received;      // bytes received per transfer
+    std::vector<double> completion;      // seconds, < 0 while incomplete
+    std::vector<double> first;           // seconds of the first byte, < 0 before
+    uint32_t done = 0;
+    uint64_t drops = 0;                  // packets dropped by device queues
+};
+
+void
+SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
+{
+    if (p->first[k] < 0)
+    {
+        p->first[k] = Simulator::Now().GetSeconds();
+    }
+    p->received[k] += packet->GetSize();
+    if (p->completion[k] < 0 && p->received[k] >= p->target)
+    {
+        p->completion[k] = Simulator::Now().GetSeconds();
+        if (++p->done == p->completion.size())
+        {
+            Simulator::Stop();
+        }
+    }
+}
+
+void
+QueueDrop(Progress* p, Ptr<const Packet>)
+{
+    p->drops++;
+}
+
+// The effective default of an attribute (after Config::SetDefault), as text.
+std::string
+AttrDefault(const std::string& tidName, const std::string& attr)
+{
+    TypeId tid = TypeId::LookupByName(tidName);
+    TypeId::AttributeInformation info;
+    if (!tid.LookupAttributeByName(attr, &info))
+    {
+        return "?";
+    }
+    return info.initialValue->SerializeToString(info.checker);
+}
+
+// The effective default of a Time attribute, in seconds.
+double
+TimeDefault(const std::string& tidName, const std::string& attr)
+{
+    TypeId tid = TypeId::LookupByName(tidName);
+    TypeId::AttributeInformation info;
+    tid.LookupAttributeByName(attr, &info);
+    Ptr<const TimeValue> v = DynamicCast<const TimeValue>(info.initialValue);
+    return v ? v->Get().GetSeconds() : -1.0;
+}
+
+std::string
+JsonStr(const std::string& s)
+{
+    std::string out = "\"";
+    for (char c : s)
+    {
+        if (c == '"' || c == '\\')
+        {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string
+JsonNum(double x)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", x);
+    return buf;
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    auto wallStart = std::chrono::steady_clock::now();
+
+    std::string topology = "star";
+    uint32_t clients = 1;
+    uint64_t bytes = 10000000;
+    std::string direction = "up";
+    uint64_t access = 10000000;
+    double accessDelay = 0.001;
+    uint64_t server = 20000000;
+    double serverDelay = 0.001;
+    uint64_t apRate = 100000000;
+    double apDelay = 0.001;
+    uint32_t clientsPerAp = 8;
+    uint32_t queue = 100;
+    uint32_t window = 4194304;
+    uint32_t seed = 1;
+    double horizon = 3600.0;
+
+    CommandLine cmd(__FILE__);
+    cmd.AddValue("topology", "star|tree|dumbbell", topology);
+    cmd.AddValue("clients", "number of transfers (one per client)", clients);
+    cmd.AddValue("bytes", "application bytes per transfer", bytes);
+    cmd.AddValue("direction", "up (clients send) | down (server sends)", direction);
+    cmd.AddValue("access", "client access link rate, bit/s", access);
+    cmd.AddValue("accessDelay", "client access link delay, s", accessDelay);
+    cmd.AddValue("server", "server link (dumbbell: bottleneck) rate, bit/s", server);
+    cmd.AddValue("serverDelay", "server link (dumbbell: bottleneck) delay, s", serverDelay);
+    cmd.AddValue("apRate", "tree: AP <-> router link rate, bit/s", apRate);
+    cmd.AddValue("apDelay", "tree: AP <-> router link delay, s", apDelay);
+    cmd.AddValue("clientsPerAp", "tree: clients per AP", clientsPerAp);
+    cmd.AddValue("queue", "DropTail device queue size, packets", queue);
+    cmd.AddValue("window", "TCP SndBufSize and RcvBufSize, bytes", window);
+    cmd.AddValue("seed", "RNG run number", seed);
+    cmd.AddValue("horizon", "simulated seconds after which to give up", horizon);
+    cmd.Parse(argc, argv);
+
+    if (topology != "star" && topology != "tree" && topology != "dumbbell")
+    {
+        std::fprintf(stderr, "transfers: --topology must be star, tree or dumbbell\n");
+        return 2;
+    }
+    if (direction != "up" && direction != "down")
+    {
+        std::fprintf(stderr, "transfers: --direction must be up or down\n");
+        return 2;
+    }
+    if (clients < 1 || bytes < 1 || clientsPerAp < 1 || queue < 1)
+    {
+        std::fprintf(stderr, "transfers: clients, bytes, clientsPerAp, queue must be >= 1\n");
+        return 2;
+    }
+
+    RngSeedManager::SetSeed(1);
+    RngSeedManager::SetRun(seed);
+
+    const uint32_t segment = 1448;
+    Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
+    Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(window));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(window));
+    Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
+
+    // Nodes. "A side" = where the clients are; "B side" = the server(s).
+    NodeContainer endA;    // clients (dumbbell: senders)
+    NodeContainer endB;    // one server, or (dumbbell) one receiver per pair
+    NodeContainer routers; // star/tree: router; dumbbell: routerL, routerR
+    NodeContainer aps;     // tree only
+    endA.Create(clients);
+    const uint32_t nAps = (clients + clientsPerAp - 1) / clientsPerAp;
+    if (topology == "dumbbell")
+    {
+        endB.Create(clients);
+        routers.Create(2);
+    }
+    else
+    {
+        endB.Create(1);
+        routers.Create(1);
+        if (topology == "tree")
+        {
+            aps.Create(nAps);
+        }
+    }
+    InternetStackHelper stack;
+    stack.Install(endA);
+    stack.Install(endB);
+    stack.Install(routers);
+    stack.Install(aps);
+
+    const std::string qsize = std::to_string(queue) + "p";
+    auto makeLink = [&](uint64_t rate, double delay) {
+        PointToPointHelper p2p;
+        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(rate)));
+        p2p.SetChannelAttribute("Delay", TimeValue(Seconds(delay)));
+        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", QueueSizeValue(QueueSize(qsize)));
+        return p2p;
+    };
+    PointToPointHelper accessLink = makeLink(access, accessDelay);
+    PointToPointHelper serverLink = makeLink(server, serverDelay);
+    PointToPointHelper apLink = makeLink(apRate, apDelay);
+
+    Ipv4AddressHelper addr;
+    addr.SetBase("10.0.0.0", "255.255.255.252");
+    NetDeviceContainer allDevices;
+    // Connect a and b by a link of its own /30; returns the pair's interfaces.
+    auto connect = [&](PointToPointHelper& h, Ptr<Node> a, Ptr<Node> b) {
+        NetDeviceContainer d = h.Install(a, b);
+        Ipv4InterfaceContainer ifs = addr.Assign(d);
+        addr.NewNetwork();
+        allDevices.Add(d);
+        return ifs;
+    };
+
+    std::vector<Ipv4Address> addrA(clients); // each client's address
+    std::vector<Ipv4Address> addrB(clients); // the far end each transfer talks to
+    if (topology == "star")
+    {
+        Ipv4InterfaceContainer s = connect(serverLink, routers.Get(0), endB.Get(0));
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            addrA[k] = connect(accessLink, endA.Get(k), routers.Get(0)).GetAddress(0);
+            addrB[k] = s.GetAddress(1);
+        }
+    }
+    else if (topology == "tree")
+    {
+        Ipv4InterfaceContainer s = connect(serverLink, routers.Get(0), endB.Get(0));
+        for (uint32_t j = 0; j < nAps; j++)
+        {
+            connect(apLink, aps.Get(j), routers.Get(0));
+        }
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            addrA[k] = connect(accessLink, endA.Get(k), aps.Get(k / clientsPerAp)).GetAddress(0);
+            addrB[k] = s.GetAddress(1);
+        }
+    }
+    else
+    {
+        connect(serverLink, routers.Get(0), routers.Get(1));
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            addrA[k] = connect(accessLink, endA.Get(k), routers.Get(0)).GetAddress(0);
+            addrB[k] = connect(accessLink, routers.Get(1), endB.Get(k)).GetAddress(1);
+        }
+    }
+    // Drop the default FqCoDel root queue discs that Assign installed: only the
+    // device DropTail queue is left (see the comment at the top).
+    TrafficControlHelper().Uninstall(allDevices);
+
+    Progress progress;
+    progress.target = bytes;
+    progress.received.assign(clients, 0);
+    progress.completion.assign(clients, -1.0);
+    progress.first.assign(clients, -1.0);
+    for (uint32_t i = 0; i < allDevices.GetN(); i++)
+    {
+        Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(allDevices.Get(i));
+        dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&QueueDrop, &progress));
+        Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
+        if (tc && tc->GetRootQueueDiscOnDevice(dev))
+        {
+            std::fprintf(stderr, "transfers: a queue disc is still installed\n");
+            return 1;
+        }
+    }
+    // With no queue disc, a packet meets a full device queue in the traffic
+    // control layer: the device stops its queue when full (flow control) and
+    // the layer drops the packet there, so the device queue's own Drop trace
+    // stays silent. Count both.
+    for (NodeList::Iterator n = NodeList::Begin(); n != NodeList::End(); ++n)
+    {
+        Ptr<TrafficControlLayer> tc = (*n)->GetObject<TrafficControlLayer>();
+        if (!tc || !tc->TraceConnectWithoutContext("TcDrop", MakeBoundCallback(&QueueDrop, &progress)))
+        {
+            std::fprintf(stderr, "transfers: cannot trace the traffic control layer's drops\n");
+            return 1;
+        }
+    }
+
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+    const bool up = direction == "up";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        const uint16_t port = 5000 + k;
+        // Sender and receiver of transfer k.
+        Ptr<Node> snd;
+        Ptr<Node> rcv;
+        Ipv4Address rcvAddr;
+        Ptr<Node> bNode = topology == "dumbbell" ? endB.Get(k) : endB.Get(0);
+        if (up)
+        {
+            snd = endA.Get(k);
+            rcv = bNode;
+            rcvAddr = addrB[k];
+        }
+        else
+        {
+            snd = bNode;
+            rcv = endA.Get(k);
+            rcvAddr = addrA[k];
+        }
+        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
+                                    InetSocketAddress(Ipv4Address::GetAny(), port));
+        ApplicationContainer sinkApp = sinkHelper.Install(rcv);
+        sinkApp.Start(Seconds(0));
+        sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, &progress, k));
+
+        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(rcvAddr, port));
+        bulk.SetAttribute("MaxBytes", UintegerValue(bytes));
+        // Writes of one full segment: with Nagle off, the default 512-byte
+        // writes would go out as 512-byte segments while cwnd allows.
+        bulk.SetAttribute("SendSize", UintegerValue(segment));
+        ApplicationContainer sendApp = bulk.Install(snd);
+        sendApp.Start(Seconds(0));
+    }
+
+    Simulator::Stop(Seconds(horizon));
+    auto simStart = std::chrono::steady_clock::now();
+    Simulator::Run();
+    auto simEnd = std::chrono::steady_clock::now();
+    const double simEndTime = Simulator::Now().GetSeconds();
+    Simulator::Destroy();
+
+    std::ostringstream o;
+    o << "{";
+    o << "\"params\": {"
+      << "\"topology\": " << JsonStr(topology) << ", \"clients\": " << clients
+      << ", \"bytes\": " << bytes << ", \"direction\": " << JsonStr(direction)
+      << ", \"access\": " << access << ", \"accessDelay\": " << JsonNum(accessDelay)
+      << ", \"server\": " << server << ", \"serverDelay\": " << JsonNum(serverDelay)
+      << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
+      << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
+      << ", \"window\": " << window << ", \"seed\": " << seed
+      << ", \"horizon\": " << JsonNum(horizon) << "}, ";
+    o << "\"tcp\": {"
+      << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
+      << ", \"recovery\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "RecoveryType"))
+      << ", \"segment_size\": " << AttrDefault("ns3::TcpSocket", "SegmentSize")
+      << ", \"initial_cwnd\": " << AttrDefault("ns3::TcpSocket", "InitialCwnd")
+      << ", \"del_ack_count\": " << AttrDefault("ns3::TcpSocket", "DelAckCount")
+      << ", \"del_ack_timeout_s\": " << JsonNum(TimeDefault("ns3::TcpSocket", "DelAckTimeout"))
+      << ", \"snd_buf\": " << AttrDefault("ns3::TcpSocket", "SndBufSize")
+      << ", \"rcv_buf\": " << AttrDefault("ns3::TcpSocket", "RcvBufSize")
+      << ", \"no_delay\": " << AttrDefault("ns3::TcpSocket", "TcpNoDelay")
+      << ", \"sack\": " << AttrDefault("ns3::TcpSocketBase", "Sack")
+      << ", \"timestamps\": " << AttrDefault("ns3::TcpSocketBase", "Timestamp")
+      << ", \"window_scaling\": " << AttrDefault("ns3::TcpSocketBase", "WindowScaling")
+      << ", \"min_rto_s\": " << JsonNum(TimeDefault("ns3::TcpSocketBase", "MinRto"))
+      << ", \"conn_timeout_s\": " << JsonNum(TimeDefault("ns3::TcpSocket", "ConnTimeout"))
+      << ", \"conn_count\": " << AttrDefault("ns3::TcpSocket", "ConnCount")
+      << ", \"data_retries\": " << AttrDefault("ns3::TcpSocket", "DataRetries")
+      << ", \"send_size\": " << segment << ", \"queue_disc\": null"
+      << ", \"device_queue\": " << JsonStr("ns3::DropTailQueue<Packet> " + qsize) << "}, ";
+    o << "\"completion\": [";
+    double last = -1;
+    bool allDone = true;
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        double t = progress.completion[k];
+        o << (k ? ", " : "") << (t < 0 ? std::string("null") : JsonNum(t));
+        if (t < 0)
+        {
+            allDone = false;
+        }
+        last = std::max(last, t);
+    }
+    o << "], \"first_rx\": [";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        double t = progress.first[k];
+        o << (k ? ", " : "") << (t < 0 ? std::string("null") : JsonNum(t));
+    }
+    o << "], ";
+    o << "\"last\": " << (allDone ? JsonNum(last) : std::string("null"))
+      << ", \"complete\": " << progress.done << ", \"sim_end\": " << JsonNum(simEndTime)
+      << ", \"queue_drops\": " << progress.drops;
+    auto wallEnd = std::chrono::steady_clock::now();
+    o << ", \"wall_sim_s\": " << JsonNum(std::chrono::duration<double>(simEnd - simStart).count())
+      << ", \"wall_s\": " << JsonNum(std::chrono::duration<double>(wallEnd - wallStart).count())
+      << "}";
+    std::printf("%s\n", o.str().c_str());
+    return 0; // incomplete transfers are a result (null), not an error
+}
