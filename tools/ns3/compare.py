@@ -1,0 +1,164 @@
+"""Run the ns-3 grid's points through netemu and print the error of each network model.
+
+For every point of `grid.py` (bulk transfers that start at t=0 through a star, a two-tier
+access-point tree or a dumbbell) this builds the same topology in netemu, sends the same
+transfers, and compares the completion time of the last one with ns-3's (from
+`reference.json`, written by `grid.py`).  Three netemu models are printed side by side:
+
+  none    sharing = "none", transport = "datagram": independent FIFO links (store and forward)
+  lv08    sharing = "max-min", datagram, latency_factor 13.01: SimGrid's LV08 model as published
+  netemu  sharing = "max-min", transport = "reliable": max-min sharing with the handshake and
+          slow start of netemu.net.model (ns-3's minimum RTO of 1 s)
+
+    python tools/ns3/compare.py                     # the whole grid, a table and the summary
+    python tools/ns3/compare.py --only 'star-*'     # some points
+    python tools/ns3/compare.py --markdown out.md   # the table as Markdown (docs/network.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import msgpack
+import networkx as nx
+
+from netemu import Constant, Link, World
+from netemu.net import topology as T
+from netemu.net.model import NetModel
+
+HERE = Path(__file__).resolve().parent
+MODELS = {
+    "none": lambda p: NetModel(),
+    "lv08": lambda p: NetModel(sharing="max-min", latency_factor=13.01, window=p["window"]),
+    "netemu": lambda p: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=1.0),
+}
+
+
+def grid_points() -> list[dict]:
+    spec = importlib.util.spec_from_file_location("ns3_grid", HERE / "grid.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.points()
+
+
+def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
+    """The point's graph, its links and the (src, dst) of every transfer."""
+    n = p["clients"]
+    if p["topology"] == "dumbbell":
+        g = nx.DiGraph()
+        g.add_node("left", role="router")
+        g.add_node("right", role="router")
+        g.add_edge("left", "right", link_class="server_uplink")
+        g.add_edge("right", "left", link_class="server_downlink")
+        for k in range(n):
+            for side, router in ((f"sender-{k}", "left"), (f"receiver-{k}", "right")):
+                g.add_node(side, role="peer")
+                g.add_edge(side, router, link_class="uplink")
+                g.add_edge(router, side, link_class="downlink")
+        pairs = [(f"sender-{k}", f"receiver-{k}") for k in range(n)]
+    else:
+        g = T.behind_routers(T.star(n), server_link=True, clients_per_ap=p["clientsPerAp"] if p["topology"] == "tree" else 0)
+        pairs = [(f"client-{k}", "server") for k in range(n)]
+    if p["direction"] == "down":
+        pairs = [(b, a) for a, b in pairs]
+    rates = {"server": (p["server"], p["serverDelay"]), "ap": (p["apRate"], p["apDelay"]), "": (p["access"], p["accessDelay"])}
+    links = {}
+    for u, v, cls in g.edges(data="link_class"):
+        bw, delay = next(rates[k] for k in ("server", "ap", "") if cls.startswith(k))
+        links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls)
+    return g, links, pairs
+
+
+def run(p: dict, model: NetModel) -> float | None:
+    """The virtual time at which netemu delivers the last of the point's transfers (None: one never arrives)."""
+    g, links, pairs = topology(p)
+    world = World(g, seed=p.get("seed", 1), links=links, model=model)
+    net = world.network
+    done: list[float] = []
+    for _, dst in pairs:
+        net.connect(dst, lambda m: done.append(m.delivered_at) and None)
+    payload = msgpack.packb(bytes(p["bytes"]))
+    for src, dst in pairs:
+        net.send(src, dst, "transfer", 0, payload)
+    world.env.run()
+    return max(done) if len(done) == len(pairs) else None
+
+
+def error(got: float | None, ref: float) -> float | None:
+    return None if got is None else (got - ref) / ref
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reference", type=Path, default=HERE / "reference.json", help="ns-3 results (grid.py --out)")
+    ap.add_argument("--only", action="append", default=[], help="point names or shell patterns (repeatable)")
+    ap.add_argument("--markdown", type=Path, help="also write the table and summary as Markdown here")
+    args = ap.parse_args()
+    try:
+        reference = {r["point"]["name"]: r for r in json.loads(args.reference.read_text())}
+    except OSError as exc:
+        sys.exit(f"{args.reference}: {exc.strerror}; run `python tools/ns3/grid.py --out {args.reference}` first")
+    rows, skipped = [], []
+    for p in grid_points():
+        if args.only and not any(fnmatch.fnmatch(p["name"], pat) for pat in args.only):
+            continue
+        ref = reference.get(p["name"])
+        if ref is None or ref["ns3"]["last"] is None or ref["ns3"]["complete"] != p["clients"]:
+            skipped.append(p["name"])
+            continue
+        ns3 = ref["ns3"]["last"]
+        got = {name: run(p, make(p)) for name, make in MODELS.items()}
+        rows.append((p, ns3, got, stalled(ref["ns3"])))
+        errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
+        print(f"{p['name']:<34} ns-3 {ns3:9.3f}{'*' if rows[-1][3] else ' '} {errs}", flush=True)
+    lines = summary(rows)
+    print("\n".join(lines))
+    if skipped:
+        print(f"skipped (ns-3 did not complete every transfer): {', '.join(skipped)}")
+    if args.markdown:
+        args.markdown.write_text(markdown(rows, lines, skipped))
+
+
+STALL = 0.5  # seconds: a transfer of ns-3's whose first byte comes later waited out a retransmission timeout
+
+
+def stalled(ref: dict) -> bool:
+    """Whether ns-3 lost a handshake or a whole first window of some transfer (its first byte after STALL s)."""
+    return any(t is None or t > STALL for t in ref["first_rx"])
+
+
+def summary(rows: list) -> list[str]:
+    out = []
+    for title, subset in (("all points", rows), ("ns-3 without a stalled start", [r for r in rows if not r[3]]),
+                          ("ns-3 with a stalled start", [r for r in rows if r[3]])):
+        out += [f"{title}: {len(subset)} points; |error| of the last completion time against ns-3",
+                f"  {'model':<8} {'median':>8} {'p90':>8} {'max':>8}"]
+        for m in MODELS:
+            errs = sorted(abs(e) for p, ns3, got, _ in subset if (e := error(got[m], ns3)) is not None)
+            if errs:
+                p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+                out.append(f"  {m:<8} {statistics.median(errs):8.1%} {p90:8.1%} {errs[-1]:8.1%}")
+    return out
+
+
+def markdown(rows: list, lines: list[str], skipped: list[str]) -> str:
+    head = "| point | clients | bytes | dir | ns-3 (s; * stalled start) | " + " | ".join(f"{m} (s) | {m} err" for m in MODELS) + " |"
+    out = [head, "|" + "---|" * (5 + 2 * len(MODELS))]
+    for p, ns3, got, stall in rows:
+        cells = " | ".join(f"{got[m]:.3f} | {error(got[m], ns3):+.1%}" if got[m] is not None else "lost | -" for m in MODELS)
+        out.append(f"| {p['name']} | {p['clients']} | {p['bytes']:,} | {p['direction']} | {ns3:.3f}{' *' if stall else ''} | {cells} |")
+    text = "```\n" + "\n".join(lines) + "\n```\n\n" + "\n".join(out) + "\n"
+    if skipped:
+        text += f"\nSkipped (ns-3 did not complete every transfer): {', '.join(skipped)}\n"
+    return text
+
+
+if __name__ == "__main__":
+    main()
