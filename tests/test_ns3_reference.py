@@ -13,7 +13,7 @@ spec = importlib.util.spec_from_file_location("ns3_compare", TOOLS / "compare.py
 compare = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare)
 REFERENCE = {r["point"]["name"]: r for r in json.loads((TOOLS / "reference.json").read_text())}
-POINTS = ["star-up-clients=64", "star-down-clients=64", "star-up-bytes=10000000", "star-up-clients=1",
+POINTS = ["star-up-clients=64", "star-up-clients=32", "star-up-bytes=10000000", "star-up-clients=1",
           "tree-up-base", "star-up-accessDelay=0.01", "star-up-bytes=10000", "star-down-access=100000000"]
 
 
