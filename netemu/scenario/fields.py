@@ -10,6 +10,7 @@ import inspect
 from typing import Any
 
 from netemu.net import links as L
+from netemu.net.impairments import NetemNormal, NetemPareto, NetemParetoNormal
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import algorithm_table, construct, data_table
@@ -18,7 +19,7 @@ __all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SCHEMA", "SHORTHANDS", "TOPOLOGIES"
 
 LATENCY_MODELS = {
     "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
-    "empirical": L.Empirical, "rounds": L.RoundDelay,
+    "empirical": L.Empirical, "rounds": L.RoundDelay, "normal": NetemNormal, "pareto": NetemPareto, "paretonormal": NetemParetoNormal,
 }
 LOSS_MODELS = {"bernoulli": L.Bernoulli, "gilbert_elliott": L.GilbertElliott}
 
