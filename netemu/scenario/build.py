@@ -24,10 +24,9 @@ from netemu.devices import attach_devices, read_devices
 from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net import links as L
-from netemu.net import topology as T
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.rng import Streams
-from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, algorithm_params, match_nodes
+from netemu.scenario.load import Scenario, algorithm_params, match_nodes
 from netemu.world import World, fewer_collections
 
 __all__ = [
@@ -54,34 +53,12 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
 
 
 def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
-    topo = sc.table["topology"]
-    kind = topo["kind"]
-    if kind == "star":
-        return T.star(topo["clients"])
-    if kind == "multi_server":
-        n = topo["servers"]
-        degree = min(topo["server_degree"], n - 1)
-        return T.multi_server(T.random_connected_graph(n, degree, streams.generator("topology")), topo["clients_per_server"])
-    if kind == "random_peers":
-        return T.random_peers(topo["peers"], topo["avg_degree"], streams.generator("topology"))
-    if kind == "geometric":
-        return T.geometric(topo["positions"], topo["d_max"])
-    return _read_graphml(sc.resolve(topo["file"]))
-
-
-def _read_graphml(path: Path) -> nx.DiGraph:
-    """A GraphML topology; a missing, unreadable or malformed file is an InputError naming it."""
-    try:
-        return T.from_graphml(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such GraphML file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: a directory, not a GraphML file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the GraphML file: {exc.strerror or exc}") from None
-    except Exception as exc:  # noqa: BLE001 - networkx/xml raise many types for malformed files
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{path}: not a valid GraphML file ({type(exc).__name__}: {first})") from None
+    """The graph of the scenario's topology, built by its registered TopologySpec (file keys resolved)."""
+    spec = plugins.topology(sc.table["topology"]["kind"])
+    params = {k: v for k, v in sc.table["topology"].items() if k != "kind"}
+    for key in spec.paths:
+        params[key] = sc.resolve(params[key])
+    return spec.build(params, streams)
 
 
 def release(graph: nx.DiGraph) -> None:
@@ -97,11 +74,12 @@ def topology_for_validation(sc: Scenario) -> nx.DiGraph:
     return build_graph(sc, Streams(sc.table["run"]["seed"]))
 
 
-def _component(table: dict | None, registry: dict, sc: Scenario) -> Any:
+def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -> Any:
+    """The link component a `{model = ..., <params>}` table describes (`model`: its registry lookup)."""
     if not table:
         return None
     params = {k: v for k, v in table.items() if k != "model"}
-    cls = registry[table["model"]]
+    cls = model(table["model"])
     if cls is L.Empirical and "file" in params:
         return L.Empirical.from_file(sc.resolve(params["file"]))
     return cls(**params)
@@ -145,8 +123,8 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
 def _link_spec(sc: Scenario, table: dict) -> tuple:
     """(latency, jitter, loss, bandwidth, outages) of a link class's (or an overridden link's) table."""
     jitter = table.get("jitter")
-    return (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
-            _component(table.get("loss"), LOSS_MODELS, sc), table.get("bandwidth") or None,
+    return (_component(table.get("latency"), plugins.latency_model, sc), L.Jitter(**jitter) if jitter else None,
+            _component(table.get("loss"), plugins.loss_model, sc), table.get("bandwidth") or None,
             [tuple(w) for w in table.get("outages", [])])
 
 
