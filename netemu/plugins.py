@@ -1,6 +1,6 @@
-"""One registry of algorithms and data kinds, loaded from Python entry points.
+"""One registry of algorithms, data kinds, link models and topologies, loaded from Python entry points.
 
-Built-in families and users' packages register the same way, in their pyproject.toml:
+Built-in ones and users' packages register the same way, in their pyproject.toml:
 
     [project.entry-points."netemu.algorithms"]
     fedasync = "netemu_fedasync:SPEC"          # an AlgorithmSpec, or a list of them
@@ -8,11 +8,21 @@ Built-in families and users' packages register the same way, in their pyproject.
     [project.entry-points."netemu.data"]
     mydata = "mypackage.data:SPEC"              # a DataSpec
 
-A scenario names an algorithm or data kind by its registered name, or directly as
+    [project.entry-points."netemu.links"]
+    spiky = "mypackage.links:Spiky"             # a Latency or Loss subclass, named by the entry point,
+    mylinks = "mypackage.links:MODELS"          # or a dict of them by name
+
+    [project.entry-points."netemu.topologies"]
+    ring = "mypackage.topo:RING"                # a TopologySpec, or a list of them
+
+A scenario names any of them by its registered name, or directly as
 `"package.module:attribute"` (an importable object; no installation needed).  A plug-in
 that fails to load does not stop netemu: it is reported (entry point and exception) by
-`netemu algorithms` and in the error of any scenario that names an unknown algorithm.
+`netemu algorithms` and in the error of any scenario that names an unknown one.
 The registry is read once per process (`registry()`); `refresh()` reads it again.
+netemu's own entry points are read from its source tree's pyproject.toml when it runs from
+one (an editable install whose metadata predates the tree, or PYTHONPATH pointing at a
+checkout), else from the installed metadata like any plug-in's.
 """
 
 from __future__ import annotations
@@ -20,21 +30,54 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from collections.abc import Iterable
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.data.base import DataSpec
 from netemu.errors import InputError
+from netemu.net.impairments import Latency, Loss
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from netemu.rng import Streams
+    from netemu.scenario.schema import Issues
 
 __all__ = [
-    "ALGORITHM_GROUP", "DATA_GROUP", "PluginError", "Registry", "algorithm", "data_kind", "refresh", "registry", "resolve",
+    "ALGORITHM_GROUP", "DATA_GROUP", "LINK_GROUP", "TOPOLOGY_GROUP", "PluginError", "Registry", "TopologySpec", "algorithm",
+    "data_kind", "latency_model", "loss_model", "refresh", "registry", "resolve", "topology",
 ]
 
 ALGORITHM_GROUP = "netemu.algorithms"
 DATA_GROUP = "netemu.data"
+LINK_GROUP = "netemu.links"
+TOPOLOGY_GROUP = "netemu.topologies"
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """A topology builder: `[topology] kind = name` and its other keys.
+
+    `fields`: each accepted key's schema spec (netemu.scenario.schema.Field: type, default,
+    range); `build(params, streams)`: the graph (networkx DiGraph, nodes with a `role`, edges
+    with a `link_class`; netemu.net.topology has helpers), from the validated keys and the
+    run's streams (take randomness from `streams.generator(...)`, so that a run's topology is
+    its seed's).  `paths`: keys that are files, handed to `build` resolved against the
+    scenario's folder.  `check(params, key, issues)`: checks beyond each field's own, run
+    when every field is fine (report with `issues.add(dotted key, value, what is accepted)`).
+    """
+
+    name: str
+    fields: Mapping[str, Any]
+    build: Callable[[dict, Streams], nx.DiGraph]
+    doc: str = ""
+    paths: tuple[str, ...] = ()
+    check: Callable[[dict, str, Issues], None] | None = None
 
 
 class PluginError(InputError):
@@ -43,28 +86,70 @@ class PluginError(InputError):
 
 @dataclass(frozen=True)
 class Registry:
-    """Algorithms and data kinds by name, where each came from (`origin`: the entry point
-    or "module:attribute"), and the plug-ins that failed to load (`broken`: one line each)."""
+    """Algorithms, data kinds, latency and loss models (classes) and topologies by name, where
+    each came from (`origin[(what, name)]`: the entry point), and the plug-ins that failed to
+    load (`broken`: one line each)."""
 
     algorithms: dict[str, AlgorithmSpec] = field(default_factory=dict)
     data: dict[str, DataSpec] = field(default_factory=dict)
+    latency: dict[str, type[Latency]] = field(default_factory=dict)
+    loss: dict[str, type[Loss]] = field(default_factory=dict)
+    topologies: dict[str, TopologySpec] = field(default_factory=dict)
     origin: dict[tuple[str, str], str] = field(default_factory=dict)
     broken: list[str] = field(default_factory=list)
 
+    def names(self, what: str) -> dict[str, Any]:
+        """The table of `what`: "algorithm", "data", "latency", "loss" or "topology"."""
+        tables: dict[str, dict[str, Any]] = {"algorithm": self.algorithms, "data": self.data, "latency": self.latency, "loss": self.loss,
+                                             "topology": self.topologies}
+        return tables[what]
+
     def unknown(self, what: str, name: str) -> str:
         """What is accepted in place of an unknown name (and which plug-ins failed to load)."""
-        names = self.algorithms if what == "algorithm" else self.data
-        accepts = f"one of {', '.join(names)}, or \"package.module:attribute\""
+        accepts = f"one of {', '.join(self.names(what))}, or \"package.module:attribute\""
         if self.broken:
             accepts += "; plug-ins that failed to load: " + "; ".join(self.broken)
         return accepts
 
 
-def _check(obj: Any, kind: type[AlgorithmSpec] | type[DataSpec], where: str) -> None:
+_KIND_NAMES = {Latency: "netemu.net.impairments.Latency", Loss: "netemu.net.impairments.Loss"}
+
+
+def _check(obj: Any, kind: type, where: str) -> None:
+    """That `obj` is a `kind` (a spec), or for Latency and Loss a subclass of it."""
+    spec: Any = obj
+    if kind in _KIND_NAMES:
+        if not (isinstance(obj, type) and issubclass(obj, kind)):
+            raise PluginError(f"{where}: expected a subclass of {_KIND_NAMES[kind]}, got {_described(obj)}")
+        return
     if not isinstance(obj, kind):
         raise PluginError(f"{where}: expected a {kind.__name__} (or a list of them), got {type(obj).__name__}")
-    if not (isinstance(obj.params, type) and dataclasses.is_dataclass(obj.params)):
-        raise PluginError(f"{where}: {obj.name!r}.params must be a dataclass of its parameters, got {obj.params!r}")
+    if kind is TopologySpec:
+        if not (isinstance(spec.fields, Mapping) and callable(spec.build)):
+            raise PluginError(f"{where}: topology {spec.name!r} needs a mapping of its fields and a callable build(params, streams)")
+        return
+    if not (isinstance(spec.params, type) and dataclasses.is_dataclass(spec.params)):
+        raise PluginError(f"{where}: {spec.name!r}.params must be a dataclass of its parameters, got {spec.params!r}")
+
+
+def _described(obj: Any) -> str:
+    return f"the class {obj.__name__}" if isinstance(obj, type) else type(obj).__name__
+
+
+def _components(obj: Any, name: str, where: str) -> list[tuple[str, str, type]]:
+    """(what, name, class) of a netemu.links entry point: a Latency or Loss subclass named by
+    the entry point, or a dict of them by name."""
+    items = obj.items() if isinstance(obj, dict) else [(name, obj)]
+    out: list[tuple[str, str, type]] = []
+    for key, cls in items:
+        if isinstance(cls, type) and issubclass(cls, Latency):
+            out.append(("latency model", str(key), cls))
+        elif isinstance(cls, type) and issubclass(cls, Loss):
+            out.append(("loss model", str(key), cls))
+        else:
+            raise PluginError(f"{where}: expected a subclass of {_KIND_NAMES[Latency]} or {_KIND_NAMES[Loss]} "
+                              f"(or a dict of them by name), got {_described(cls)}" + (f" for {key!r}" if isinstance(obj, dict) else ""))
+    return out
 
 
 def _specs(obj: Any, kind: type, where: str) -> list:
@@ -76,11 +161,15 @@ def _specs(obj: Any, kind: type, where: str) -> list:
 
 def _add(reg: Registry, what: str, names: dict, specs: Iterable, where: str) -> None:
     for spec in specs:
-        if spec.name in names:
-            reg.broken.append(f"{where}: {what} {spec.name!r} is already registered by {reg.origin[(what, spec.name)]}")
-            continue
-        names[spec.name] = spec
-        reg.origin[(what, spec.name)] = where
+        _add_named(reg, what, names, spec.name, spec, where)
+
+
+def _add_named(reg: Registry, what: str, names: dict, name: str, obj: Any, where: str) -> None:
+    if name in names:
+        reg.broken.append(f"{where}: {what} {name!r} is already registered by {reg.origin[(what, name)]}")
+        return
+    names[name] = obj
+    reg.origin[(what, name)] = where
 
 
 def _load(ep: EntryPoint) -> Any:
@@ -90,19 +179,62 @@ def _load(ep: EntryPoint) -> Any:
         raise PluginError(f"entry point {ep.name} = {ep.value!r} ({ep.group}): {type(exc).__name__}: {exc}") from None
 
 
+def _own_declared() -> dict[str, list[EntryPoint]] | None:
+    """netemu's own entry points by group, as the pyproject.toml of the source tree this
+    package is imported from declares them (None when it is not imported from one)."""
+    path = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        project = tomllib.loads(path.read_text())["project"]
+    except (OSError, KeyError, TypeError, ValueError):  # no source tree (an installed wheel), or not ours
+        return None
+    if not isinstance(project, dict) or project.get("name") != "netemu":
+        return None
+    groups = project.get("entry-points", {})
+    return {group: [EntryPoint(name, value, group) for name, value in eps.items()] for group, eps in groups.items()}
+
+
+def _own(ep: EntryPoint) -> bool:
+    dist = getattr(ep, "dist", None)
+    return dist.name == "netemu" if dist is not None else ep.value.startswith("netemu.")
+
+
+def _entry_points(group: str, declared: dict[str, list[EntryPoint]] | None) -> list[EntryPoint]:
+    """The group's entry points, netemu's own first (a plug-in cannot take a built-in name)."""
+    found = list(entry_points(group=group))
+    if declared is not None:
+        found = [ep for ep in found if not _own(ep)] + declared.get(group, [])
+    return sorted(found, key=lambda e: (not e.value.startswith("netemu."), e.name))
+
+
+_SPEC_GROUPS: tuple[tuple[str, str, type, str], ...] = (
+    (ALGORITHM_GROUP, "algorithm", AlgorithmSpec, "algorithms"), (DATA_GROUP, "data kind", DataSpec, "data"),
+    (TOPOLOGY_GROUP, "topology", TopologySpec, "topologies"),
+)
+
+
 @functools.cache
 def registry() -> Registry:
-    """Every algorithm and data kind registered by installed packages (netemu's own included)."""
+    """Every algorithm, data kind, link model and topology registered by installed packages
+    (netemu's own included)."""
     reg = Registry()
-    for group, what, kind, names in ((ALGORITHM_GROUP, "algorithm", AlgorithmSpec, reg.algorithms),
-                                     (DATA_GROUP, "data kind", DataSpec, reg.data)):
-        for ep in sorted(entry_points(group=group), key=lambda e: (not e.value.startswith("netemu."), e.name)):
+    declared = _own_declared()
+    for group in (ALGORITHM_GROUP, DATA_GROUP, LINK_GROUP, TOPOLOGY_GROUP):
+        own = False
+        for ep in _entry_points(group, declared):
             where = f"entry point {ep.name} = {ep.value!r} ({group})"
+            before = len(reg.origin)
             try:
-                _add(reg, what, names, _specs(_load(ep), kind, where), where)
+                obj = _load(ep)
+                if group == LINK_GROUP:
+                    for what, name, cls in _components(obj, ep.name, where):
+                        _add_named(reg, what, reg.latency if what == "latency model" else reg.loss, name, cls, where)
+                else:
+                    _, what, kind, table = next(g for g in _SPEC_GROUPS if g[0] == group)
+                    _add(reg, what, getattr(reg, table), _specs(obj, kind, where), where)
             except PluginError as exc:
                 reg.broken.append(str(exc))
-        if not any(w == what and "= 'netemu." in origin for (w, _), origin in reg.origin.items()):
+            own = own or (ep.value.startswith("netemu.") and len(reg.origin) > before)
+        if not own:
             reg.broken.append(f"netemu's own {group} entry points are not installed: reinstall netemu (pip install -e .)")
     return reg
 
@@ -128,21 +260,37 @@ def resolve(reference: str, kind: type) -> Any:
     return obj
 
 
+def _named(what: str, name: str, kind: type, label: str) -> Any:
+    """The `what` ("algorithm", "data", ...) registered as `name`, or named by "package.module:attribute"."""
+    if ":" in name:
+        return resolve(name, kind)
+    reg = registry()
+    names = reg.names(what)
+    if name not in names:
+        raise PluginError(f"unknown {label} {name!r}: {reg.unknown(what, name)}")
+    return names[name]
+
+
 def algorithm(name: str) -> AlgorithmSpec:
     """The algorithm registered as `name`, or named by `"package.module:attribute"`."""
-    if ":" in name:
-        return resolve(name, AlgorithmSpec)
-    reg = registry()
-    if name not in reg.algorithms:
-        raise PluginError(f"unknown algorithm {name!r}: {reg.unknown('algorithm', name)}")
-    return reg.algorithms[name]
+    return _named("algorithm", name, AlgorithmSpec, "algorithm")
 
 
 def data_kind(name: str) -> DataSpec:
     """The data kind registered as `name`, or named by `"package.module:attribute"`."""
-    if ":" in name:
-        return resolve(name, DataSpec)
-    reg = registry()
-    if name not in reg.data:
-        raise PluginError(f"unknown data kind {name!r}: {reg.unknown('data', name)}")
-    return reg.data[name]
+    return _named("data", name, DataSpec, "data kind")
+
+
+def latency_model(name: str) -> type[Latency]:
+    """The latency model (a Latency subclass) registered as `name`, or named by `"package.module:attribute"`."""
+    return _named("latency", name, Latency, "latency model")
+
+
+def loss_model(name: str) -> type[Loss]:
+    """The loss model (a Loss subclass) registered as `name`, or named by `"package.module:attribute"`."""
+    return _named("loss", name, Loss, "loss model")
+
+
+def topology(name: str) -> TopologySpec:
+    """The topology registered as `name`, or named by `"package.module:attribute"`."""
+    return _named("topology", name, TopologySpec, "topology")

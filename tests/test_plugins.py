@@ -273,3 +273,211 @@ def test_an_entry_point_to_something_else_is_refused(installed):
     installed("[netemu.data]\nodd = fake_plugin:THING\n", "THING = {'name': 'odd'}\n")
     (line,) = fake_lines()
     assert line.endswith("expected a DataSpec (or a list of them), got dict")
+
+
+# ----------------------------------------------------------------------- link models and topologies
+
+BUILT_IN_LATENCY = ["constant", "uniform", "exponential", "lognormal", "empirical", "rounds", "normal", "pareto", "paretonormal"]
+BUILT_IN_LOSS = ["bernoulli", "gilbert_elliott"]
+BUILT_IN_TOPOLOGIES = ["star", "multi_server", "random_peers", "geometric", "graphml"]
+
+
+def test_the_built_in_link_models_and_topologies_are_listed_by_the_registry():
+    reg = plugins.registry()
+    assert sorted(reg.latency) == sorted(BUILT_IN_LATENCY) and sorted(reg.loss) == sorted(BUILT_IN_LOSS)
+    assert sorted(reg.topologies) == sorted(BUILT_IN_TOPOLOGIES)
+    assert reg.origin[("latency model", "paretonormal")] == "entry point paretonormal = 'netemu.net.impairments:NetemParetoNormal' (netemu.links)"
+    assert reg.origin[("topology", "star")] == "entry point star = 'netemu.scenario.topologies:STAR' (netemu.topologies)"
+    assert not [line for line in reg.broken if "netemu.links" in line or "netemu.topologies" in line]
+
+
+def test_the_registry_holds_what_pyproject_declares():
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert sorted(declared["netemu.links"]) == sorted(BUILT_IN_LATENCY + BUILT_IN_LOSS)
+    assert sorted(declared["netemu.topologies"]) == sorted(BUILT_IN_TOPOLOGIES)
+    reg = plugins.registry()
+    for group, what in (("netemu.links", ("latency model", "loss model")), ("netemu.topologies", ("topology",))):
+        for name, value in declared[group].items():
+            assert any(reg.origin.get((w, name)) == f"entry point {name} = {value!r} ({group})" for w in what), name
+
+
+def test_netemus_own_entry_points_come_from_its_source_tree_when_the_installed_metadata_is_stale(monkeypatch):
+    # an editable install made before an entry point was added (or PYTHONPATH at another checkout)
+    stale = list(importlib.metadata.entry_points(group="netemu.algorithms"))
+    monkeypatch.setattr(plugins, "entry_points", lambda group: stale if group == "netemu.algorithms" else [])
+    try:
+        reg = plugins.refresh()
+        assert "paretonormal" in reg.latency and "star" in reg.topologies and not reg.broken
+        monkeypatch.setattr(plugins, "_own_declared", lambda: None)  # an installed wheel, no source tree
+        reg = plugins.refresh()
+        assert not reg.latency and "netemu's own netemu.links entry points are not installed: reinstall netemu (pip install -e .)" in reg.broken
+    finally:
+        monkeypatch.undo()
+        plugins.refresh()
+
+
+NETWORK_MODULE = '''
+import networkx as nx
+
+from netemu.net.impairments import Latency, Loss
+from netemu.plugins import TopologySpec
+from netemu.scenario.schema import REQUIRED, Field
+
+
+class Spiky(Latency):
+    """`base`, and `spike` more with probability `p` (keyed draws: a pure function of the message's keys)."""
+
+    __slots__ = ("base", "spike", "p")
+
+    def __init__(self, base: float, spike: float, p: float = 0.1) -> None:
+        if not (base >= 0 and spike >= 0 and 0 <= p <= 1):
+            raise ValueError(f"spiky delay needs base, spike >= 0 and p in [0, 1], got base={base}, spike={spike}, p={p}")
+        self.base, self.spike, self.p = base, spike, p
+
+    def sample(self, draws, round, index):
+        return self.base + (self.spike if draws.uniform(round, index, "latency") < self.p else 0.0)
+
+
+def ring(params, streams):
+    g = nx.DiGraph()
+    g.add_node("server", role="server")
+    names = [f"client-{i}" for i in range(params["clients"])]
+    for name in names:
+        g.add_node(name, role="client", server="server")
+        g.add_edge(name, "server", link_class="uplink")
+        g.add_edge("server", name, link_class="downlink")
+    for a, b in zip(names, names[1:] + names[:1]):
+        g.add_edge(a, b, link_class="peer")
+    return g
+
+
+def _even(params, key, issues):
+    if params["clients"] % 2:
+        issues.add(f"{key}.clients", params["clients"], "an even number")
+
+
+RING = TopologySpec("ring", {"clients": Field(int, REQUIRED, lambda v: v >= 2, ">= 2")}, ring, doc="clients in a ring", check=_even)
+LOSSES = {"never": Loss}
+NOT_A_MODEL = 42
+'''
+
+NETWORK_TEXT = """
+[run]
+rounds = 3
+[topology]
+kind = "{kind}"
+clients = {clients}
+[links.uplink]
+latency = {latency}
+[nodes]
+speed = 1e9
+[data]
+kind = "linear"
+[[algorithm]]
+name = "fedavg"
+round_time = 5.0
+"""
+
+
+@pytest.fixture
+def my_network(tmp_path, monkeypatch):
+    (tmp_path / "my_network.py").write_text(NETWORK_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("my_network", None)
+
+
+def network(tmp_path, kind="my_network:RING", clients=4, latency='{ model = "my_network:Spiky", base = 0.5, spike = 2.0, p = 0.25 }'):
+    path = tmp_path / "s.toml"
+    path.write_text(NETWORK_TEXT.format(kind=kind, clients=clients, latency=latency))
+    return path
+
+
+def test_a_scenario_uses_its_own_latency_model_and_topology_as_module_attribute(my_network, tmp_path):
+    sc = load_scenario(network(tmp_path))
+    world = build_world(sc, 0, 0)
+    assert ("client-3", "client-0") in world.network.graph.edges  # the ring's closing edge
+    assert type(world.network.link("client-0", "server").latency).__name__ == "Spiky"
+    summary = execute(sc, tmp_path / "run", quiet=True)
+    assert summary["complete"]
+    records = [json.loads(line) for line in (tmp_path / "run" / "messages.jsonl").read_text().splitlines()]
+    up = [r["delay"] for r in records if r["event"] == "deliver" and r["dst"] == "server"]
+    assert len(up) == 3 * 4 and set(up) == {0.5, 2.5}  # every client's update of every round, some spiked
+
+
+def test_a_module_attribute_topology_checks_its_fields(my_network, tmp_path):
+    for clients, accepts in [(1, "expected an integer >= 2"), (5, "an even number")]:
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(network(tmp_path, clients=clients))
+        (issue,) = info.value.issues
+        assert (issue.key, issue.value, issue.accepts) == ("topology.clients", clients, accepts)
+
+
+def test_a_module_attribute_latency_model_gets_parameter_errors_with_key_and_range(my_network, tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, latency='{ model = "my_network:Spiky", base = 0.5, spike = 2.0, q = 1 }'))
+    (issue,) = info.value.issues
+    assert issue.key == "links.uplink.latency.q" and issue.accepts.endswith("accepted: base, spike, p")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, latency='{ model = "my_network:Spiky", base = 0.5, spike = -2.0 }'))
+    assert "spiky delay needs base, spike >= 0" in info.value.issues[0].accepts
+
+
+@pytest.mark.parametrize("where, latency, kind, says", [
+    ("links.uplink.latency.model", '{ model = "my_network:NOT_A_MODEL" }', "star",
+     "naming a latency model: 'my_network:NOT_A_MODEL': expected a subclass of netemu.net.impairments.Latency, got int"),
+    ("links.uplink.latency.model", '{ model = "my_network:Loss" }', "star", "expected a subclass of netemu.net.impairments.Latency, got the class Loss"),
+    ("links.uplink.latency.model", '{ model = "my_network:Missing" }', "star", "AttributeError"),
+    ("topology.kind", '{ model = "constant" }', "my_network:Spiky", "expected a TopologySpec (or a list of them), got type"),
+])
+def test_a_module_attribute_that_is_not_a_link_model_or_topology_is_refused(my_network, tmp_path, where, latency, kind, says):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, kind=kind, latency=latency))
+    (issue,) = info.value.issues
+    assert issue.key == where and says in issue.accepts
+
+
+@pytest.mark.parametrize("where, latency, kind, listed", [
+    ("links.uplink.latency.model", '{ model = "paretonromal", mean = 0.1, jitter = 0.01 }', "star",
+     "latency model: one of constant, empirical, exponential, lognormal, normal, pareto, paretonormal, rounds, uniform, "),
+    ("topology.kind", '{ model = "constant" }', "ring", "topology: one of geometric, graphml, multi_server, random_peers, star, "),
+])
+def test_an_unknown_link_model_or_topology_lists_what_is_registered(tmp_path, where, latency, kind, listed):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, kind=kind, latency=latency))
+    (issue,) = info.value.issues
+    assert issue.key == where and issue.accepts.startswith(listed) and issue.accepts.endswith('or "package.module:attribute"')
+
+
+def test_a_links_entry_point_registers_a_class_or_a_dict_of_them(installed):
+    installed("[netemu.links]\nspiky = fake_plugin:Spiky\nmine = fake_plugin:MODELS\n",
+              "from netemu.net.impairments import Bernoulli, Constant\nclass Spiky(Constant): pass\n"
+              "MODELS = {'flat': Constant, 'coin': Bernoulli}\n")
+    reg = plugins.registry()
+    assert reg.latency["spiky"].__name__ == "Spiky" and reg.latency["flat"].__name__ == "Constant" and reg.loss["coin"].__name__ == "Bernoulli"
+    assert reg.origin[("loss model", "coin")] == "entry point mine = 'fake_plugin:MODELS' (netemu.links)"
+    assert plugins.latency_model("spiky") is reg.latency["spiky"] and not fake_lines()
+
+
+def test_a_link_or_topology_plug_in_that_fails_to_load_is_reported(installed, tmp_path):
+    installed("[netemu.links]\nbad = fake_plugin:NOPE\nodd = fake_plugin:ODD\n[netemu.topologies]\nmesh = fake_plugin:NOPE\n",
+              "ODD = {'x': 1}\n")
+    assert sorted(fake_lines()) == [
+        "entry point bad = 'fake_plugin:NOPE' (netemu.links): AttributeError: module 'fake_plugin' has no attribute 'NOPE'",
+        "entry point mesh = 'fake_plugin:NOPE' (netemu.topologies): AttributeError: module 'fake_plugin' has no attribute 'NOPE'",
+        "entry point odd = 'fake_plugin:ODD' (netemu.links): expected a subclass of netemu.net.impairments.Latency or "
+        "netemu.net.impairments.Loss (or a dict of them by name), got int for 'x'",
+    ]
+    assert "constant" in plugins.registry().latency  # the others still load
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, kind="star", latency='{ model = "bad" }'))
+    assert "plug-ins that failed to load: entry point bad = 'fake_plugin:NOPE'" in info.value.issues[0].accepts
+
+
+def test_a_link_plug_in_cannot_take_a_built_in_name(installed):
+    installed("[netemu.links]\nconstant = fake_plugin:Mine\n", "from netemu.net.impairments import Constant\nclass Mine(Constant): pass\n")
+    assert plugins.registry().latency["constant"].__name__ == "Constant"
+    (line,) = fake_lines()
+    assert "latency model 'constant' is already registered by entry point constant = 'netemu.net.impairments:Constant'" in line

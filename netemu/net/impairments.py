@@ -9,6 +9,7 @@ components until it needs its own (netemu.net.links), and copies them in a micro
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +19,8 @@ import numpy as np
 from netemu.rng import KeyedDraws
 
 __all__ = [
-    "Bernoulli", "Constant", "Empirical", "Exponential", "GilbertElliott", "Jitter", "Latency", "LogNormal", "Loss",
-    "RoundDelay", "Uniform",
+    "NETEM_DIST_SCALE", "Bernoulli", "Constant", "Empirical", "Exponential", "GilbertElliott", "Jitter", "Latency", "LogNormal",
+    "Loss", "NetemNormal", "NetemPareto", "NetemParetoNormal", "RoundDelay", "Uniform", "netem_table",
 ]
 
 
@@ -160,6 +161,127 @@ class RoundDelay(Latency):
 
     def sample(self, draws, round, index):
         return self.base + self.rounds(draws.open_uniform(round, index, "latency")) * self.round_time
+
+
+# ---------------------------------------------------------------- netem's latency tables
+#
+# Linux's tc-netem draws `delay mu sigma distribution NAME` as tabledist() does in the kernel's
+# net/sched/sch_netem.c:  t = table[rnd % size];  delay = mu + sigma * t / NETEM_DIST_SCALE
+# (rounded to the clock's unit; a negative delay makes a packet due in the past, sent at once).
+# The tables are iproute2's netem/normal.c, netem/pareto.c and netem/paretonormal.c (from NIST
+# Net): 4096 signed 16-bit entries, each an inverse-CDF value scaled by NETEM_DIST_SCALE.  They
+# are generated here, once per process on first use, by the same arithmetic as those programs,
+# rather than copied from the .dist files tc installs.
+
+NETEM_DIST_SCALE = 8192  # include/uapi/linux/pkt_sched.h
+_TABLESIZE = 16384  # TABLESIZE of normal.c and paretonormal.c (every 4th entry is printed)
+_PARETO_A = 3.0  # pareto.c's shape `a`
+
+
+def _short(values: np.ndarray) -> np.ndarray:
+    """The entries as tc stores them: clamped to [SHRT_MIN, SHRT_MAX] (a __s16 each)."""
+    return np.clip(values, -32768, 32767).astype(np.int16)
+
+
+def _normal_quantiles() -> np.ndarray:
+    """normal.c's `table[TABLESIZE + 1]`: for each i, the last x of the grid -10, -10 + .00005, ...
+    (< 10.05, summed step by step as the C loop does) with rint(TABLESIZE * Phi(x)) == i, i.e.
+    Phi^-1((i + 1/2) / TABLESIZE) to within the grid step.  Phi is .5 + .5 erf(x / sqrt 2)
+    (SciPy's erf: equal to glibc's to an ulp, which moves no index of the table)."""
+    from scipy.special import erf
+
+    steps = np.full(401_010, 0.00005)
+    steps[0] = -10.0
+    x = np.add.accumulate(steps)  # sequential: the same doubles as `x += .00005`
+    x = x[x < 10.05]
+    i = np.rint(_TABLESIZE * (0.5 + 0.5 * erf(x / math.sqrt(2.0)))).astype(np.int64)
+    last = np.searchsorted(i, np.arange(_TABLESIZE + 1), side="right") - 1  # i rises with x: the last x wins
+    return x[last]
+
+
+def _pareto_values(i: np.ndarray) -> np.ndarray:
+    """pareto.c (and paretovalue() of paretonormal.c) for i/65536 = 1 - u: the inverse CDF of a
+    Pareto(a = 3, x_m = 1), (1 - u)^(-1/a), less its mean 1.5, times 4/3 and the scale; capped at
+    32767, rounded to the nearest integer."""
+    d = 1.0 / np.power(i / 65536.0, 1.0 / _PARETO_A)
+    d = (d - 1.5) * ((4.0 / 3.0) * NETEM_DIST_SCALE)
+    return np.rint(np.minimum(d, 32767.0)).astype(np.int64)
+
+
+@functools.cache
+def netem_table(distribution: str) -> np.ndarray:
+    """tc-netem's delay table `distribution` ("normal", "pareto" or "paretonormal"): 4096 int16
+    entries in ascending order, as iproute2 generates them (see the comment above)."""
+    if distribution == "pareto":  # for (i = 65536; i > 0; i -= 16)
+        return _short(_pareto_values(np.arange(65536, 0, -16)))
+    if distribution not in ("normal", "paretonormal"):
+        raise ValueError(f"no netem table {distribution!r}: normal, pareto or paretonormal")
+    i = np.arange(0, _TABLESIZE, 4)
+    normal = np.rint(_normal_quantiles()[i] * NETEM_DIST_SCALE).astype(np.int64)
+    if distribution == "normal":
+        return _short(normal)
+    # paretonormal.c: (normvalue + 3 * parvalue) / 4 in C integers (the quotient truncated toward 0):
+    # a quarter normal and three quarters pareto, paired quantile by quantile
+    total = normal + 3 * _pareto_values(65536 - 4 * i)
+    return _short(np.sign(total) * (np.abs(total) // 4))
+
+
+class _NetemTable(Latency):
+    """`mean` + `jitter` * t / NETEM_DIST_SCALE, t drawn uniformly from netem's table (tabledist()
+    of sch_netem.c, without its rounding to whole nanoseconds), clamped at 0 as netem sends a
+    packet whose time has passed at once.  `mean` and `jitter` are seconds: tc's `delay MEAN
+    JITTER distribution NAME`.  Delay correlation (tc's third number) is not modelled."""
+
+    __slots__ = ("mean", "jitter", "_table")
+    distribution = ""
+
+    def __init__(self, mean: float, jitter: float) -> None:
+        _check(mean >= 0 and jitter >= 0,
+               f"{self.distribution} delay needs mean >= 0 and jitter >= 0 (seconds), got mean={mean}, jitter={jitter}")
+        self.mean, self.jitter = float(mean), float(jitter)
+        self._table = _scaled(self.distribution)
+
+    def sample(self, draws, round, index):
+        if self.jitter == 0:  # tabledist(): sigma == 0 returns mu
+            return self.mean
+        table = self._table
+        u = draws.uniform(round, index, "latency")  # rnd % size, with rnd a uniform 32-bit word
+        return max(0.0, self.mean + self.jitter * table[min(int(u * len(table)), len(table) - 1)])
+
+
+@functools.cache
+def _scaled(distribution: str) -> list[float]:
+    """The table as floats t / NETEM_DIST_SCALE (a list: one item read per draw)."""
+    return (netem_table(distribution).astype(float) / NETEM_DIST_SCALE).tolist()
+
+
+class NetemNormal(_NetemTable):
+    """tc-netem's `distribution normal` (iproute2 netem/normal.c): the normal inverse CDF
+    tabulated at (j + 1/8) / 4096, j = 0 … 4095, cut at -4 and +3.52 (the table's mean is
+    -0.0008 and its deviation 1.00005, in units of `jitter`)."""
+
+    __slots__ = ()
+    distribution = "normal"
+
+
+class NetemPareto(_NetemTable):
+    """tc-netem's `distribution pareto` (iproute2 netem/pareto.c): a Pareto of shape 3 shifted
+    to mean 0 and scaled by 4/3, tabulated at u = 1 - j/4096 and capped at 4 (32767 /
+    NETEM_DIST_SCALE).  The cap makes netem's table narrower than `jitter`: mean -0.033,
+    deviation 0.82, floor -2/3 (in units of `jitter`)."""
+
+    __slots__ = ()
+    distribution = "pareto"
+
+
+class NetemParetoNormal(_NetemTable):
+    """tc-netem's `distribution paretonormal` (iproute2 netem/paretonormal.c): quantile by
+    quantile, 1/4 of the normal table plus 3/4 of the pareto one (NIST Net's fit to measured
+    delays): mean -0.025, deviation 0.83, skewed right; 1.6 % of its draws exceed 3·`jitter`
+    above the mean, against 0.12 % of the normal's."""
+
+    __slots__ = ()
+    distribution = "paretonormal"
 
 
 # ---------------------------------------------------------------- jitter

@@ -91,7 +91,7 @@ class MaxMin:
         constrained = tuple(dict.fromkeys(l for l in links if l in self.capacity))  # in path order, once each
         t = _Transfer(id, constrained, float(size), bound)
         self._transfers[id] = t
-        moved = []
+        moved: list[_Transfer] = []
         for link in constrained:
             on = self._on_link.setdefault(link, {})
             if len(on) == 1:  # the link becomes shared: its other transfer changes class
@@ -129,7 +129,7 @@ class MaxMin:
                 done.append(t)
         if not done:
             return []
-        freed = []
+        freed: list[_Transfer] = []
         for t in done:
             self._remove(t)
             del self._transfers[t.id]

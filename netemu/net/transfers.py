@@ -88,7 +88,8 @@ class Transfers:
 
     def _at(self, t: float, callback: Any, value: Any) -> None:
         env = self.net.env
-        heapq.heappush(env._queue, (t, NORMAL, next(env._eid), Due((callback,), value)))  # noqa: SLF001 - = env.timeout(t - now)
+        queue: list = env._queue  # noqa: SLF001
+        heapq.heappush(queue, (t, NORMAL, next(env._eid), Due((callback,), value)))  # noqa: SLF001 - = env.timeout(t - now)
 
     # ------------------------------------------------------------ sending
 

@@ -29,7 +29,7 @@ from netemu.net.model import NetModel
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
-from netemu.scenario.load import LATENCY_MODELS, LOSS_MODELS, Scenario, algorithm_params, match_nodes
+from netemu.scenario.load import Scenario, algorithm_params, match_nodes
 from netemu.world import World, fewer_collections
 
 __all__ = [
@@ -56,39 +56,17 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
 
 
 def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
+    """The graph of the scenario's topology, built by its registered TopologySpec (file keys resolved),
+    with routers before the servers for `server_link` / `access_points` (star and multi_server)."""
     topo = sc.table["topology"]
-    kind = topo["kind"]
-    g = None
-    if kind == "star":
-        g = T.star(topo["clients"])
-    elif kind == "multi_server":
-        n = topo["servers"]
-        degree = min(topo["server_degree"], n - 1)
-        g = T.multi_server(T.random_connected_graph(n, degree, streams.generator("topology")), topo["clients_per_server"])
-    if g is not None:
-        if "server_link" in topo or "access_points" in topo:
-            g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
-        return g
-    if kind == "random_peers":
-        return T.random_peers(topo["peers"], topo["avg_degree"], streams.generator("topology"))
-    if kind == "geometric":
-        return T.geometric(topo["positions"], topo["d_max"])
-    return _read_graphml(sc.resolve(topo["file"]))
-
-
-def _read_graphml(path: Path) -> nx.DiGraph:
-    """A GraphML topology; a missing, unreadable or malformed file is an InputError naming it."""
-    try:
-        return T.from_graphml(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such GraphML file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: a directory, not a GraphML file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the GraphML file: {exc.strerror or exc}") from None
-    except Exception as exc:  # noqa: BLE001 - networkx/xml raise many types for malformed files
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{path}: not a valid GraphML file ({type(exc).__name__}: {first})") from None
+    spec = plugins.topology(topo["kind"])
+    params = {k: v for k, v in topo.items() if k not in ("kind", "server_link", "access_points")}
+    for key in spec.paths:
+        params[key] = sc.resolve(params[key])
+    g = spec.build(params, streams)
+    if "server_link" in topo or "access_points" in topo:
+        g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
+    return g
 
 
 def release(graph: nx.DiGraph) -> None:
@@ -104,11 +82,12 @@ def topology_for_validation(sc: Scenario) -> nx.DiGraph:
     return build_graph(sc, Streams(sc.table["run"]["seed"]))
 
 
-def _component(table: dict | None, registry: dict, sc: Scenario) -> Any:
+def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -> Any:
+    """The link component a `{model = ..., <params>}` table describes (`model`: its registry lookup)."""
     if not table:
         return None
     params = {k: v for k, v in table.items() if k != "model"}
-    cls = registry[table["model"]]
+    cls = model(table["model"])
     if cls is L.Empirical and "file" in params:
         return L.Empirical.from_file(sc.resolve(params["file"]))
     return cls(**params)
@@ -164,8 +143,8 @@ def link_classes(table: dict) -> dict[str, dict]:
 def _link_spec(sc: Scenario, table: dict) -> tuple:
     """(latency, jitter, loss, bandwidth, outages, queue_bytes) of a link class's (or an overridden link's) table."""
     jitter = table.get("jitter")
-    return (_component(table.get("latency"), LATENCY_MODELS, sc), L.Jitter(**jitter) if jitter else None,
-            _component(table.get("loss"), LOSS_MODELS, sc), table.get("bandwidth") or None,
+    return (_component(table.get("latency"), plugins.latency_model, sc), L.Jitter(**jitter) if jitter else None,
+            _component(table.get("loss"), plugins.loss_model, sc), table.get("bandwidth") or None,
             [tuple(w) for w in table.get("outages", [])], table.get("queue_bytes") or None)
 
 

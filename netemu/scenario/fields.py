@@ -1,7 +1,9 @@
 """The tables of a scenario file: links (latency and loss models, jitter, outages), node
-behaviour, topologies, and the whole `SCHEMA` with the `[flower]` shorthand.  A link
-component's parameters come from its class's signature and its constructor checks the
-ranges (one source of truth); plug-in tables are checked by netemu.scenario.specs."""
+behaviour, topologies, and the whole `SCHEMA` with the `[flower]` shorthand.  Latency and
+loss models and topologies are looked up in the registry (netemu.plugins: built-in ones
+and plug-ins alike, or "package.module:attribute").  A link component's parameters come
+from its class's signature and its constructor checks the ranges (one source of truth);
+plug-in tables are checked by netemu.scenario.specs."""
 
 from __future__ import annotations
 
@@ -9,51 +11,35 @@ import dataclasses
 import inspect
 from typing import Any
 
+from netemu import plugins
 from netemu.net import links as L
+from netemu.net.impairments import Latency, Loss
 from netemu.net.model import NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
 
-__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SCHEMA", "SHORTHANDS", "TOPOLOGIES", "renamed", "shorthands"]
+__all__ = ["SCHEMA", "SHORTHANDS", "renamed", "shorthands"]
 
-LATENCY_MODELS = {
-    "constant": L.Constant, "uniform": L.Uniform, "exponential": L.Exponential, "lognormal": L.LogNormal,
-    "empirical": L.Empirical, "rounds": L.RoundDelay,
-}
-LOSS_MODELS = {"bernoulli": L.Bernoulli, "gilbert_elliott": L.GilbertElliott}
-
-TOPOLOGIES = {
-    "star": {"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1")},
-    "multi_server": {
-        "servers": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
-        "clients_per_server": Field(int, REQUIRED, lambda v: v >= 1, ">= 1"),
-        "server_degree": Field(float, 3.0, lambda v: v > 0, "> 0 (average degree of the server graph)"),
-    },
-    "random_peers": {
-        "peers": Field(int, REQUIRED, lambda v: v >= 2, ">= 2"),
-        "avg_degree": Field(float, 3.0, lambda v: v > 0, "> 0"),
-    },
-    "geometric": {
-        "positions": Field(dict, REQUIRED, accepts="(node = [x, y] pairs)"),
-        "d_max": Field(float, REQUIRED, lambda v: v > 0, "> 0"),
-    },
-    "graphml": {"file": Field(str, REQUIRED, accepts="(path of a GraphML file, relative to the scenario)")},
-}
+def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
+    """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
+    reg = plugins.registry()
+    name = value.get(selector, REQUIRED) if isinstance(value, dict) else value
+    where = f"{key}.{selector}" if isinstance(value, dict) else key
+    if isinstance(name, str) and ":" in name:
+        try:
+            return plugins.resolve(name, kind)
+        except plugins.PluginError as exc:
+            issues.add(where, name, f"an importable \"package.module:attribute\" naming a {label}: {exc}")
+            return None
+    if isinstance(name, str) and name in reg.names(what):
+        return reg.names(what)[name]
+    issues.add(where, name, f"{label}: {reg.unknown(what, str(name))}")
+    return None
 
 
-def _selects(value: Any, key: str, issues: Issues, selector: str, choices, accepts: str = "") -> bool:
-    """Whether the table `value` names one of `choices` under `selector`; reports it if not."""
-    if isinstance(value, dict) and isinstance(value.get(selector), str) and value[selector] in choices:
-        return True
-    got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
-    where = f"{key}.{selector}" if isinstance(value, dict) or not accepts else key
-    issues.add(where, got, f"{accepts}one of {', '.join(choices)}")
-    return False
-
-
-def _model(registry: dict[str, type], what: str) -> Any:
-    """Checker of a `{model = "...", <params>}` link-component table.
+def _model(what: str, kind: type) -> Any:
+    """Checker of a `{model = "...", <params>}` link-component table (`what`: "latency" or "loss").
 
     Parameter names come from the component's signature; its constructor checks the
     ranges (one source of truth).  An empirical latency takes `samples` inline or a
@@ -61,9 +47,10 @@ def _model(registry: dict[str, type], what: str) -> Any:
     """
 
     def check(value: Any, key: str, issues: Issues) -> Any:
-        if not _selects(value, key, issues, "model", registry, accepts=f"{what} model: "):
+        cls = _named(value, key, issues, "model", what, kind, f"{what} model")
+        if cls is None:
             return value
-        model, cls = value["model"], registry[value["model"]]
+        model = value["model"]
         params = {k: v for k, v in value.items() if k != "model"}
         accepted = ["samples", "file"] if cls is L.Empirical else list(inspect.signature(cls).parameters)
         before = len(issues.items)
@@ -105,9 +92,9 @@ def _outages(value: Any, key: str, issues: Issues) -> Any:
 
 
 LINK_FIELDS = {
-    "latency": Custom(_model(LATENCY_MODELS, "latency"), {"model": "constant", "delay": 0.0}),
+    "latency": Custom(_model("latency", Latency), {"model": "constant", "delay": 0.0}),
     "jitter": Custom(_jitter, None),
-    "loss": Custom(_model(LOSS_MODELS, "loss"), None),
+    "loss": Custom(_model("loss", Loss), None),
     "bandwidth": Field(float, 0.0, lambda v: v >= 0, ">= 0 bits/s (0 = unlimited)"),
     "outages": Custom(_outages, []),
     "queue_bytes": Field(float, 0.0, lambda v: v >= 0, ">= 0 bytes that may wait for the link (0 = unlimited)"),
@@ -128,21 +115,20 @@ SHARED_LINKS = {
 
 
 def _topology(value: Any, key: str, issues: Issues) -> Any:
-    if not _selects(value, key, issues, "kind", TOPOLOGIES):
+    spec = _named(value, key, issues, "kind", "topology", plugins.TopologySpec, "topology")
+    if spec is None:
         return value
     shared = {k: value[k] for k in SHARED_LINKS if k in value}
     for k in shared:
         if value["kind"] not in ("star", "multi_server"):
             issues.add(f"{key}.{k}", shared[k], f"only for the star and multi_server topologies (this one is {value['kind']})")
-    value = validate(Section({"kind": Field(str), **TOPOLOGIES[value["kind"]]}), {k: v for k, v in value.items() if k not in shared},
-                     key, issues)
+    before = len(issues.items)
+    value = validate(Section({"kind": Field(str), **spec.fields}), {k: v for k, v in value.items() if k not in shared}, key, issues)
+    if spec.check is not None and isinstance(value, dict) and len(issues.items) == before:
+        spec.check(value, key, issues)
     for k, table in shared.items():
         if isinstance(value, dict):
             value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
-    if value.get("kind") == "geometric" and isinstance(value.get("positions"), dict):
-        for name, pos in value["positions"].items():
-            if not (isinstance(pos, list) and len(pos) == 2 and all(finite(x) for x in pos)):
-                issues.add(f"{key}.positions.{name}", pos, "expected [x, y]: two finite numbers")
     return value
 
 

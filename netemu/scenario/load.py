@@ -17,14 +17,14 @@ from pathlib import Path
 
 from netemu import plugins
 from netemu.scenario.crosscheck import check_graph, match_nodes
-from netemu.scenario.fields import LATENCY_MODELS, LOSS_MODELS, SCHEMA, SHORTHANDS, renamed, shorthands
+from netemu.scenario.fields import SCHEMA, SHORTHANDS, renamed, shorthands
 from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
 from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
 
-__all__ = ["LATENCY_MODELS", "LOSS_MODELS", "SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
+__all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
            "parse_scenario"]
 
 
