@@ -359,6 +359,8 @@ def _even(params, key, issues):
 
 
 RING = TopologySpec("ring", {"clients": Field(int, REQUIRED, lambda v: v >= 2, ">= 2")}, ring, doc="clients in a ring", check=_even)
+BUGGY = TopologySpec("buggy", {"clients": Field(int)}, lambda params, streams: params["servers"])
+UNDIRECTED = TopologySpec("undirected", {"clients": Field(int)}, lambda params, streams: nx.path_graph(params["clients"]))
 LOSSES = {"never": Loss}
 NOT_A_MODEL = 42
 '''
@@ -413,6 +415,17 @@ def test_a_module_attribute_topology_checks_its_fields(my_network, tmp_path):
             load_scenario(network(tmp_path, clients=clients))
         (issue,) = info.value.issues
         assert (issue.key, issue.value, issue.accepts) == ("topology.clients", clients, accepts)
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("my_network:BUGGY", "topology 'buggy': build(params, streams) raised KeyError: 'servers'"),
+    ("my_network:UNDIRECTED", "topology 'undirected': build(params, streams) returned Graph, expected a networkx DiGraph"),
+])
+def test_a_topology_whose_build_fails_is_reported_without_a_traceback(my_network, tmp_path, kind, says):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(network(tmp_path, kind=kind))
+    (issue,) = info.value.issues
+    assert issue.key == "topology" and issue.accepts == says
 
 
 def test_a_module_attribute_latency_model_gets_parameter_errors_with_key_and_range(my_network, tmp_path):

@@ -63,7 +63,14 @@ def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
     params = {k: v for k, v in topo.items() if k not in ("kind", "server_link", "access_points")}
     for key in spec.paths:
         params[key] = sc.resolve(params[key])
-    g = spec.build(params, streams)
+    try:
+        g = spec.build(params, streams)
+    except (ValueError, OSError):  # an InputError, or a value the builder refuses: reported as they are
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plug-in's builder may fail in any way: name it, no traceback
+        raise InputError(f"topology {spec.name!r}: build(params, streams) raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(g, nx.DiGraph):
+        raise InputError(f"topology {spec.name!r}: build(params, streams) returned {type(g).__name__}, expected a networkx DiGraph")
     if "server_link" in topo or "access_points" in topo:
         g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
     return g
