@@ -8,6 +8,7 @@ one small-integer code.  Numbers stay what was drawn: delays and slowdown factor
 msgpack float64 (bit-exact), round and index as msgpack integers (1 byte below 128).
 
     [0|1|2, src, dst, round, index, delay]   msg key: delivered | lost | expired
+    [8|9, src, dst, round, index, delay]      msg key: corrupt | duplicated (netem's corrupt and duplicate)
     [3|4, node, round]                        participation key: false | true
     [5, node, round, index, factor]           compute key
     [6, name]                                 the next name number stands for `name`
@@ -31,11 +32,13 @@ import msgpack
 
 __all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
 
-DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION = range(8)
+DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION, CORRUPT, DUPLICATE = range(10)
 REASONS: tuple[str | None, ...] = (None, "loss", "expired")  # indexed by the msg codes 0, 1, 2
-_REASON_CODE = {reason: code for code, reason in enumerate(REASONS)}
-_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section")
-_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3)  # items of an entry, by code
+_REASON_OF_CODE: dict[int, str | None] = {DELIVERED: None, LOST: "loss", EXPIRED: "expired", CORRUPT: "corrupt", DUPLICATE: "duplicate"}
+_REASON_CODE = {reason: code for code, reason in _REASON_OF_CODE.items()}
+_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg")
+_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6)  # items of an entry, by code
+_LAST_CODE = DUPLICATE
 MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
 _PARTICIPATION_CODES = (b"\x93" + msgpack.packb(NOT_PARTICIPATING), b"\x93" + msgpack.packb(PARTICIPATING))  # a 3-array, its code
 
@@ -85,7 +88,7 @@ class Encoder:
             reason, delay = value
             code = _REASON_CODE.get(reason)
             if code is None:
-                raise ValueError(f"a trace records a message's fate as delivered, 'loss' or 'expired'; {key} drew {value!r}")
+                raise ValueError(f"a trace records a message's fate as delivered, 'loss', 'expired', 'corrupt' or 'duplicate'; {key} drew {value!r}")
             s = ids.get(src)
             d = ids.get(dst)
             return [code, name(src) if s is None else s, name(dst) if d is None else d, round, index, delay]
@@ -146,8 +149,8 @@ class Decoder3:
         if type(obj) is not list or not obj:
             raise Problem(f"{str(obj)[:80]} is not an entry (an array starting with a code 0 to {SECTION})")
         code = obj[0]
-        if not _is_int(code) or not 0 <= code <= SECTION:
-            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5), name (6) or section (7) code: {str(obj)[:80]}")
+        if not _is_int(code) or not 0 <= code <= _LAST_CODE:
+            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5, 8, 9), name (6) or section (7) code: {str(obj)[:80]}")
         if len(obj) != _LEN_OF_CODE[code]:
             raise Problem(f"a {_KIND_OF_CODE[code]} entry has {_LEN_OF_CODE[code]} items, not {len(obj)}: {str(obj)[:80]}")
         if code == NAME:
@@ -166,12 +169,12 @@ class Decoder3:
             return None
         if self.section is None:
             raise Problem("a fate before any section marker (which algorithm and run it belongs to)")
-        if code <= EXPIRED:
+        if code in _REASON_OF_CODE:
             _, src, dst, round, index, delay = obj
             key: tuple = ("msg", self._name(src), self._name(dst), round, index)
             if not _delay_ok(delay):
                 raise Problem(f"the delay {str(delay)[:30]} of key {str(key)[:60]} is not a number >= 0")
-            value: Any = (REASONS[code], delay)
+            value: Any = (_REASON_OF_CODE[code], delay)
         elif code == COMPUTE:
             _, node, round, index, value = obj
             key = ("compute", self._name(node), round, index)
@@ -225,8 +228,8 @@ def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
     kind = key[0]
     if kind == "msg":
         ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
-        good_value = isinstance(value, list) and len(value) == 2 and value[0] in REASONS and _delay_ok(value[1])
-        expected = "[nil, \"loss\" or \"expired\", delay >= 0]"
+        good_value = isinstance(value, list) and len(value) == 2 and value[0] in _REASON_CODE and _delay_ok(value[1])
+        expected = "[nil, \"loss\", \"expired\", \"corrupt\" or \"duplicate\", delay >= 0]"
     elif kind == "participation":
         ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
         good_value, expected = isinstance(value, bool), "true or false"

@@ -46,7 +46,9 @@ def network_model(table: dict) -> dict:
     """
 
     def link(t: dict) -> dict:
-        out = {k: v for k, v in t.items() if k not in _DETERMINISTIC_LINK_KEYS}
+        # duplicate and corrupt are drawn; at 0 (their default) they draw nothing, so a trace recorded
+        # before they existed still matches its scenario
+        out = {k: v for k, v in t.items() if k not in _DETERMINISTIC_LINK_KEYS and not (k in ("duplicate", "corrupt") and not v)}
         latency = out.get("latency")
         if isinstance(latency, dict) and latency.get("file"):
             out["latency"] = {**latency, "file": Path(latency["file"]).name}

@@ -163,7 +163,7 @@ class Link:
 
     __slots__ = (
         "_count", "_indices", "_jitter", "_latency", "_loss", "_outages", "_round", "_shared", "bandwidth", "busy_until",
-        "link_class", "queue_bytes",
+        "corrupt", "duplicate", "link_class", "queue_bytes",
     )
 
     def __init__(
@@ -177,12 +177,16 @@ class Link:
         link_class: str = "link",
         shared: bool = False,
         queue_bytes: float | None = None,
+        duplicate: float = 0.0,
+        corrupt: float = 0.0,
     ) -> None:
         if bandwidth is not None and not bandwidth > 0:  # the message is formatted only when raised
             raise ValueError(f"bandwidth must be > 0 bits/s, got {bandwidth}")
         if queue_bytes is not None and not queue_bytes > 0:
             raise ValueError(f"queue_bytes must be > 0 bytes, got {queue_bytes}")
         self.queue_bytes = queue_bytes  # bytes that may wait for the link (None: unbounded); netemu.net.transfers
+        _check(0 <= duplicate <= 1 and 0 <= corrupt <= 1, f"duplicate and corrupt are probabilities in [0, 1], got {duplicate}, {corrupt}")
+        self.duplicate, self.corrupt = float(duplicate), float(corrupt)  # netem's: a delivered message arrives twice / corrupted
         self._latency = latency if latency is not None else _NO_DELAY
         self._jitter, self._loss, self.bandwidth, self.link_class = jitter, loss, bandwidth, link_class
         # 0: the components are the link's own; 1: shared; 2: stateful ones copied, the others shared
@@ -255,7 +259,8 @@ class Link:
     @property
     def random(self) -> bool:
         """Whether this link draws any random numbers."""
-        return self._loss is not None or self._jitter is not None or not isinstance(self._latency, Constant)
+        return (self._loss is not None or self._jitter is not None or not isinstance(self._latency, Constant)
+                or self.duplicate > 0 or self.corrupt > 0)
 
     @property
     def max_delay(self) -> float:
@@ -294,7 +299,9 @@ class Link:
         return index
 
     def draw_fate(self, draws: KeyedDraws, round: int, index: int) -> tuple[str | None, float]:
-        """(drop reason or None, propagation delay) of message `index` in `round`."""
+        """(fate, propagation delay) of message `index` in `round`: the fate is None (delivered),
+        a drop reason ("loss", "expired", "corrupt": it arrives unusable) or "duplicate" (it is
+        delivered, and a copy right after it)."""
         if self._shared == 1:
             self._own_stateful()
         loss, latency, jitter = self._loss, self._latency, self._jitter
@@ -306,6 +313,12 @@ class Link:
             return "loss", delay
         if delay > latency.max_delay:
             return "expired", delay
+        # netem's corrupt and duplicate (tc-netem(8)): own keyed draws, made only where set, so a
+        # link without them draws exactly what it always drew
+        if self.corrupt and draws.uniform(round, index, "corrupt") < self.corrupt:
+            return "corrupt", delay
+        if self.duplicate and draws.uniform(round, index, "duplicate") < self.duplicate:
+            return "duplicate", delay
         return None, delay
 
     def transmission_time(self, nbytes: int) -> float:

@@ -333,7 +333,7 @@ class Network:
             busy = link.busy_until
             tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
             link.busy_until = tx_end
-            if reason is None:
+            if reason is None or reason == "duplicate":
                 wait = tx_end + delay - now
                 at = now + wait  # the instant SimPy computes for the event
                 batch = batches.get(at)
@@ -344,8 +344,11 @@ class Network:
                 else:
                     batches[at] = batch = [(msg_id, payload, box)]
                     push(queue, (at, NORMAL, next(eid), _Due(arrive, batch)))  # = env.timeout(wait, batch)
+                if reason == "duplicate":
+                    self.copy_at(at, msg_id, payload)
+                    batches.pop(at, None)  # later arrivals at that instant come after the copy
             else:
-                wait = tx_end + (link.max_delay if reason == "expired" else 0.0) - now
+                wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
                 batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
                 push(queue, (now + wait, NORMAL, next(eid), _Due(lose, (msg_id, reason))))
         return ids
@@ -375,6 +378,24 @@ class Network:
         """Deliver general message `msg_id` at `t`, its deliver record with `extra` fields."""
         self._extras[msg_id] = extra
         heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._arrive,), [(msg_id, payload, box)])))  # noqa: SLF001
+
+    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None:
+        """A duplicate of message `msg_id` arrives at `t`, right after the message itself (netem's duplicate)."""
+        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._arrive_copy,), (msg_id, payload, self._pending[msg_id]))))  # noqa: SLF001
+
+    def _arrive_copy(self, event: _Due) -> bool | None:
+        """Deliver a duplicate: a second deliver record (``duplicate: true``) and a second Message of the
+        same id; counted as `duplicates` of its link class, not as a message."""
+        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # noqa: SLF001 - our own event
+        node, now = self.nodes[dst], self.env.now
+        self._drops[cls, "duplicates"] += 1
+        if not node.up or node.receiver is None:
+            self.emit(t=now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                      reason="crash", duplicate=True)
+            return False
+        self.emit(t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                  delay=now - sent_at, duplicate=True)
+        return node.receiver(Message(msg_id, src, dst, kind, round, decode(data), sent_at, now, nbytes))
 
     def drop_at(self, t: float, msg_id: int, reason: str, box: _Shared | None, extra: dict) -> None:
         """Drop general message `msg_id` at `t` with `reason`, its record with `extra` fields (the hop)."""

@@ -170,12 +170,12 @@ class Transfers:
         tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else tr.nbytes * 8.0 / link.bandwidth)
         link.busy_until = tx_end
         reason, delay = tr.fates[h]
-        if reason is not None:
+        if reason in ("loss", "expired"):
             self._fail(tr, h, reason, tx_end + (link.max_delay if reason == "expired" else 0.0))
         elif h + 1 < len(tr.hops):
             self._at(tx_end + delay, self._hop, (tr, h + 1))
         else:
-            self.net.arrive_at(tx_end + delay, tr.id, tr.payload, tr.box, self._extra(tr))
+            self._arrive(tr, tx_end + delay)
 
     # ------------------------------------------------------------ max-min flows
 
@@ -220,10 +220,22 @@ class Transfers:
                 self._fail(tr, h, "outage", now)
                 return
         for h, (reason, _) in enumerate(tr.fates):
-            if reason is not None:
+            if reason in ("loss", "expired"):
                 self._fail(tr, h, reason, now + (tr.hops[h][2].max_delay if reason == "expired" else 0.0))
                 return
-        self.net.arrive_at(now + tr.delay, tr.id, tr.payload, tr.box, self._extra(tr))
+        self._arrive(tr, now + tr.delay)
+
+    def _arrive(self, tr: _Transit, at: float) -> None:
+        """`tr` reaches its destination at `at`: corrupted on a hop, it is unusable there (a datagram
+        is dropped, a reliable message sent again); duplicated on a hop, a datagram arrives twice (a
+        reliable transport discards the copy)."""
+        fates = [reason for reason, _ in tr.fates]
+        if "corrupt" in fates:
+            self._fail(tr, fates.index("corrupt"), "corrupt", at)
+            return
+        self.net.arrive_at(at, tr.id, tr.payload, tr.box, self._extra(tr))
+        if "duplicate" in fates and not self.model.reliable:
+            self.net.copy_at(at, tr.id, tr.payload)
 
     # ------------------------------------------------------------ failures
 

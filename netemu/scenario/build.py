@@ -128,11 +128,11 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
                 spec = by_class[cls] = _link_spec(sc, classes.get(cls, {}))
         else:
             spec = _link_spec(sc, {**classes.get(cls, {}), **{k: x for k, x in override.items() if k not in ("src", "dst")}})
-        latency, jitter, loss, bandwidth, outages, queue_bytes = spec
+        latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt = spec
         if devices:
             bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or bandwidth
         out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
-                             queue_bytes=queue_bytes)
+                             queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt)
     return out
 
 
@@ -148,11 +148,12 @@ def link_classes(table: dict) -> dict[str, dict]:
 
 
 def _link_spec(sc: Scenario, table: dict) -> tuple:
-    """(latency, jitter, loss, bandwidth, outages, queue_bytes) of a link class's (or an overridden link's) table."""
+    """(latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt) of a link class's (or an overridden link's) table."""
     jitter = table.get("jitter")
     return (_component(table.get("latency"), plugins.latency_model, sc), L.Jitter(**jitter) if jitter else None,
             _component(table.get("loss"), plugins.loss_model, sc), table.get("bandwidth") or None,
-            [tuple(w) for w in table.get("outages", [])], table.get("queue_bytes") or None)
+            [tuple(w) for w in table.get("outages", [])], table.get("queue_bytes") or None, table.get("duplicate", 0.0),
+            table.get("corrupt", 0.0))
 
 
 def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour]:

@@ -98,6 +98,8 @@ LINK_FIELDS = {
     "bandwidth": Field(float, 0.0, lambda v: v >= 0, ">= 0 bits/s (0 = unlimited)"),
     "outages": Custom(_outages, []),
     "queue_bytes": Field(float, 0.0, lambda v: v >= 0, ">= 0 bytes that may wait for the link (0 = unlimited)"),
+    "duplicate": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a delivered message arrives twice (netem)"),
+    "corrupt": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a message arrives corrupted (netem)"),
 }
 BEHAVIOUR_FIELDS = {
     "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
