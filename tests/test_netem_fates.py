@@ -1,7 +1,6 @@
 """netem's duplicate and corrupt on links: what each transport makes of them, and that a trace
 records and replays them (new trace codes 8 and 9)."""
 
-import pytest
 
 from helpers import Sender, Sink, logged_world, records
 from netemu import Constant, Link
