@@ -414,6 +414,21 @@ SCRIPT = r"""
       { logx: true, logy: false, xlabel: "delay (s)", ylabel: "fraction ≤ delay", xname: "delay", nomarkers: true });
   }
 
+  function drawLoads() {
+    var root = document.querySelector("[data-chart=loads]");
+    var series = [];
+    S.forEach(function (s, i) {
+      var by = (folderOf(s).loads || {})[s.algorithm];
+      if (!by) return;
+      Object.keys(by).forEach(function (l, li) {
+        var x = by[l], share = x.mean_utilization === null ? "" : ", mean " + Math.round(100 * x.mean_utilization) + " % of " + fmt(x.capacity_mbps) + " Mbit/s";
+        series.push({ label: (S.length > 1 ? s.label + " · " : "") + l + share, color: colorOf(i), dashed: li % 2 === 1, x: x.x, y: x.y });
+      });
+    });
+    if (series.length) lineChart(root, "Shared link load", "Mbit/s in use on each link that carried two or more transfers at once (max-min sharing; first run, time-weighted mean per bin)", series,
+      { logx: false, logy: false, xlabel: "virtual time (s)", ylabel: "Mbit/s", xname: "t", nomarkers: true });
+  }
+
   function drawActors() {
     var root = document.querySelector("[data-chart=actors]");
     var rows = [];
@@ -537,6 +552,7 @@ SCRIPT = r"""
   function main() {
     drawCurves();
     drawTraffic();
+    drawLoads();
     drawActors();
     drawPrivacy();
     var root = document.querySelector("[data-chart=timeline]");

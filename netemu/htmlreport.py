@@ -235,7 +235,7 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
         "summary": summary,
         "curves": _curves(rows),
         "privacy_curves": _privacy_curves(d / "privacy.csv"),
-        "traffic": {}, "actors": {}, "timeline": None, "log": None, "records": 0,
+        "traffic": {}, "actors": {}, "timeline": None, "log": None, "records": 0, "loads": {},
     }
     try:
         log = log_path(d)
@@ -250,6 +250,8 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
     compute: dict[tuple, Counter] = defaultdict(Counter)
     last_t: dict[tuple, float] = {}
     tl = Timeline(window)
+    loads: dict[str, dict[str, dict]] = defaultdict(dict)
+    loads_run: dict[str, Any] = {}
     n = 0
     try:
         for n, r in enumerate(read(log), 1):  # the one pass over the log
@@ -272,6 +274,10 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
                 traffic[ctx[0]][(r["kind"], r["link"])].dropped[r["reason"]] += 1
             elif ev == "in_flight":
                 traffic[ctx[0]][(r["kind"], r["link"])].in_flight += 1
+            elif ev == "load":  # a shared link's load changed (sharing = "max-min"): the first run of each algorithm
+                if loads_run.setdefault(ctx[0], ctx[1]) == ctx[1]:
+                    steps = loads[ctx[0]].setdefault(f"{r['src']}->{r['dst']}", {"capacity": r.get("capacity"), "steps": []})["steps"]
+                    steps.append((float(r["t"]), float(r["bps"])))
             elif ev == "compute":
                 end = ends.get(ctx[0], [])
                 stop = end[ctx[1]] if isinstance(ctx[1], int) and 0 <= ctx[1] < len(end) else math.inf
@@ -312,11 +318,32 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
                 idle.append(max(0.0, span - compute[c][a]))
             stats.append([a, float(np.mean(part)), float(np.mean(comp)), float(np.mean(idle))])
         folder["actors"][alg] = {"actors": len(stats), "shown": min(len(stats), MAX_ACTORS), "rows": stats[:MAX_ACTORS]}
+    folder["loads"] = {alg: {link: _binned(x["steps"], x["capacity"]) for link, x in sorted(by.items())} for alg, by in loads.items()}
     folder["timeline"] = tl.as_dict()
     if folder["timeline"] is None:
         wanted = ", ".join(f"{k} {v!r}" for k, v in (("algorithm", window.algorithm), ("run", window.run)) if v is not None)
         folder["timeline"] = {"empty": f"no records of {wanted} in this log" if wanted else "the log has no records"}
     return folder
+
+
+LOAD_BINS = 400  # points of a link's load curve
+
+
+def _binned(steps: list[tuple[float, float]], capacity: Any) -> dict:
+    """A link's load — piecewise constant, changing at each (t, bits/s) step — as its time-weighted
+    mean in LOAD_BINS bins from 0 to the last change, in Mbit/s, and as a share of its capacity."""
+    ts = np.array([t for t, _ in steps], dtype=float)
+    bps = np.array([b for _, b in steps], dtype=float)
+    end = float(ts[-1]) if len(ts) else 0.0
+    edges = np.linspace(0.0, end if end > 0 else 1.0, LOAD_BINS + 1)
+    work = np.concatenate(([0.0], np.cumsum(bps[:-1] * np.diff(ts)))) if len(ts) else np.zeros(1)  # bits up to each step
+    k = np.searchsorted(ts, edges, side="right") - 1  # the step in force at each edge (-1: before the first)
+    at = np.where(k >= 0, work[np.maximum(k, 0)] + bps[np.maximum(k, 0)] * (edges - ts[np.maximum(k, 0)]) if len(ts) else 0.0, 0.0)
+    width = edges[1] - edges[0]
+    mbps = np.diff(at) / width / 1e6
+    cap = float(capacity) if isinstance(capacity, (int, float)) and capacity else None
+    return {"x": [round(float(x), 9) for x in (edges[:-1] + width / 2)], "y": [round(float(v), 6) for v in mbps],
+            "capacity_mbps": cap / 1e6 if cap else None, "mean_utilization": float(at[-1] / end / cap) if cap and end > 0 else None}
 
 
 def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", window: Window = DEFAULT_WINDOW) -> Path:

@@ -184,7 +184,7 @@ def render(folders: list[dict]) -> str:
     series = _series(folders)
     data = {
         "series": series,
-        "folders": [{k: f[k] for k in ("name", "curves", "privacy_curves", "traffic", "actors", "timeline")} for f in folders],
+        "folders": [{k: f.get(k, {}) for k in ("name", "curves", "privacy_curves", "traffic", "actors", "timeline", "loads")} for f in folders],
     }
     names = ", ".join(f["name"] for f in folders)
     cards = []
@@ -223,7 +223,8 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <section id="traffic"><h2>Traffic per link class</h2>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
 from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>
-<div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}</section>
+<div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}
+<div class="charts" data-chart="loads"></div></section>
 <section id="clients"><h2>Clients: participation, compute and idle time</h2>
 <p class="note">Per run, then the mean over runs: participation = rounds in which the actor sent / rounds seen;
 compute = virtual seconds computing (clipped to the run's end); idle = run length − compute.</p>

@@ -80,6 +80,7 @@ class MaxMin:
         self._classes: dict[tuple, _Class] = {}
         self._transfers: dict[int, _Transfer] = {}
         self._now = 0.0
+        self.ever_shared: dict[Hashable, None] = {}  # links that carried two or more transfers at once, in that order
 
     def __len__(self) -> int:
         return len(self._transfers)
@@ -96,6 +97,7 @@ class MaxMin:
             on = self._on_link.setdefault(link, {})
             if len(on) == 1:  # the link becomes shared: its other transfer changes class
                 moved.extend(on.values())
+                self.ever_shared[link] = None
             on[id] = t
         for other in moved:
             self._reclassify(other)
@@ -173,11 +175,18 @@ class MaxMin:
         t.cls.catch_up(self._now)
         return max(0.0, t.tag - t.cls.progress)
 
-    def link_rates(self) -> dict[Hashable, float]:
-        """Bytes/s in use on each link that carries a transfer."""
-        out: dict[Hashable, float] = {}
-        for link, on in self._on_link.items():
-            out[link] = sum(t.cls.rate for t in on.values() if t.cls is not None)
+    def loads(self) -> dict[Hashable, float]:
+        """Bytes/s in use on each link that has ever been shared (`ever_shared`), from the classes'
+        rates: O(classes x their links), not a sum over the transfers."""
+        out = dict.fromkeys(self.ever_shared, 0.0)
+        for c in self._classes.values():
+            for link in c.links:
+                out[link] += c.rate * c.live
+        for link in out:
+            on = self._on_link.get(link)
+            if on is not None and len(on) == 1:  # one transfer: the link is its bound, not in its class's links
+                t = next(iter(on.values()))
+                out[link] = t.cls.rate if t.cls is not None else 0.0
         return out
 
     # ------------------------------------------------------------ classes

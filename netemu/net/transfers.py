@@ -81,6 +81,9 @@ class Transfers:
         self.net, self.model = network, model
         self.flows = MaxMin(_Capacity(model.bandwidth_factor))  # type: ignore[arg-type]
         self._flowing: dict[int, _Transit] = {}
+        self._ends: dict[Any, tuple[str, str]] = {}  # a link's ends, for its load records
+        self._load: dict[Any, float] = {}  # the load last written for each shared link
+        self._flush_due = False  # a flush of the loads is scheduled at this instant
         self._wake: float = math.inf  # the instant of the live wake-up event
         self._wakes = 0  # version of the live wake-up (older ones are ignored)
 
@@ -194,8 +197,11 @@ class Transfers:
             self._done(tr, now)  # nothing limits its rate: it takes no time
             return
         self._flowing[tr.id] = tr
+        for u, v, link in tr.hops:
+            self._ends[link] = (u, v)
         self.flows.add(now, tr.id, links, tr.nbytes, self.model.bound(2.0 * tr.delay))
         self._reschedule()
+        self._log_loads()
 
     def _reschedule(self) -> None:
         at = self.flows.next_finish()
@@ -212,6 +218,26 @@ class Transfers:
         for tid in self.flows.finished(now):
             self._done(self._flowing.pop(tid), now)
         self._reschedule()
+        self._log_loads()
+
+    def _log_loads(self) -> None:
+        """Write the shared links' loads once the events of this instant are done (one flush per
+        instant, however many transfers started or ended in it)."""
+        if not self._flush_due:
+            self._flush_due = True
+            self._at(self.net.env.now, self._flush_loads, None)
+
+    def _flush_loads(self, event: Due) -> None:
+        """A `load` record for each shared link whose load changed: bits/s in use and its capacity
+        (what the report draws as link utilization over time)."""
+        self._flush_due = False
+        last, now, emit = self._load, self.net.env.now, self.net.emit
+        for link, rate in self.flows.loads().items():  # the sharing's links are our Link objects
+            bps = rate * 8.0
+            if abs(bps - last.get(link, 0.0)) > 1e-9 * (getattr(link, "bandwidth", None) or 1.0):
+                last[link] = bps
+                u, v = self._ends[link]
+                emit(t=now, event="load", src=u, dst=v, link=link.link_class, bps=bps, capacity=link.bandwidth)  # type: ignore[attr-defined]
 
     def _done(self, tr: _Transit, now: float) -> None:
         """The flow of `tr` sent its last byte at `now`: outages it met, then its fates."""
