@@ -422,7 +422,8 @@ SCRIPT = r"""
       if (!by) return;
       Object.keys(by).forEach(function (l, li) {
         var x = by[l], share = x.mean_utilization === null ? "" : ", mean " + Math.round(100 * x.mean_utilization) + " % of " + fmt(x.capacity_mbps) + " Mbit/s";
-        series.push({ label: (S.length > 1 ? s.label + " · " : "") + l + share, color: colorOf(i), dashed: li % 2 === 1, x: x.x, y: x.y });
+        var many = S.length > 1;  // several series: a colour per series, solid and dashed links; one: a colour per link
+        series.push({ label: (many ? s.label + " · " : "") + l + share, color: many ? colorOf(i) : PALETTE[li % 10], dashed: many && li % 2 === 1, x: x.x, y: x.y });
       });
     });
     if (series.length) lineChart(root, "Shared link load", "Mbit/s in use on each link that carried two or more transfers at once (max-min sharing; first run, time-weighted mean per bin)", series,
