@@ -30,7 +30,7 @@ class MessageLog:
         self._context = context
         self._write: Callable[[bytes], Any] | None = sink.write if sink is not None else None
         self.records = 0
-        self._templates: dict[str, dict[str, Any]] = {}  # `message`'s record templates, by the last field's key
+        self._templates: dict[Any, dict[str, Any]] = {}  # record templates: `message`'s by its last field's key, `message_with`'s by its fields' names
 
     def bind(self, **context: Any) -> MessageLog:
         """A log writing to the same sink with extra context in every record."""
@@ -75,6 +75,37 @@ class MessageLog:
         record["bytes"] = nbytes
         record["link"] = link
         record[key] = value
+        self._write(orjson.dumps(record, option=_OPTIONS))
+
+    def message_with(self, t: float, event: str, id: int, src: str, dst: str, kind: str, round: int, nbytes: int, link: str,
+                     fields: dict[str, Any]) -> None:
+        """`message` with several event fields after `link` (a routed message's `hops`, `attempts`, ...):
+        the record `__call__` writes, byte for byte, from a template per tuple of field names."""
+        names = tuple(fields)
+        template = self._templates.get(names)
+        if template is None:
+            if "t" in self._context or "event" in self._context:
+                self(t=t, event=event, **{"id": id, "src": src, "dst": dst, "kind": kind, "round": round, "bytes": nbytes, "link": link,
+                                          **fields})
+                return
+            template = self._templates[names] = {
+                "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
+                "round": None, "bytes": None, "link": None, **dict.fromkeys(names),
+            }
+        self.records += 1
+        if self._write is None:
+            return
+        record = template.copy()
+        record["t"] = t
+        record["event"] = event
+        record["id"] = id
+        record["src"] = src
+        record["dst"] = dst
+        record["kind"] = kind
+        record["round"] = round
+        record["bytes"] = nbytes
+        record["link"] = link
+        record.update(fields)
         self._write(orjson.dumps(record, option=_OPTIONS))
 
     def flush(self) -> None:

@@ -63,3 +63,15 @@ def test_a_message_record_is_written_byte_for_byte_as_the_keyword_call_writes_it
         MessageLog(keywords, **context)(t=t, event="send", **{"id": 7, "src": "a", "dst": "b", "kind": "model",
                                                               "round": 3, "bytes": 120, "link": "uplink", key: 100})
     assert fast.getvalue() == keywords.getvalue() and fast.getvalue().count(b"\n") == 2
+
+
+def test_message_with_writes_what_the_keyword_call_writes():
+    import io
+
+    from netemu import MessageLog
+
+    a, b = io.BytesIO(), io.BytesIO()
+    MessageLog(a, algorithm="x", run=0).message_with(1.5, "drop", 3, "s", "d", "k", 2, 99, "uplink", {"reason": "loss", "hop": "s->r", "hops": 2})
+    MessageLog(b, algorithm="x", run=0)(t=1.5, event="drop", id=3, src="s", dst="d", kind="k", round=2, bytes=99, link="uplink",
+                                        reason="loss", hop="s->r", hops=2)
+    assert a.getvalue() == b.getvalue()

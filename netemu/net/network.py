@@ -140,6 +140,7 @@ class Network:
         self._general = not self.model.default
         self._transfers = Transfers(self, self.model) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
+        self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
 
     @property
     def counts(self) -> Counter:
@@ -168,6 +169,9 @@ class Network:
     def hops(self, src: str, dst: str) -> tuple[tuple[str, str, Link], ...]:
         """The hops (from, to, link) a message from `src` to `dst` crosses: the direct link, or the
         shortest path through routers; a NetworkError if there is none."""
+        cached = self._hops.get((src, dst))
+        if cached is not None:
+            return cached
         link = self.links.get((src, dst))
         if link is not None:
             return ((src, dst, link),)
@@ -175,7 +179,11 @@ class Network:
         if path is None or not talks_to(self.nodes[src].role, self.nodes[dst].role):
             return ((src, dst, self.link(src, dst)),)  # raises the error that names what is wrong
         links = self.links
-        return tuple((a, b, links[(a, b)]) for a, b in zip(path, path[1:]))
+        hops = tuple((a, b, links[(a, b)]) for a, b in zip(path, path[1:]))
+        if len(self._hops) >= _DRAWS_KEPT * 4:
+            self._hops.clear()
+        self._hops[(src, dst)] = hops
+        return hops
 
     # ------------------------------------------------------------------ nodes
 
@@ -368,8 +376,7 @@ class Network:
         tally[0] += 1
         tally[1] += nbytes
         tally[2] += len(payload)
-        self.emit(t=now, event="send", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-                  payload_bytes=len(payload), hops=len(hops))
+        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": len(payload), "hops": len(hops)})
         assert self._transfers is not None
         self._transfers.send(msg_id, hops, round, nbytes, payload, box)
         return msg_id
@@ -417,8 +424,7 @@ class Network:
         if self._extras:
             extra = {**self._extras.pop(msg_id, {}), **(extra or {})}
         if extra:
-            self.emit(t=self.env.now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-                      reason=reason, **extra)
+            self.emit.message_with(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, {"reason": reason, **extra})
         else:
             self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
 
@@ -459,8 +465,7 @@ class Network:
         if extra is None:
             self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
         else:
-            self.emit(t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
-                      delay=now - sent_at, **extra)
+            self.emit.message_with(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, {"delay": now - sent_at, **extra})
         payload = decode(data) if box is None else box.payload(data)
         return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
 
