@@ -122,3 +122,22 @@ def test_a_broadcast_through_the_router_reaches_every_client_once():
     world.network.send_many("server", [f"client-{k}" for k in range(5)], "model", 0, msgpack.packb([1, 2, 3]))
     world.run()
     assert [len(s.got) for s in sinks] == [1] * 5 and all(s.got[0][1].payload == [1, 2, 3] for s in sinks)
+
+
+def test_peers_in_a_graphml_file_reach_each_other_through_a_switch(tmp_path):
+    import networkx as nx
+
+    from netemu.net.topology import from_graphml
+
+    g = nx.Graph()
+    g.add_node("sw", role="switch")
+    for p in ("peer-0", "peer-1", "peer-2"):
+        g.add_node(p, role="peer")
+        g.add_edge(p, "sw")
+    g.add_edge("peer-0", "peer-1")  # also a direct cable
+    path = tmp_path / "lan.graphml"
+    nx.write_graphml(g, path)
+    net = World(from_graphml(path), seed=0).network
+    assert net.neighbours("peer-0") == ["peer-1", "peer-2"] and net.neighbours("peer-2") == ["peer-0", "peer-1"]
+    assert [h[:2] for h in net.hops("peer-0", "peer-1")] == [("peer-0", "peer-1")]  # the direct cable is shorter
+    assert [h[:2] for h in net.hops("peer-2", "peer-0")] == [("peer-2", "sw"), ("sw", "peer-0")]
