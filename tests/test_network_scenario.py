@@ -72,3 +72,9 @@ def test_shared_links_are_only_for_star_and_multi_server(tmp_path):
 def test_the_default_network_model_is_the_historical_one(tmp_path):
     net = build_world(scenario(tmp_path), 0, 0).network
     assert net.model.default and net.routes is None and net._transfers is None
+
+
+def test_a_router_cannot_crash(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, "server_link = { bandwidth = 20e6 }", '[[nodes.crash]]\nnode = "router"\nat = 1.0')
+    assert any(i.key == "nodes.crash[0].node" and "a router does not crash" in i.accepts for i in err.value.issues)

@@ -12,6 +12,7 @@ from typing import Any
 import networkx as nx
 
 from netemu.algorithms.base import AlgorithmSpec, Setting
+from netemu.net.routing import ROUTER_ROLES
 from netemu.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
 
@@ -31,7 +32,7 @@ def match_nodes(pattern: str, names: list[str]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
 
 
-def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], issues: Issues) -> None:
+def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], issues: Issues, routers: frozenset[str] = frozenset()) -> None:
     """Cross-checks that need the topology: link classes, node names, roles."""
     for cls in table["links"]:
         if cls not in graph_classes:
@@ -49,6 +50,8 @@ def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], i
             continue
         if crash.get("node") not in graph_nodes:
             issues.add(f"nodes.crash[{i}].node", crash.get("node"), "a node of the topology")
+        elif crash.get("node") in routers:
+            issues.add(f"nodes.crash[{i}].node", crash.get("node"), "a node that runs an actor (a router does not crash: give its links outages)")
         if crash.get("recover", -1) >= 0 and crash["recover"] <= crash.get("at", 0):
             issues.add(f"nodes.crash[{i}].recover", crash["recover"], f"after the crash time at = {crash['at']}")
 
@@ -74,7 +77,7 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
         parts = sorted((sorted(c) for c in nx.weakly_connected_components(graph)), key=len)
         issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
     classes = {c for _, _, c in graph.edges(data="link_class")}
-    _check_nodes(table, sorted(graph.nodes), classes, issues)
+    _check_nodes(table, sorted(graph.nodes), classes, issues, frozenset(n for n, r in graph.nodes(data="role") if r in ROUTER_ROLES))
     graph = logical(graph)  # routers forward: the roles and shapes algorithms need are the actors'
     roles = {r for _, r in graph.nodes(data="role")}
     for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
