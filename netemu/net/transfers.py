@@ -84,6 +84,7 @@ class Transfers:
         self._ends: dict[Any, tuple[str, str]] = {}  # a link's ends, for its load records
         self._load: dict[Any, float] = {}  # the load last written for each shared link
         self._flush_due = False  # a flush of the loads is scheduled at this instant
+        self._extras: dict[tuple[int, int], dict[str, Any]] = {}  # see _extra
         self._wake: float = math.inf  # the instant of the live wake-up event
         self._wakes = 0  # version of the live wake-up (older ones are ignored)
 
@@ -193,13 +194,18 @@ class Transfers:
                 return
         tr.joined = now
         links = [link for _, _, link in tr.hops]
-        if not any(link.bandwidth is not None for link in links) and self.model.bound(2.0 * tr.delay) == math.inf:
+        bound = self.model.bound(2.0 * tr.delay)
+        if bound == math.inf and not any(link.bandwidth is not None for link in links):
             self._done(tr, now)  # nothing limits its rate: it takes no time
             return
         self._flowing[tr.id] = tr
-        for u, v, link in tr.hops:
-            self._ends[link] = (u, v)
-        self.flows.add(now, tr.id, links, tr.nbytes, self.model.bound(2.0 * tr.delay))
+        shared = self.flows.ever_shared
+        before = len(shared)
+        self.flows.add(now, tr.id, links, tr.nbytes, bound)
+        if len(shared) > before:  # a link of this path became shared: remember its ends for its load records
+            for u, v, link in tr.hops:
+                if link in shared:
+                    self._ends.setdefault(link, (u, v))
         self._reschedule()
         self._log_loads()
 
@@ -283,7 +289,9 @@ class Transfers:
         self._attempt(event._value)  # noqa: SLF001
 
     def _extra(self, tr: _Transit) -> dict[str, Any]:
-        extra: dict[str, Any] = {"hops": len(tr.hops)}
-        if self.model.reliable:
-            extra["attempts"] = tr.attempt + 1
+        """The extra fields of `tr`'s records (one dict per hop count and attempt, shared: never changed)."""
+        key = (len(tr.hops), tr.attempt)
+        extra = self._extras.get(key)
+        if extra is None:
+            extra = self._extras[key] = {"hops": key[0], **({"attempts": key[1] + 1} if self.model.reliable else {})}
         return extra
