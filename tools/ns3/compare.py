@@ -10,9 +10,13 @@ transfers, and compares the completion time of the last one with ns-3's (from
   netemu  sharing = "max-min", transport = "reliable": max-min sharing with the handshake and
           slow start of netemu.net.model (ns-3's minimum RTO of 1 s)
 
+A reference made with `grid.py --spread S` stores when each transfer started; they are sent
+at the same instants here.
+
     python tools/ns3/compare.py                     # the whole grid, a table and the summary
     python tools/ns3/compare.py --only 'star-*'     # some points
     python tools/ns3/compare.py --markdown out.md   # the table as Markdown (docs/network.md)
+    python tools/ns3/compare.py --reference tools/ns3/reference-spread.json   # starts spread over 50 ms
 """
 
 from __future__ import annotations
@@ -76,8 +80,9 @@ def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
     return g, links, pairs
 
 
-def run(p: dict, model: NetModel) -> float | None:
-    """The virtual time at which netemu delivers the last of the point's transfers (None: one never arrives)."""
+def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | None:
+    """The virtual time at which netemu delivers the last of the point's transfers (None: one never
+    arrives); transfer k is sent at `starts[k]` (default: all at t=0)."""
     g, links, pairs = topology(p)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
     net = world.network
@@ -85,8 +90,10 @@ def run(p: dict, model: NetModel) -> float | None:
     for _, dst in pairs:
         net.connect(dst, lambda m: done.append(m.delivered_at) and None)
     payload = msgpack.packb(bytes(p["bytes"]))
-    for src, dst in pairs:
-        net.send(src, dst, "transfer", 0, payload)
+    order = sorted(range(len(pairs)), key=lambda k: (starts or [0.0] * len(pairs))[k])
+    for k in order:
+        src, dst = pairs[k]
+        world.at(starts[k] if starts else 0.0, lambda s=src, d=dst: net.send(s, d, "transfer", 0, payload))
     world.env.run()
     return max(done) if len(done) == len(pairs) else None
 
@@ -114,7 +121,7 @@ def main() -> None:
             skipped.append(p["name"])
             continue
         ns3 = ref["ns3"]["last"]
-        got = {name: run(p, make(p)) for name, make in MODELS.items()}
+        got = {name: run(p, make(p), ref["ns3"].get("starts")) for name, make in MODELS.items()}
         rows.append((p, ns3, got, stalled(ref["ns3"])))
         errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
         print(f"{p['name']:<34} ns-3 {ns3:9.3f}{'*' if rows[-1][3] else ' '} {errs}", flush=True)

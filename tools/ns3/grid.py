@@ -188,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run only points whose name matches NAME (a shell-style pattern; repeatable)",
     )
     parser.add_argument("--workers", type=int, default=2, help="ns-3 runs at a time (default 2)")
+    parser.add_argument("--spread", type=float, default=0.0,
+                        help="start each transfer at a uniform time in [0, SPREAD) seconds instead of all at t=0 "
+                             "(ns-3's own seeded draw; the starts are stored, and compare.py sends at the same instants)")
     parser.add_argument("--list", action="store_true", help="print the selected points' names and exit")
     args = parser.parse_args(argv)
 
@@ -213,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    if args.spread > 0:
+        chosen = [{**p, "startSpread": args.spread} for p in chosen]
     start = time.monotonic()
     try:
         results = run_grid(binary, chosen, args.workers, log)

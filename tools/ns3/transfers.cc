@@ -135,6 +135,7 @@ main(int argc, char* argv[])
     uint32_t queue = 100;
     uint32_t window = 4194304;
     uint32_t seed = 1;
+    double startSpread = 0.0;
     double horizon = 3600.0;
 
     CommandLine cmd(__FILE__);
@@ -152,6 +153,7 @@ main(int argc, char* argv[])
     cmd.AddValue("queue", "DropTail device queue size, packets", queue);
     cmd.AddValue("window", "TCP SndBufSize and RcvBufSize, bytes", window);
     cmd.AddValue("seed", "RNG run number", seed);
+    cmd.AddValue("startSpread", "each transfer starts at a uniform time in [0, startSpread) s (0: all at t=0)", startSpread);
     cmd.AddValue("horizon", "simulated seconds after which to give up", horizon);
     cmd.Parse(argc, argv);
 
@@ -273,6 +275,9 @@ main(int argc, char* argv[])
     progress.target = bytes;
     progress.received.assign(clients, 0);
     progress.completion.assign(clients, -1.0);
+    std::vector<double> starts(clients, 0.0);  // when each transfer's sender starts (--startSpread)
+    Ptr<UniformRandomVariable> spread = CreateObject<UniformRandomVariable>();
+    spread->SetStream(1);
     progress.first.assign(clients, -1.0);
     for (uint32_t i = 0; i < allDevices.GetN(); i++)
     {
@@ -334,7 +339,8 @@ main(int argc, char* argv[])
         // writes would go out as 512-byte segments while cwnd allows.
         bulk.SetAttribute("SendSize", UintegerValue(segment));
         ApplicationContainer sendApp = bulk.Install(snd);
-        sendApp.Start(Seconds(0));
+        starts[k] = startSpread > 0 ? spread->GetValue(0.0, startSpread) : 0.0;
+        sendApp.Start(Seconds(starts[k]));
     }
 
     Simulator::Stop(Seconds(horizon));
@@ -353,7 +359,7 @@ main(int argc, char* argv[])
       << ", \"server\": " << server << ", \"serverDelay\": " << JsonNum(serverDelay)
       << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
       << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
-      << ", \"window\": " << window << ", \"seed\": " << seed
+      << ", \"window\": " << window << ", \"seed\": " << seed << ", \"startSpread\": " << JsonNum(startSpread)
       << ", \"horizon\": " << JsonNum(horizon) << "}, ";
     o << "\"tcp\": {"
       << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
@@ -386,6 +392,11 @@ main(int argc, char* argv[])
             allDone = false;
         }
         last = std::max(last, t);
+    }
+    o << "], \"starts\": [";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        o << (k ? ", " : "") << JsonNum(starts[k]);
     }
     o << "], \"first_rx\": [";
     for (uint32_t k = 0; k < clients; k++)
