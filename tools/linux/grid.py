@@ -405,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             f" (host default {info['host_tcp_congestion_control']})")
         for i, p in enumerate(chosen):
             result = run_point(p, args.repeats, 20000 + 1000 * (i % 40), log)
+            result["referee"] = "linux"  # tools/ns3/compare.py's label for these figures
             result["system"] = info
             result["tcp"] = {"congestion_control": "cubic", "segment_size": result["mss"],
                              "initial_cwnd": 10, "min_rto_s": 0.2, "no_delay": True,
