@@ -17,13 +17,18 @@ at the same instants here.
     python tools/ns3/compare.py --only 'star-*'     # some points
     python tools/ns3/compare.py --markdown out.md   # the table as Markdown (docs/network.md)
     python tools/ns3/compare.py --reference tools/ns3/reference-spread.json   # starts spread over 50 ms
+    python tools/ns3/compare.py --reference tools/linux/reference.json   # the Linux kernel as referee
+
+A reference file is a list of {"point": {...}, "ns3": {...}} (tools/ns3/grid.py) or
+{"point": {...}, "result": {...}} (tools/linux/grid.py; its "referee" names it); the points
+compared are the ones stored in it.  The netemu model's `rto_min` and the stalled-start
+threshold follow the referee's minimum RTO (`tcp.min_rto_s`: ns-3 1 s, Linux 0.2 s).
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib.util
 import json
 import statistics
 import sys
@@ -40,16 +45,21 @@ HERE = Path(__file__).resolve().parent
 MODELS = {
     "none": lambda p: NetModel(),
     "lv08": lambda p: NetModel(sharing="max-min", latency_factor=13.01, window=p["window"]),
-    "netemu": lambda p: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=1.0),
+    "netemu": lambda p, rto_min=1.0: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=rto_min),
 }
 
 
-def grid_points() -> list[dict]:
-    spec = importlib.util.spec_from_file_location("ns3_grid", HERE / "grid.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.points()
+def result(entry: dict) -> dict:
+    """A reference entry's result: under "ns3" (tools/ns3/grid.py) or "result" (tools/linux/grid.py)."""
+    return entry["result"] if "result" in entry else entry["ns3"]
+
+
+def referee(entry: dict) -> str:
+    return "ns-3" if "ns3" in entry else result(entry).get("referee", "reference")
+
+
+def min_rto(entry: dict) -> float:
+    return float(result(entry).get("tcp", {}).get("min_rto_s", 1.0))
 
 
 def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
@@ -104,48 +114,53 @@ def error(got: float | None, ref: float) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reference", type=Path, default=HERE / "reference.json", help="ns-3 results (grid.py --out)")
+    ap.add_argument("--reference", type=Path, default=HERE / "reference.json",
+                    help="ns-3 (grid.py --out) or Linux (tools/linux/grid.py --out) results")
     ap.add_argument("--only", action="append", default=[], help="point names or shell patterns (repeatable)")
     ap.add_argument("--markdown", type=Path, help="also write the table and summary as Markdown here")
     args = ap.parse_args()
     try:
-        reference = {r["point"]["name"]: r for r in json.loads(args.reference.read_text())}
+        reference = json.loads(args.reference.read_text())
     except OSError as exc:
         sys.exit(f"{args.reference}: {exc.strerror}; run `python tools/ns3/grid.py --out {args.reference}` first")
+    label = referee(reference[0]) if reference else "ns-3"
     rows, skipped = [], []
-    for p in grid_points():
+    for entry in reference:
+        p, res = entry["point"], result(entry)
         if args.only and not any(fnmatch.fnmatch(p["name"], pat) for pat in args.only):
             continue
-        ref = reference.get(p["name"])
-        if ref is None or ref["ns3"]["last"] is None or ref["ns3"]["complete"] != p["clients"]:
+        if res["last"] is None or res["complete"] != p["clients"]:
             skipped.append(p["name"])
             continue
-        ns3 = ref["ns3"]["last"]
-        got = {name: run(p, make(p), ref["ns3"].get("starts")) for name, make in MODELS.items()}
-        rows.append((p, ns3, got, stalled(ref["ns3"])))
+        ns3 = res["last"]
+        starts = res.get("starts")
+        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name != "netemu"}
+        got["netemu"] = run(p, MODELS["netemu"](p, min_rto(entry)), starts)
+        rows.append((p, ns3, got, stalled(res, min(STALL, min_rto(entry)))))
         errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
-        print(f"{p['name']:<34} ns-3 {ns3:9.3f}{'*' if rows[-1][3] else ' '} {errs}", flush=True)
-    lines = summary(rows)
+        print(f"{p['name']:<34} {label} {ns3:9.3f}{'*' if rows[-1][3] else ' '} {errs}", flush=True)
+    lines = summary(rows, label)
     print("\n".join(lines))
     if skipped:
-        print(f"skipped (ns-3 did not complete every transfer): {', '.join(skipped)}")
+        print(f"skipped ({label} did not complete every transfer): {', '.join(skipped)}")
     if args.markdown:
-        args.markdown.write_text(markdown(rows, lines, skipped))
+        args.markdown.write_text(markdown(rows, lines, skipped, label))
 
 
 STALL = 0.5  # seconds: a transfer of ns-3's whose first byte comes later waited out a retransmission timeout
 
 
-def stalled(ref: dict) -> bool:
-    """Whether ns-3 lost a handshake or a whole first window of some transfer (its first byte after STALL s)."""
-    return any(t is None or t > STALL for t in ref["first_rx"])
+def stalled(ref: dict, after: float = STALL) -> bool:
+    """Whether the referee lost a handshake or a whole first window of some transfer (its first byte after `after` s;
+    Linux: its minimum RTO, 0.2 s, well above a first byte's queueing in tools/linux's grid, at most 0.13 s)."""
+    return any(t is None or t > after for t in ref["first_rx"])
 
 
-def summary(rows: list) -> list[str]:
+def summary(rows: list, label: str = "ns-3") -> list[str]:
     out = []
-    for title, subset in (("all points", rows), ("ns-3 without a stalled start", [r for r in rows if not r[3]]),
-                          ("ns-3 with a stalled start", [r for r in rows if r[3]])):
-        out += [f"{title}: {len(subset)} points; |error| of the last completion time against ns-3",
+    for title, subset in (("all points", rows), (f"{label} without a stalled start", [r for r in rows if not r[3]]),
+                          (f"{label} with a stalled start", [r for r in rows if r[3]])):
+        out += [f"{title}: {len(subset)} points; |error| of the last completion time against {label}",
                 f"  {'model':<8} {'median':>8} {'p90':>8} {'max':>8}"]
         for m in MODELS:
             errs = sorted(abs(e) for p, ns3, got, _ in subset if (e := error(got[m], ns3)) is not None)
@@ -155,15 +170,15 @@ def summary(rows: list) -> list[str]:
     return out
 
 
-def markdown(rows: list, lines: list[str], skipped: list[str]) -> str:
-    head = "| point | clients | bytes | dir | ns-3 (s; * stalled start) | " + " | ".join(f"{m} (s) | {m} err" for m in MODELS) + " |"
+def markdown(rows: list, lines: list[str], skipped: list[str], label: str = "ns-3") -> str:
+    head = f"| point | clients | bytes | dir | {label} (s; * stalled start) | " + " | ".join(f"{m} (s) | {m} err" for m in MODELS) + " |"
     out = [head, "|" + "---|" * (5 + 2 * len(MODELS))]
     for p, ns3, got, stall in rows:
         cells = " | ".join(f"{got[m]:.3f} | {error(got[m], ns3):+.1%}" if got[m] is not None else "lost | -" for m in MODELS)
         out.append(f"| {p['name']} | {p['clients']} | {p['bytes']:,} | {p['direction']} | {ns3:.3f}{' *' if stall else ''} | {cells} |")
     text = "```\n" + "\n".join(lines) + "\n```\n\n" + "\n".join(out) + "\n"
     if skipped:
-        text += f"\nSkipped (ns-3 did not complete every transfer): {', '.join(skipped)}\n"
+        text += f"\nSkipped ({label} did not complete every transfer): {', '.join(skipped)}\n"
     return text
 
 
