@@ -10,10 +10,11 @@ def announce_script(sc, args) -> None:
     app_dir: path and BLAKE2 hash), or refuse it with --no-scripts."""
     from netemu.errors import InputError
     from netemu.scenario.build import script_hash
+    from netemu.terminal import printable
 
     for key, path in sc.code():
         if getattr(args, "no_scripts", False):
             raise InputError(f"{sc.path}: {key} = {str(path)!r}: refused by --no-scripts (a scenario that ships Python code runs it)")
         what = "the Python script" if key == "script" else f"Python code from ({key})"
-        print(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})", file=sys.stderr)
+        print(printable(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})"), file=sys.stderr)
 

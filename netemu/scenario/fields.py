@@ -19,7 +19,7 @@ from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
 
-__all__ = ["SCHEMA", "SHORTHANDS", "renamed", "shorthands"]
+__all__ = ["MAX_NAME", "SCHEMA", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
@@ -108,6 +108,17 @@ BEHAVIOUR_FIELDS = {
 }
 
 
+MAX_NAME = 100  # run.name is a folder name under runs/ (and a trace header field): one short, printable path component
+
+
+def run_name_ok(name: str) -> bool:
+    """A run name is a name, not a path: empty (the scenario file's name), or one path component
+    of at most MAX_NAME printable characters (no NUL, escape sequence or bidi override), without
+    a path separator, and not "." or ".."."""
+    return name == "" or (len(name) <= MAX_NAME and name.isprintable() and "/" not in name and "\\" not in name
+                          and name not in (".", ".."))
+
+
 #: shared links in front of a star's (or multi_server's) servers: keys of [topology] (netemu.net.topology.behind_routers)
 SHARED_LINKS = {
     "server_link": Section(LINK_FIELDS),
@@ -138,7 +149,8 @@ SCHEMA = Section(
     {
         "run": Section(
             {
-                "name": Field(str, ""),
+                "name": Field(str, "", run_name_ok, f"naming the run folder runs/NAME: at most {MAX_NAME} printable characters, "
+                              "no / or \\, not . or .. (empty: the scenario file's name)"),
                 "description": Field(str, ""),
                 "seed": Field(int, 0, lambda v: 0 <= v <= SEED_MAX, f"in 0 .. 2**63-1 = {SEED_MAX}"),
                 "rounds": Field(int, REQUIRED, lambda v: v >= 1, f">= 1 (at most {MAX_ROUNDS:,})"),
