@@ -222,18 +222,20 @@ def test_replay_refuses_a_fifo_trace_without_opening_it(tmp_path, fifo):
 
 @pytest.mark.parametrize("where", ["file", "--set"])
 def test_an_integer_of_thousands_of_digits_is_one_clear_line(tmp_path, where):
-    huge = "1" * 4300
+    huge = "1" * 5000  # Python refuses int("1" * 4301) (sys.get_int_max_str_digits)
     text = SCENARIO.replace("rounds = 2", f"rounds = {huge}") if where == "file" else SCENARIO
-    code, _, err = cli(["validate", write(tmp_path, text), *(["--set", f"run.rounds={huge}"] if where == "--set" else [])])
-    one_clear_line(code, err, "s.toml", "4300 digits")
+    path = write(tmp_path, text)
+    code, _, err = cli(["validate", path, *(["--set", f"run.rounds={huge}"] if where == "--set" else [])])
+    one_clear_line(code, err, "at most 4300 digits", prefix=str(path))
     assert len(err) < 1000
     if where == "--set":
         assert "run.rounds" in err
 
 
 def test_a_set_value_nested_100000_deep_is_one_clear_line(tmp_path):
-    code, _, err = cli(["validate", write(tmp_path), "--set", "run.name=" + "[" * 100_000 + "]" * 100_000])
-    one_clear_line(code, err, "run.name")
+    path = write(tmp_path)
+    code, _, err = cli(["validate", path, "--set", "run.name=" + "[" * 100_000 + "]" * 100_000])
+    one_clear_line(code, err, "run.name", prefix=str(path))
     assert len(err) < 1000
 
 
@@ -243,9 +245,11 @@ def test_a_devices_json_nested_100000_deep_is_one_clear_line(tmp_path, fmt):
     deep.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
     if fmt == "fedscale":
         code, _, err = cli(["devices", "import", "--format", "fedscale", "--availability", deep, "--out", tmp_path / "d.json"])
+        one_clear_line(code, err, "deep.json: not JSON")
     else:
-        code, _, err = cli(["validate", write(tmp_path, f'[devices]\nfile = "{deep}"\n' + SCENARIO)])
-    one_clear_line(code, err, "deep.json")
+        path = write(tmp_path, f'[devices]\nfile = "{deep}"\n' + SCENARIO)
+        code, _, err = cli(["validate", path])
+        one_clear_line(code, err, "deep.json: not JSON", prefix=str(path))
 
 
 @pytest.fixture(scope="module")
@@ -390,3 +394,10 @@ def test_csv_rows_used_above_are_real_run_folder_columns(run_folder):
         assert next(csv.reader(f)) == DAMAGE["metrics.csv"].splitlines()[0].split(",")
     summary = json.loads((run_folder / "summary.json").read_text())
     assert summary["complete"] is True
+
+
+@pytest.mark.parametrize("grid", ["run.seed=" + "9" * 5000, "run.seed=1.." + "9" * 5000])
+def test_a_sweep_grid_integer_of_thousands_of_digits_is_one_clear_line(tmp_path, grid):
+    code, _, err = cli(["sweep", write(tmp_path), "--grid", grid, "--out", tmp_path / "sweep"])
+    one_clear_line(code, err, "--grid run.seed")
+    assert len(err) < 1000
