@@ -154,6 +154,8 @@ def read_metrics(run_dir: Path) -> list[tuple]:
             return [(r["algorithm"], int(r["run"]), int(r["round"]), float(r["time"]), r["metric"], float(r["value"])) for r in reader]
     except OSError:
         raise ReportError(f"{run_dir}: not a run folder (no readable metrics.csv)") from None
+    except csv.Error as exc:  # e.g. a field over the csv module's limit (131,072 characters)
+        raise ReportError(f"{path}: not a readable CSV file ({exc})") from None
     except ValueError as exc:
         if isinstance(exc, ReportError):
             raise

@@ -272,7 +272,6 @@ def damaged(run_folder, tmp_path, name, content):
 
 DAMAGE = {
     "summary.json": "[" * 5000 + "]" * 5000,
-    "scenario.toml": "x = " + "[" * 5000 + "]" * 5000 + "\n",
     "metrics.csv": "algorithm,run,round,time,metric,value\n" + "fedavg,0,1,0.5,mse," + "1" * 140_000 + "\n",
     "privacy.csv": "algorithm,run,client,round,rho,rho_total\n" + "fedavg,0,client-1,1," + "1" * 140_000 + ",1\n",
 }
@@ -281,7 +280,7 @@ DAMAGE = {
 @pytest.mark.parametrize("name", sorted(DAMAGE))
 @pytest.mark.parametrize("command", ["report", "plot"])
 def test_report_and_plot_on_a_damaged_run_folder_are_one_clear_line(run_folder, tmp_path, name, command):
-    if command == "plot" and name in ("scenario.toml", "privacy.csv", "summary.json"):
+    if command == "plot" and name in ("privacy.csv", "summary.json"):
         pytest.skip("netemu plot reads only metrics.csv")
     folder = damaged(run_folder, tmp_path, name, DAMAGE[name])
     args = ["report", folder, "--out", tmp_path / "r.html"] if command == "report" else \
@@ -291,10 +290,18 @@ def test_report_and_plot_on_a_damaged_run_folder_are_one_clear_line(run_folder, 
     assert len(err) < 1000
 
 
+@pytest.mark.parametrize("content", ["x = " + "[" * 5000 + "]" * 5000, "x = " + "1" * 5000])
+def test_a_scenario_toml_python_cannot_parse_is_shown_as_text_in_the_report(run_folder, tmp_path, content):
+    """As a malformed scenario.toml is: the report shows the text and reads nothing from it."""
+    folder = damaged(run_folder, tmp_path, "scenario.toml", content + "\n")
+    code, _, err = cli(["report", folder, "--out", tmp_path / "r.html"])
+    assert code == EXIT_COMPLETE and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("bound", ["nan", "inf", "-inf"])
 @pytest.mark.parametrize("option", ["--since", "--until"])
 def test_non_finite_timeline_window_bounds_are_refused(run_folder, tmp_path, bound, option):
-    code, _, err = cli(["log", "timeline", run_folder, option, bound, "--out", tmp_path / "t.png"])
+    code, _, err = cli(["log", "timeline", run_folder, f"{option}={bound}", "--out", tmp_path / "t.png"])
     one_clear_line(code, err, f"{option} {bound}", "finite")
 
 

@@ -1,7 +1,8 @@
-"""What more than one subcommand needs: naming the Python code a scenario ships before it runs."""
+"""What more than one subcommand needs: naming the Python code a scenario ships before it runs, checking a time window."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 
@@ -18,3 +19,11 @@ def announce_script(sc, args) -> None:
         what = "the Python script" if key == "script" else f"Python code from ({key})"
         print(printable(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})"), file=sys.stderr)
 
+
+
+def finite_window(args, error: type[Exception]) -> None:
+    """Refuse a non-finite --since / --until (nan, inf, -inf): a window bound is a virtual time."""
+    for option in ("since", "until"):
+        value = getattr(args, option, None)
+        if value is not None and not math.isfinite(value):
+            raise error(f"--{option} {value}: expected a finite time in virtual seconds (nan and inf are not accepted)")
