@@ -101,10 +101,15 @@ LINK_FIELDS = {
     "duplicate": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a delivered message arrives twice (netem)"),
     "corrupt": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a message arrives corrupted (netem)"),
 }
+#: compute-time noise is exp(sigma * z), z a standard normal draw (|z| < 8.3 for 53-bit uniforms): above
+#: sigma ~ 85 exp() overflows and the run fails blaming an actor.  10 is far beyond any measured
+#: straggler spread (e^10 ~ 22,000-fold at one sigma) and keeps every factor finite (e^83 ~ 1e36).
+MAX_SLOWDOWN_SIGMA = 10.0
 BEHAVIOUR_FIELDS = {
     "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
     "speed": Field(float, 1.0, lambda v: v > 0, "> 0 work units per second"),
-    "slowdown_sigma": Field(float, 0.0, lambda v: v >= 0, ">= 0"),
+    "slowdown_sigma": Field(float, 0.0, lambda v: 0 <= v <= MAX_SLOWDOWN_SIGMA,
+                            f">= 0 and <= {MAX_SLOWDOWN_SIGMA:g} (sigma of the log-normal slowdown factor exp(sigma z))"),
 }
 
 
