@@ -87,6 +87,8 @@ def read_toml(path: Path) -> dict:
             raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
         regular_file(path, MAX_SCENARIO_BYTES)
         return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except ScenarioError:  # a ValueError too: not the tomllib ValueError below
+        raise
     except RecursionError:
         raise ScenarioError([Issue(str(path), "(syntax)", "(nesting)", f"TOML nested at most {MAX_DEPTH} levels deep")]) from None
     except FileNotFoundError:
