@@ -63,8 +63,8 @@ def _load_mapping(path: Path) -> dict:
     if raw.lstrip()[:1] in (b"{", b"["):
         try:
             data = json.loads(raw, parse_constant=refuse_constant(path))
-        except ValueError as exc:
-            raise DeviceError(f"{path}: not JSON ({exc})") from None
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep for the decoder
+            raise DeviceError(f"{path}: not JSON ({str(exc)[:200]})") from None
     else:
         data = load_pickle(path, raw)
     if not isinstance(data, dict):

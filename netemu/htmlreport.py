@@ -69,6 +69,8 @@ def _read_summary(run_dir: Path) -> dict:
         doc = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: not a readable summary ({exc})") from None
+    except RecursionError:
+        raise ReportError(f"{path}: not a readable summary (JSON nested too deep to decode)") from None
     if not isinstance(doc, dict):
         raise ReportError(f"{path}: expected a JSON object, found {type(doc).__name__}")
     _check_summary(path, doc)
@@ -113,7 +115,7 @@ def _read_scenario(run_dir: Path) -> tuple[str, dict]:
     text = path.read_text(errors="replace")
     try:
         table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # malformed, nested too deep, an integer too long: shown as text only
         table = {}
     if len(text) > MAX_SCENARIO_CHARS:
         text = text[:MAX_SCENARIO_CHARS] + f"\n… (cut at {MAX_SCENARIO_CHARS} characters)"
@@ -165,7 +167,7 @@ def _privacy_curves(path: Path) -> dict[str, dict]:
                     per[r["algorithm"]].append((int(r["round"]), (int(r["run"]), r["client"]), float(r["rho_total"])))
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ReportError(f"{path}:{n}: malformed privacy row ({exc}); expected algorithm,run,client,round,rho,rho_total") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # csv.Error: e.g. a field over the csv module's limit
         raise ReportError(f"{path}: not readable ({exc})") from None
     out = {}
     for alg, items in per.items():
@@ -202,8 +204,8 @@ def collect(run_dir: str | Path, window: Window = DEFAULT_WINDOW) -> dict:
         return _collect(run_dir, window)
     except NetemuError:  # already names the file (InputError is a ValueError too)
         raise
-    except (TypeError, AttributeError, ValueError) as exc:
-        raise ReportError(f"{run_dir}: a malformed run folder ({type(exc).__name__}: {exc})") from None
+    except (TypeError, AttributeError, ValueError, RecursionError, csv.Error) as exc:
+        raise ReportError(f"{run_dir}: a malformed run folder ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 # Names and kinds in a log record are shown as text: one that is not a string (null, true, 3)

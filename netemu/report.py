@@ -146,6 +146,8 @@ def curves_time(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, n
 
 def read_metrics(run_dir: Path) -> list[tuple]:
     path = Path(run_dir) / "metrics.csv"
+    if path.exists() and not path.is_file():  # a FIFO would block open(): never opened
+        raise ReportError(f"{path}: not a regular file (a device, FIFO or socket)")
     try:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
@@ -154,6 +156,8 @@ def read_metrics(run_dir: Path) -> list[tuple]:
             return [(r["algorithm"], int(r["run"]), int(r["round"]), float(r["time"]), r["metric"], float(r["value"])) for r in reader]
     except OSError:
         raise ReportError(f"{run_dir}: not a run folder (no readable metrics.csv)") from None
+    except csv.Error as exc:  # e.g. a field over the csv module's limit (131,072 characters)
+        raise ReportError(f"{path}: not a readable CSV file ({exc})") from None
     except ValueError as exc:
         if isinstance(exc, ReportError):
             raise
@@ -228,6 +232,8 @@ def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fm
     """The final `metric` against the swept parameter `x`, per algorithm: the mean over
     the other grid dimensions (e.g. seeds) with a min–max band (e.g. NMSD vs τ)."""
     path = Path(sweep_dir) / "sweep.csv"
+    if path.exists() and not path.is_file():  # a FIFO would block open(): never opened
+        raise ReportError(f"{path}: not a regular file (a device, FIFO or socket)")
     try:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))

@@ -12,6 +12,7 @@ import io
 import math
 import os
 import pickle
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,12 @@ LIMITS = {
 def read_bounded(path: Path) -> bytes:
     """The bytes of a trace file, refused (DeviceError) above LIMITS["file_bytes"] or when unreadable."""
     try:
-        size = os.stat(path).st_size
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block open(), a device never end: never opened
+            raise DeviceError(f"{path}: not a regular file (a device, FIFO or socket)")
+        size = st.st_size
         if size > LIMITS["file_bytes"]:
             raise DeviceError(f"{path}: {size} bytes is more than the limit of {LIMITS['file_bytes']} bytes for a trace file")
         with open(path, "rb") as f:

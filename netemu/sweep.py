@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from netemu.errors import EXIT_INTERRUPTED, NetemuError, SweepError
+from netemu.errors import EXIT_INTERRUPTED, InputError, NetemuError, SweepError
 from netemu.executors import TLS, PointResult, read_summary, run_point
 from netemu.executors import execute as _execute
 from netemu.scenario import load_scenario
@@ -91,13 +91,18 @@ def parse_grid(specs: list[str], max_points: int = MAX_POINTS) -> dict[str, list
         if key in parsed:
             raise SweepError(f"--grid {key} is given twice")
         m = _RANGE.match(values.strip())
+        if m and max(len(m.group(1)), len(m.group(2))) > 30:  # int() of thousands of digits raises; no grid is that long
+            raise SweepError(f"--grid {key}: the range {values.strip()[:40]}... has bounds of more than 30 digits")
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if hi < lo:
                 raise SweepError(f"--grid {spec!r}: the range {lo}..{hi} is empty")
             parsed[key] = (lo, hi)
         else:
-            parsed[key] = [parse_value(v.strip()) for v in values.split(",")]
+            try:
+                parsed[key] = [parse_value(v.strip()) for v in values.split(",")]
+            except InputError as exc:  # an integer longer than Python converts
+                raise SweepError(f"--grid {key}: {exc}") from None
     sizes = {k: v[1] - v[0] + 1 if isinstance(v, tuple) else len(v) for k, v in parsed.items()}
     total = math.prod(sizes.values())
     if total > max_points:

@@ -8,7 +8,7 @@ Python does not call printable (`str.isprintable`), except the plain space.
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+__all__ = ["printable", "printable_lines"]
 
 
 def _escape(c: str) -> str:
@@ -22,3 +22,8 @@ def printable(value: object) -> str:
     if s.isprintable():
         return s
     return "".join(c if c.isprintable() else _escape(c) for c in s)
+
+
+def printable_lines(value: object) -> str:
+    """`printable` line by line: the line breaks of a multi-line message are kept, the rest escaped."""
+    return "\n".join(map(printable, str(value).split("\n")))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,9 @@ class Trace:
         """Read and verify a trace; any damage, truncation or unknown version is a TraceError."""
         path = Path(path)
         try:
+            mode = os.stat(path).st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):  # a FIFO would block open(), a device never end
+                raise TraceError(f"{path}: not a regular file (a device, FIFO or socket); expected a trace.msgpack")
             f = open(path, "rb")
             size = os.fstat(f.fileno()).st_size
         except OSError as exc:

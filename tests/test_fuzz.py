@@ -7,6 +7,9 @@ for a run that did fewer rounds than planned.  Hypothesis mutates the shipped fi
 values replaced by hostile ones (NaN, inf, huge or negative numbers, wrong types),
 keys removed or added, bytes flipped, inserted or cut.  Runs use tiny sizes (one run of
 two rounds, no plots) and the scenarios that build fastest, so the suite takes seconds.
+The second round of hostile inputs adds generators for run names (path-like, control
+characters, huge), integers of thousands of digits, absurdly deep nesting and FIFOs in
+place of every file a command reads (a FIFO must never be opened: open() would block).
 """
 
 import contextlib
@@ -240,3 +243,116 @@ def test_replay_answers_every_damaged_trace_in_one_clear_line(recorded, tmp_path
     check_clean(code, err, allowed={0, 2})
     if damaged != data:
         assert code == 2, "a damaged trace was replayed as if it were whole"
+
+
+# ------------------------------------------------------------- hostile inputs, second round:
+# names, huge integers, deep nesting, FIFOs (each property in one clear line, exit 2, or accepted)
+
+FUZZ_SCENARIO = next(p for p in FAST if p.stem == "quickstart")
+NAME_PARTS = ["..", ".", "/", "\\", "a", "run", "~", " ", "\x00", "\x1b[31m", "\x1b]0;x\x07", "\u202e", "\r", "\n", "é", "-"]
+names = st.one_of(
+    st.lists(st.sampled_from(NAME_PARTS), min_size=1, max_size=8).map("".join),  # path-like, control characters
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30),  # anything Unicode
+    st.integers(90, 6000).map(lambda n: "x" * n),  # around the limit, and huge
+)
+
+
+def one_line_or_ok(code, err, ok=frozenset({0})):
+    check_clean(code, err, allowed={2} | ok)
+    if code == 2:
+        assert err.count("\n") == 1 or "problems in the scenario:" in err, err
+        assert "\x1b" not in err and "\u202e" not in err, err
+
+
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(name=names)
+def test_a_run_name_is_refused_in_one_line_or_names_a_folder_inside_runs(tmp_path, name):
+    from netemu.runfolder import default_out_dir
+    from netemu.scenario import load_scenario
+
+    setting = f"run.name={toml_value(name)}"
+    code, err = cli(["validate", str(FUZZ_SCENARIO), "--set", setting])
+    one_line_or_ok(code, err)
+    if code == 0:
+        out = default_out_dir(load_scenario(FUZZ_SCENARIO, [setting]), tmp_path / "runs")
+        assert out.parent == tmp_path / "runs" and out.resolve().parent == (tmp_path / "runs").resolve()
+        assert len(out.name) <= 100 and out.name.isprintable()
+
+
+@settings(max_examples=15 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(digits=st.integers(4000, 9000), sign=st.sampled_from(["", "-", "+"]), pick=st.integers(0, 10**6),
+       where=st.sampled_from(["file", "--set"]))
+def test_an_integer_of_thousands_of_digits_is_one_clear_line(tmp_path, digits, sign, pick, where):
+    keys = [".".join(map(str, p)) for p in paths(TABLES[FUZZ_SCENARIO]) if not any(isinstance(k, int) for k in p)]
+    key = keys[pick % len(keys)]
+    number = sign + "7" * digits
+    if where == "--set":
+        code, err = cli(["validate", str(FUZZ_SCENARIO), "--set", f"{key}={number}"])
+    else:
+        path = tmp_path / f"digits-{next(EXAMPLES)}.toml"
+        path.write_text(f"huge = {number}\n" + TEXTS[FUZZ_SCENARIO])
+        code, err = cli(["validate", str(path)])
+    one_line_or_ok(code, err, ok=frozenset())
+    assert len(err) < 2000
+
+
+@settings(max_examples=15 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(depth=st.sampled_from([31, 33, 200, 1100, 5000, 100_000]), shape=st.sampled_from(["array", "table"]),
+       where=st.sampled_from(["file", "--set", "devices"]))
+def test_values_nested_absurdly_deep_are_one_clear_line(tmp_path, depth, shape, where):
+    if where == "devices":  # a devices JSON file
+        nested = "[" * depth + "]" * depth if shape == "array" else '{"a": ' * depth + "1" + "}" * depth
+        devices = tmp_path / f"deep-{next(EXAMPLES)}.json"
+        devices.write_text(nested)
+        code, err = cli(["validate", str(FUZZ_SCENARIO), "--set", f"devices.file={toml_value(str(devices))}"])
+    else:
+        nested = "[" * depth + "]" * depth if shape == "array" else "{a=" * depth + "1" + "}" * depth
+        if where == "--set":
+            code, err = cli(["validate", str(FUZZ_SCENARIO), "--set", f"algorithm.x={nested}"])
+        else:
+            path = tmp_path / f"deep-{next(EXAMPLES)}.toml"
+            path.write_text(TEXTS[FUZZ_SCENARIO] + f"\n[extra]\nx = {nested}\n")
+            code, err = cli(["validate", str(path)])
+    one_line_or_ok(code, err, ok=frozenset())
+    assert len(err) < 2000
+
+
+FIFO_COMMANDS = {
+    "validate": lambda f, d: ["validate", f],
+    "run": lambda f, d: ["run", f, "--out", d / "out", "--quiet"],
+    "replay": lambda f, d: ["replay", f, "--scenario", FUZZ_SCENARIO, "--out", d / "out", "--quiet"],
+    "sweep": lambda f, d: ["sweep", f, "--grid", "run.seed=1..2", "--out", d / "sweep"],
+    "devices fedscale": lambda f, d: ["devices", "import", "--format", "fedscale", "--availability", f, "--out", d / "d.json"],
+    "devices netemu-csv": lambda f, d: ["devices", "import", "--format", "netemu-csv", "--capacity", f, "--out", d / "d.json"],
+    "devices flgo": lambda f, d: ["devices", "import", "--format", "flgo", "--availability", f, "--out", d / "d.json"],
+    "log summary": lambda f, d: ["log", "summary", f],
+    "log diff": lambda f, d: ["log", "diff", f, f],
+    "scenario devices.file": lambda f, d: ["validate", FUZZ_SCENARIO, "--set", f"devices.file={toml_value(str(f))}"],
+    "scenario latency file": lambda f, d: ["validate", FUZZ_SCENARIO, "--set", f'links.uplink.latency={{model="empirical",file={toml_value(str(f))}}}'],
+}
+RUN_FOLDER_FILES = ["messages.jsonl", "metrics.csv", "summary.json", "scenario.toml", "privacy.csv", "trace.msgpack"]
+
+
+@pytest.mark.parametrize("command", sorted(FIFO_COMMANDS))
+def test_a_fifo_is_never_opened_by_a_command_that_reads_a_file(tmp_path, command):
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with time_limit(5):  # open() on a FIFO without a writer blocks: the alarm makes a hang a failure
+        code, err = cli([str(a) for a in FIFO_COMMANDS[command](fifo, tmp_path)])
+    check_clean(code, err, allowed={2})
+
+
+@pytest.mark.parametrize("name", RUN_FOLDER_FILES)
+def test_a_fifo_inside_a_run_folder_is_never_opened_by_log_plot_report_or_replay(recorded, tmp_path, name):
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(recorded, folder)
+    (folder / name).unlink(missing_ok=True)
+    os.mkfifo(folder / name)
+    for args in (["log", "summary", folder], ["plot", folder, "--metric", "mse", "--out", tmp_path / "p.png"],
+                 ["report", folder, "--out", tmp_path / "r.html"],
+                 ["replay", folder / "trace.msgpack", "--scenario", folder / "scenario.toml", "--out", tmp_path / f"o-{next(EXAMPLES)}", "--quiet"]):
+        with time_limit(5):
+            code, err = cli([str(a) for a in args])
+        check_clean(code, err, allowed={0, 2})

@@ -38,7 +38,7 @@ SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 # Every untrusted field carries a payload that, if it ever ran, would mark the page.
 DESCRIPTION = '<script>document.body.setAttribute("data-pwned","description")</script>'
-NAME = '</script><img src=x onerror=document.body.setAttribute("data-pwned","name")>'
+NAME = '<img src=x onerror=document.body.setAttribute("data-pwned","name")><!--'  # a run name has no "/" (it names a folder)
 LABEL = "</script><script>document.body.setAttribute('data-pwned','label')</script>\u2028<!--"
 HOSTILE = f"""
 [run]

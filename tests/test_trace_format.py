@@ -172,7 +172,7 @@ def test_a_name_is_written_once_and_a_section_marker_once_per_algorithm_and_run(
 
 def test_a_fate_the_format_has_no_code_for_is_refused_when_written():
     record = TraceWriter(io.BytesIO(), HEADER).fates("a", 0)
-    with pytest.raises(ValueError, match="delivered, 'loss' or 'expired'; .* drew \\('outage', 1.0\\)"):
+    with pytest.raises(ValueError, match="delivered, 'loss', 'expired', 'corrupt' or 'duplicate'; .* drew \\('outage', 1.0\\)"):
         record(("msg", "x", "y", 0, 0), lambda: ("outage", 1.0))
     with pytest.raises(ValueError, match="writes versions 2 and 3"):
         TraceWriter(io.BytesIO(), HEADER, version=4)
@@ -195,7 +195,7 @@ NAMES = [[6, "a"], [6, "x"], [7, 0, 0]]  # names 0 = "a", 1 = "x"; then a sectio
     [
         ([[6, "a"], [4, 0, 0]], "entry 2: a fate before any section marker"),
         ([*NAMES, [0, 1, 5, 0, 0, 1.0]], "entry 4: name number 5 is not one of the 2 names"),
-        ([*NAMES, [9, 1, 0]], "entry 4: code 9 is not a fate"),
+        ([*NAMES, [10, 1, 0]], "entry 4: code 10 is not a fate"),
         ([*NAMES, ["fate", "a", 0, ["participation", "x", 0], True]], "entry 4: code 'fate' is not a fate"),
         ([*NAMES, "x"], "entry 4: x is not an entry"),
         ([*NAMES, [3, 1]], "entry 4: a participation entry has 3 items, not 2"),

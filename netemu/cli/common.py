@@ -1,7 +1,8 @@
-"""What more than one subcommand needs: naming the Python code a scenario ships before it runs."""
+"""What more than one subcommand needs: naming the Python code a scenario ships before it runs, checking a time window."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 
@@ -10,10 +11,19 @@ def announce_script(sc, args) -> None:
     app_dir: path and BLAKE2 hash), or refuse it with --no-scripts."""
     from netemu.errors import InputError
     from netemu.scenario.build import script_hash
+    from netemu.terminal import printable
 
     for key, path in sc.code():
         if getattr(args, "no_scripts", False):
             raise InputError(f"{sc.path}: {key} = {str(path)!r}: refused by --no-scripts (a scenario that ships Python code runs it)")
         what = "the Python script" if key == "script" else f"Python code from ({key})"
-        print(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})", file=sys.stderr)
+        print(printable(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})"), file=sys.stderr)
 
+
+
+def finite_window(args, error: type[Exception]) -> None:
+    """Refuse a non-finite --since / --until (nan, inf, -inf): a window bound is a virtual time."""
+    for option in ("since", "until"):
+        value = getattr(args, option, None)
+        if value is not None and not math.isfinite(value):
+            raise error(f"--{option} {value}: expected a finite time in virtual seconds (nan and inf are not accepted)")

@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
-        from netemu.terminal import printable  # names from shared files never reach the terminal raw
+        from netemu.terminal import printable_lines  # names from shared files never reach the terminal raw
 
-        print("netemu: " + "\n".join(map(printable, str(exc).split("\n"))), file=sys.stderr)
+        print("netemu: " + printable_lines(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("\nnetemu: interrupted", file=sys.stderr)

@@ -108,9 +108,12 @@ def cmd_log_filter(args) -> int:
 
 
 def cmd_log_timeline(args) -> int:
+    from netemu.cli.common import finite_window
+    from netemu.errors import LogError
     from netemu.logtools import timeline
     from netemu.terminal import printable
 
+    finite_window(args, LogError)
     notes: list[str] = []
     out = timeline(args.log, args.out, actors=args.actors, since=args.since, until=args.until, algorithm=args.algorithm,
                    run=args.run, max_messages=args.max_messages, notes=notes)

@@ -25,8 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_report(args) -> int:
+    from netemu.cli.common import finite_window
     from netemu.htmlreport import ReportError, Window, write_report
 
+    finite_window(args, ReportError)
     if args.max_events < 1:
         raise ReportError(f"--max-events {args.max_events}: expected a positive number of events")
     if args.since is not None and args.until is not None and args.until < args.since:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from netemu.cli.common import announce_script
 from netemu.scenario import load_scenario
+from netemu.terminal import printable as p, printable_lines as pl  # a folder or name from the command line or a scenario, escaped for the terminal
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -42,16 +43,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _print_summary(summary: dict, out: Path) -> None:
-    print(f"run folder: {out}")
+    print(f"run folder: {p(out)}")
     runs = summary.get("runs", 1)
     print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs' if runs > 1 else ''}")
     for label, metrics in summary["final"].items():
         shown = ", ".join(f"{k} = {v:.6g}" for k, v in metrics.items())
         m = summary["messages"][label]
-        print(f"  {label}: {shown}  |  messages sent {m['sent']}, delivered {m['delivered']}, dropped {m['dropped']}, in flight {m['in_flight']}")
+        print(f"  {p(label)}: {shown}  |  messages sent {m['sent']}, delivered {m['delivered']}, dropped {m['dropped']}, in flight {m['in_flight']}")
     if "replay" in summary:
         print(f"  replayed fates: {summary['replay']['replayed']}, new draws: {summary['replay']['new']}")
-    print(f"  {_outcome_words(summary)}")
+    print(f"  {p(_outcome_words(summary))}")
     print(f"  wall time {summary['wall_time_s']:.2f} s")
 
 
@@ -72,34 +73,34 @@ def _execute(sc, args, replay=None, source=None) -> int:
 
     out = args.out or default_out_dir(sc)
     if out.exists():
-        print(f"netemu: the run folder {out} already exists; choose another --out or remove it", file=sys.stderr)
+        print(f"netemu: the run folder {p(out)} already exists; choose another --out or remove it", file=sys.stderr)
         return 2
     announce_script(sc, args)
     try:
         with stop_on_signals():
             summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
     except Terminated:
-        print(f"netemu: terminated (SIGTERM); the run folder {out} holds what was done (summary.json: complete = false)", file=sys.stderr)
+        print(f"netemu: terminated (SIGTERM); the run folder {p(out)} holds what was done (summary.json: complete = false)", file=sys.stderr)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
-        print(f"\nnetemu: interrupted; the run folder {out} holds what was done (summary.json: complete = false)", file=sys.stderr)
+        print(f"\nnetemu: interrupted; the run folder {p(out)} holds what was done (summary.json: complete = false)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except RunStopped as exc:
         more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
-        print(f"netemu: the emulation stopped: {exc}\nthe run folder {out} holds everything logged until then{more}", file=sys.stderr)
+        print(f"netemu: the emulation stopped: {pl(exc)}\nthe run folder {p(out)} holds everything logged until then{more}", file=sys.stderr)
         return exc.exit_code
     except NetemuError as exc:
         if not out.is_dir():
             raise
-        print(f"netemu: {exc}\nthe run folder {out} is incomplete (summary.json: complete = false)", file=sys.stderr)
+        print(f"netemu: {pl(exc)}\nthe run folder {p(out)} is incomplete (summary.json: complete = false)", file=sys.stderr)
         return exc.exit_code
     if not args.quiet:
         _print_summary(summary, out)
     for warning in summary["warnings"]:
-        print(f"netemu: warning: {warning}", file=sys.stderr)
+        print(f"netemu: warning: {p(warning)}", file=sys.stderr)
     if not summary["complete"]:
         if args.quiet:
-            print(f"netemu: {_outcome_words(summary)}", file=sys.stderr)
+            print(f"netemu: {p(_outcome_words(summary))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_COMPLETE
 

@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_validate(args) -> int:
     from netemu.errors import NetemuError
+    from netemu.terminal import printable, printable_lines  # names and values from the file never reach the terminal raw
 
     failed = 0
     for path in args.scenarios:
@@ -25,13 +26,13 @@ def cmd_validate(args) -> int:
             sc = load_scenario(path, args.overrides)
         except NetemuError as exc:
             failed += 1
-            print(exc, file=sys.stderr)
+            print(printable_lines(exc), file=sys.stderr)
         else:
             labels = ", ".join(a["label"] for a in sc.table["algorithm"])
-            print(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})")
+            print(printable(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})"))
             from netemu.scenario.build import script_hash
 
             for key, code in sc.code():
-                print(f"  {key} {code} (blake2b {script_hash(code)}): not executed by validate; `netemu run` executes it")
+                print(printable(f"  {key} {code} (blake2b {script_hash(code)}): not executed by validate; `netemu run` executes it"))
     return 2 if failed else 0
 

@@ -7,8 +7,12 @@ attribute, an object that is not a `flwr.serverapp.ServerApp` / `flwr.clientapp.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.machinery
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ from flwr.serverapp import ServerApp
 
 from netemu.errors import InputError
 
-__all__ = ["FlowerAppError", "load_app", "load_client_app", "load_server_app", "locate"]
+__all__ = ["FlowerAppError", "compiled_without_source", "load_app", "load_client_app", "load_server_app", "locate"]
 
 _KINDS = {"ServerApp": ServerApp, "ClientApp": ClientApp}
 _ACCEPTS = {
@@ -33,6 +37,29 @@ class FlowerAppError(InputError):
     def __init__(self, setting: str, reason: str) -> None:
         super().__init__(f"{setting}: {reason}")
         self.setting, self.reason = setting, reason
+
+
+def compiled_without_source(app_dir: str | Path) -> list[Path]:
+    """Compiled modules in `app_dir` that the import system would run although netemu hashes
+    only the `.py` files it announces (`script_hash`): a `.pyc` outside `__pycache__` (a
+    sourceless module) and extension modules (`.so`, `.pyd`)."""
+    suffixes = (".pyc", *importlib.machinery.EXTENSION_SUFFIXES)
+    root = Path(app_dir)
+    return sorted(p for p in root.rglob("*") if p.name.endswith(suffixes) and "__pycache__" not in p.relative_to(root).parts)
+
+
+@contextlib.contextmanager
+def _source_only() -> Iterator[None]:
+    """Imports meanwhile compile from the `.py` files and write no bytecode: cached `.pyc` files
+    are looked up in a fresh, empty folder (`sys.pycache_prefix`), so a stale cache beside the
+    sources cannot run instead of what was hashed."""
+    prefix, dont_write = sys.pycache_prefix, sys.dont_write_bytecode
+    with tempfile.TemporaryDirectory(prefix="netemu-nocache-") as empty:
+        sys.pycache_prefix, sys.dont_write_bytecode = empty, True
+        try:
+            yield
+        finally:
+            sys.pycache_prefix, sys.dont_write_bytecode = prefix, dont_write
 
 
 def locate(module: str, app_dir: str | Path) -> bool:
@@ -67,10 +94,16 @@ def load_app(ref: Any, kind: str, *, setting: str | None = None, app_dir: str | 
         raise FlowerAppError(setting, f"{ref!r} is not of the form 'package.module:attribute'; accepted: {accepts}")
     if app_dir:
         path = str(Path(app_dir).resolve())
+        compiled = compiled_without_source(path)
+        if compiled:
+            raise FlowerAppError(setting, f"{compiled[0]}: compiled Python without its source in app_dir {str(app_dir)!r} "
+                                 f"({len(compiled)} such file(s)); netemu runs only the .py files whose hash it prints: "
+                                 "remove it or ship its source")
         if path not in sys.path:
             sys.path.insert(0, path)
     try:
-        module = importlib.import_module(module_name)
+        with _source_only():
+            module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             where = f" (searched sys.path, app_dir {str(app_dir)!r})" if app_dir else ""

@@ -76,9 +76,13 @@ class FlowerParams:
             import flwr  # noqa: F401
         except ImportError:
             raise ConfigError("server_app", "Flower installed to run a Flower app: pip install 'netemu[flower]'") from None
-        from netemu.flower.apps import FlowerAppError, load_app, locate
+        from netemu.flower.apps import FlowerAppError, compiled_without_source, load_app, locate
 
         if self.app_dir:
+            compiled = compiled_without_source(self.app_dir) if Path(self.app_dir).is_dir() else []
+            if compiled:
+                raise ConfigError("app_dir", f"{self.app_dir!r} holds compiled Python without its source ({compiled[0]}); "
+                                  "netemu runs only the .py files whose hash it prints: remove it or ship its source")
             for setting in ("server_app", "client_app"):
                 module = getattr(self, setting).partition(":")[0]
                 if not locate(module, self.app_dir):

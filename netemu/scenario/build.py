@@ -8,7 +8,6 @@ data, participation draws and link fates (common random numbers).  The run seed 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import re
 import traceback
@@ -235,17 +234,24 @@ def _where(exc: BaseException, path: Path) -> str:
 
 
 def load_script(path: Path) -> Callable[[World], None]:
-    """The `setup(world)` function of a Python scenario script (this executes the script)."""
+    """The `setup(world)` function of a Python scenario script (this executes the script).
+
+    The script's source is compiled here and executed in a fresh module: no bytecode cache is
+    read (a stale `__pycache__/*.pyc` beside the script would run instead of the hashed source
+    netemu announced, `script_hash`) and none is written."""
+    import types
+
     try:
-        spec = importlib.util.spec_from_file_location(f"netemu_scenario_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise ScriptError(f"{path}: a scenario script must be a Python file (.py)")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        try:
+            source = Path(path).read_bytes()
+        except OSError as exc:
+            raise ScriptError(f"{path}: cannot read the scenario script: {exc.strerror or exc}") from None
+        module = types.ModuleType(f"netemu_scenario_{Path(path).stem}")
+        module.__file__ = str(path)
+        code = compile(source, str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - the user's script, announced with its hash by `netemu run`
     except ScriptError:
         raise
-    except OSError as exc:
-        raise ScriptError(f"{path}: cannot read the scenario script: {exc.strerror or exc}") from None
     except SystemExit as exc:
         raise ScriptError(f"{_where(exc, path)}: the scenario script called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - any error in user code is reported with its place

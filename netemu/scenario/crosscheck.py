@@ -32,6 +32,22 @@ def match_nodes(pattern: str, names: list[str]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
 
 
+def _check_links(table: dict, graph: nx.DiGraph, issues: Issues) -> None:
+    """A [[link]] override names a link of the built graph (physical edges: with routers, a client's
+    link ends at its access point or router, not at the server); anything else would be ignored."""
+    for i, ov in enumerate(table["link"]):
+        if not isinstance(ov, dict):
+            continue
+        src, dst = ov.get("src"), ov.get("dst")
+        if src not in graph or dst not in graph or graph.has_edge(src, dst):
+            continue  # a missing node is reported at link[i].src / .dst
+        out = [f"{src} -> {v}" for v in sorted(graph.successors(src))[:5]]
+        into = [f"{u} -> {dst}" for u in sorted(graph.predecessors(dst))[:5]]
+        issues.add(f"link[{i}]", f"{src} -> {dst}",
+                   f"{src} -> {dst} is not a link of the topology; links from {src}: {', '.join(out) or 'none'}; "
+                   f"links to {dst}: {', '.join(into) or 'none'}")
+
+
 def _check_nodes(table: dict, graph_nodes: list[str], graph_classes: set[str], issues: Issues, routers: frozenset[str] = frozenset()) -> None:
     """Cross-checks that need the topology: link classes, node names, roles."""
     for cls in table["links"]:
@@ -78,6 +94,7 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
         issues.add("topology", table["topology"], f"a connected graph; this one falls into {len(parts)} parts (smallest: {', '.join(parts[0][:5])})")
     classes = {c for _, _, c in graph.edges(data="link_class")}
     _check_nodes(table, sorted(graph.nodes), classes, issues, frozenset(n for n, r in graph.nodes(data="role") if r in ROUTER_ROLES))
+    _check_links(table, graph, issues)
     graph = logical(graph)  # routers forward: the roles and shapes algorithms need are the actors'
     roles = {r for _, r in graph.nodes(data="role")}
     for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):

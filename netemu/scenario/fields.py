@@ -19,7 +19,7 @@ from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
 
-__all__ = ["SCHEMA", "SHORTHANDS", "renamed", "shorthands"]
+__all__ = ["MAX_NAME", "SCHEMA", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
@@ -101,11 +101,27 @@ LINK_FIELDS = {
     "duplicate": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a delivered message arrives twice (netem)"),
     "corrupt": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a message arrives corrupted (netem)"),
 }
+#: compute-time noise is exp(sigma * z), z a standard normal draw (|z| < 8.3 for 53-bit uniforms): above
+#: sigma ~ 85 exp() overflows and the run fails blaming an actor.  10 is far beyond any measured
+#: straggler spread (e^10 ~ 22,000-fold at one sigma) and keeps every factor finite (e^83 ~ 1e36).
+MAX_SLOWDOWN_SIGMA = 10.0
 BEHAVIOUR_FIELDS = {
     "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
     "speed": Field(float, 1.0, lambda v: v > 0, "> 0 work units per second"),
-    "slowdown_sigma": Field(float, 0.0, lambda v: v >= 0, ">= 0"),
+    "slowdown_sigma": Field(float, 0.0, lambda v: 0 <= v <= MAX_SLOWDOWN_SIGMA,
+                            f">= 0 and <= {MAX_SLOWDOWN_SIGMA:g} (sigma of the log-normal slowdown factor exp(sigma z))"),
 }
+
+
+MAX_NAME = 100  # run.name is a folder name under runs/ (and a trace header field): one short, printable path component
+
+
+def run_name_ok(name: str) -> bool:
+    """A run name is a name, not a path: empty (the scenario file's name), or one path component
+    of at most MAX_NAME printable characters (no NUL, escape sequence or bidi override), without
+    a path separator, and not "." or ".."."""
+    return name == "" or (len(name) <= MAX_NAME and name.isprintable() and "/" not in name and "\\" not in name
+                          and name not in (".", ".."))
 
 
 #: shared links in front of a star's (or multi_server's) servers: keys of [topology] (netemu.net.topology.behind_routers)
@@ -138,7 +154,8 @@ SCHEMA = Section(
     {
         "run": Section(
             {
-                "name": Field(str, ""),
+                "name": Field(str, "", run_name_ok, f"naming the run folder runs/NAME: at most {MAX_NAME} printable characters, "
+                              "no / or \\, not . or .. (empty: the scenario file's name)"),
                 "description": Field(str, ""),
                 "seed": Field(int, 0, lambda v: 0 <= v <= SEED_MAX, f"in 0 .. 2**63-1 = {SEED_MAX}"),
                 "rounds": Field(int, REQUIRED, lambda v: v >= 1, f">= 1 (at most {MAX_ROUNDS:,})"),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from netemu.net import links as L
 from netemu.scenario.limits import MAX_DEPTH
+from netemu.scenario.overrides import too_many_digits
 from netemu.scenario.schema import Issue, Issues, ScenarioError
 
 __all__ = ["MAX_DATA_FILE_BYTES", "MAX_GRAPHML_BYTES", "MAX_SCENARIO_BYTES", "check_files", "graphml_size_ok", "read_toml",
@@ -86,6 +87,8 @@ def read_toml(path: Path) -> dict:
             raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
         regular_file(path, MAX_SCENARIO_BYTES)
         return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except ScenarioError:  # a ValueError too: not the tomllib ValueError below
+        raise
     except RecursionError:
         raise ScenarioError([Issue(str(path), "(syntax)", "(nesting)", f"TOML nested at most {MAX_DEPTH} levels deep")]) from None
     except FileNotFoundError:
@@ -99,3 +102,16 @@ def read_toml(path: Path) -> dict:
         raise ScenarioError([Issue(str(path), "(file)", str(path), "a scenario file that fits in memory")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError([Issue(str(path), "(syntax)", str(exc), "valid TOML")]) from None
+    except ValueError:  # tomllib's int() of more digits than sys.get_int_max_str_digits (not a TOMLDecodeError)
+        raise ScenarioError([Issue(str(path), "(syntax)", _longest_integer(path), f"valid TOML with {too_many_digits()}")]) from None
+
+
+def _longest_integer(path: Path) -> str:
+    """Where the integer Python refused to convert is: its length and line."""
+    import re
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    m = max(re.finditer(r"[0-9_]+", text), key=lambda m: len(m.group()), default=None)
+    if m is None:
+        return "an integer too long to convert"
+    return f"an integer of {len(m.group()):,} digits at line {text.count(chr(10), 0, m.start()) + 1}"

@@ -72,7 +72,10 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
         try:
             graph = topology_for_validation(sc)
         except (ValueError, OSError) as exc:  # InputError is a ValueError
-            issues.add("topology", table["topology"], str(exc))
+            if table["topology"]["kind"] == "graphml":  # what is wrong is in the file
+                issues.add("topology.file", table["topology"]["file"], str(exc))
+            else:
+                issues.add("topology", table["topology"], str(exc))
         else:
             check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
             release(graph)

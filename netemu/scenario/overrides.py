@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from typing import Any
 
+from netemu.errors import InputError
 from netemu.scenario.schema import REQUIRED, Issues, ScenarioError
 
-__all__ = ["apply_overrides", "parse_value"]
+__all__ = ["apply_overrides", "parse_value", "too_many_digits"]
+
+
+def too_many_digits() -> str:
+    """What is accepted of an integer longer than Python converts (tomllib raises a bare ValueError)."""
+    return f"integers of at most {sys.get_int_max_str_digits()} digits (Python's limit, sys.get_int_max_str_digits)"
 
 
 def parse_value(text: str) -> Any:
-    """A command-line value in TOML syntax; a bare word is a string."""
+    """A command-line value in TOML syntax; a bare word is a string.  An integer of more digits
+    than Python converts is an InputError (a string in its place would hide the cause)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):  # nested too deep: kept as a string, refused by the schema
         return text
+    except ValueError:  # int() beyond sys.get_int_max_str_digits
+        shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text):,} characters)"
+        raise InputError(f"{shown}: expected {too_many_digits()}") from None
 
 
 def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
@@ -30,7 +41,11 @@ def apply_overrides(table: dict, overrides: list[str], file: str) -> dict:
             issues.add(item, REQUIRED, "expected KEY=VALUE, e.g. run.rounds=200")
             continue
         path, _, text = item.partition("=")
-        keys, value = path.strip().split("."), parse_value(text.strip())
+        try:
+            keys, value = path.strip().split("."), parse_value(text.strip())
+        except InputError:
+            issues.add(path, text.strip(), f"expected {too_many_digits()}")
+            continue
         if keys[0] == "algorithm":
             entries = table.setdefault("algorithm", [])
             if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):

@@ -52,8 +52,8 @@ class ScenarioError(InputError):
 
     def __init__(self, issues: list[Issue]) -> None:
         self.issues = issues
-        n = len(issues)
-        super().__init__(f"{n} problem{'s' if n > 1 else ''} in the scenario:\n" + "\n".join(f"  {i}" for i in issues))
+        n = len(issues)  # one problem is one line; several are listed under a header
+        super().__init__(str(issues[0]) if n == 1 else f"{n} problems in the scenario:\n" + "\n".join(f"  {i}" for i in issues))
 
 
 INT_MAX = 2**63 - 1  # TOML integers are 64-bit; larger ones overflow NumPy later

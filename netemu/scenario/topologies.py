@@ -31,9 +31,10 @@ def _positions(p: dict, key: str, issues: Issues) -> None:
 
 
 def read_graphml(path: Path) -> nx.DiGraph:
-    """A GraphML topology; a missing, unreadable or malformed file is an InputError naming it."""
+    """A GraphML topology; a missing, unreadable or malformed file, or one with a self-loop (a node
+    linked to itself: a peer would send to itself), is an InputError naming it."""
     try:
-        return T.from_graphml(path)
+        graph = T.from_graphml(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such GraphML file") from None
     except IsADirectoryError:
@@ -43,6 +44,11 @@ def read_graphml(path: Path) -> nx.DiGraph:
     except Exception as exc:  # noqa: BLE001 - networkx/xml raise many types for malformed files
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{path}: not a valid GraphML file ({type(exc).__name__}: {first})") from None
+    loops = [u for u, v in nx.selfloop_edges(graph)]
+    if loops:
+        shown = ", ".join(f"{u} -> {u}" for u in loops[:5]) + (f" and {len(loops) - 5} more" if len(loops) > 5 else "")
+        raise InputError(f"{path}: a self-loop ({shown}); accepted: a graph whose links join two different nodes")
+    return graph
 
 
 def _graphml(p: dict[str, Any], streams: Streams) -> nx.DiGraph:

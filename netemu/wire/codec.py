@@ -132,7 +132,7 @@ def _dtype(dtype_str: Any) -> np.dtype:
         raise WireError(f"ndarray extension: the dtype must be a string, got {repr(dtype_str)[:40]}")
     try:
         dtype = np.dtype(dtype_str)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, SyntaxError):  # SyntaxError: numpy literal_evals "i2,(,)"-like strings
         raise WireError(f"ndarray extension: {dtype_str[:40]!r} is not a NumPy dtype") from None
     if dtype.kind in _REFUSED_KINDS or dtype.shape or dtype.fields is not None or dtype.itemsize == 0:
         raise WireError(f"ndarray extension: dtype {dtype_str[:40]!r} is refused (only plain dtypes with a byte form)")
