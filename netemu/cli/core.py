@@ -92,7 +92,4 @@ def main(argv: list[str] | None = None) -> int:
 
         print("netemu: " + "\n".join(map(printable, str(exc).split("\n"))), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("\nnetemu: interrupted", file=sys.stderr)
-        return 130
 
