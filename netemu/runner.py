@@ -79,6 +79,7 @@ def execute(
     rounds; summary["outcome"] has, per algorithm, one entry per run (`run_outcome`)."""
     if replay is not None:
         replay.check_scenario(sc.table)  # before anything is written
+    raise_pending()  # a signal while the scenario was read: no folder yet
     try:
         out.mkdir(parents=True, exist_ok=False)
     except FileExistsError:
