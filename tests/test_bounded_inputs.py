@@ -1,0 +1,100 @@
+"""Inputs that would expand without bound are counted before anything is built (issue
+"Hostile inputs, second round", B): node ranges are matched, not expanded; a sweep grid is
+counted under a ceiling; a GraphML file's nodes are counted while it streams."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import pytest
+
+from netemu.scenario import ScenarioError, load_scenario
+from netemu.scenario.crosscheck import match_nodes
+from netemu.sweep import POINTS_CEILING, SweepError, parse_grid
+
+STAR = """
+[run]
+rounds = 3
+[topology]
+kind = "star"
+clients = 40
+[data]
+kind = "linear"
+[[algorithm]]
+name = "fedavg"
+"""
+
+
+def test_a_node_range_is_matched_not_expanded():
+    names = [f"client-{i}" for i in range(50)]
+    tracemalloc.start()
+    try:
+        got = match_nodes("client-{0..2000000}", names)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == names
+    assert peak < 1_000_000  # expanded, two million names would be ~150 MB
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    ("client-{5..7}", ["client-5", "client-6", "client-7"]),
+    ("client-{1..1}*", ["client-1", "client-10", "client-11"]),
+    ("client-{0..99999999999}", [f"client-{i}" for i in range(12)]),
+    ("client-{3..4}", ["client-3", "client-4"]),
+])
+def test_a_node_range_matches_what_its_expansion_would(pattern, expected):
+    names = [f"client-{i}" for i in range(12)] + ["client-007", "server"]
+    assert match_nodes(pattern, names) == expected
+
+
+def test_a_group_of_a_hundred_billion_members_validates_at_once(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(STAR + '[[nodes.group]]\nname = "all"\nmembers = ["client-{0..99999999999}"]\nspeed = 10.0\n')
+    t = time.perf_counter()
+    load_scenario(path)
+    assert time.perf_counter() - t < 10
+
+
+def test_a_sweep_grid_beyond_the_ceiling_is_one_line_not_a_memory_error():
+    with pytest.raises(SweepError) as info:
+        parse_grid(["run.seed=1..100000000000"], 10**12)
+    msg = str(info.value)
+    assert "\n" not in msg and "--max-points 1000000000000" in msg and f"{POINTS_CEILING:,}" in msg
+
+
+def test_a_sweep_grid_under_the_ceiling_is_still_counted_before_it_is_expanded():
+    with pytest.raises(SweepError, match="100000000000 points"):
+        parse_grid(["run.seed=1..100000000000"], POINTS_CEILING)
+
+
+def graphml(path, nodes: int) -> None:
+    body = "".join(f'<node id="n{i}"/>' for i in range(nodes))
+    edges = "".join(f'<edge source="n0" target="n{i}"/>' for i in range(1, nodes))
+    path.write_text('<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+                    f'<graph edgedefault="undirected">{body}{edges}</graph></graphml>')
+
+
+def test_a_graphml_topology_is_held_to_the_node_limit_before_it_is_built(tmp_path, monkeypatch):
+    import netemu.scenario.files as files
+
+    monkeypatch.setattr(files, "MAX_NODES", 10)  # the limit of every topology (2,000,000), small for the test
+    graphml(tmp_path / "g.graphml", 11)
+    path = tmp_path / "s.toml"
+    path.write_text(STAR.replace('kind = "star"\nclients = 40', 'kind = "graphml"\nfile = "g.graphml"'))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    (issue,) = info.value.issues
+    assert issue.key == "topology.file" and "at most 10 nodes" in issue.accepts
+
+
+def test_graphml_nodes_are_counted_while_the_file_streams(tmp_path):
+    from netemu.scenario.files import graphml_nodes
+
+    graphml(tmp_path / "g.graphml", 500)
+    assert graphml_nodes(tmp_path / "g.graphml", 10**6) == 500
+    assert graphml_nodes(tmp_path / "g.graphml", 100) == 100  # stops counting at the limit
+    (tmp_path / "bad.graphml").write_text("<graphml><graph>")
+    with pytest.raises(ValueError, match="not well-formed"):
+        graphml_nodes(tmp_path / "bad.graphml", 10)
