@@ -98,3 +98,27 @@ def test_graphml_nodes_are_counted_while_the_file_streams(tmp_path):
     (tmp_path / "bad.graphml").write_text("<graphml><graph>")
     with pytest.raises(ValueError, match="not well-formed"):
         graphml_nodes(tmp_path / "bad.graphml", 10)
+
+
+def test_a_fedscale_record_shared_by_many_ids_is_counted_per_id_before_any_interval_is_built(tmp_path, monkeypatch):
+    import pickle
+
+    import numpy as np
+
+    from netemu import devices
+    from netemu.errors import DeviceError
+    from netemu.safepickle import LIMITS
+
+    # NumPy arrays: one value each for the pickle's own check, ten intervals each once built
+    shared = {"active": np.arange(0.0, 20.0, 2.0), "inactive": np.arange(1.0, 21.0, 2.0), "finish_time": 30.0}
+    path = tmp_path / "client_behave_trace"
+    path.write_bytes(pickle.dumps({i: shared for i in range(250)}, protocol=4))  # one record in the pickle's memo
+    monkeypatch.setitem(LIMITS, "intervals", 2_000)  # 250 ids x 10 intervals = 2,500: above
+
+    def built(*args):
+        raise AssertionError("intervals were built before they were counted")
+
+    monkeypatch.setattr(devices, "_fedscale_online", built)
+    for pairing in ("position", "id"):
+        with pytest.raises(DeviceError, match="more than 2,000 online intervals in all"):
+            devices.from_fedscale(path, None, pairing=pairing)
