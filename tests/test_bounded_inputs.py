@@ -122,3 +122,56 @@ def test_a_fedscale_record_shared_by_many_ids_is_counted_per_id_before_any_inter
     for pairing in ("position", "id"):
         with pytest.raises(DeviceError, match="more than 2,000 online intervals in all"):
             devices.from_fedscale(path, None, pairing=pairing)
+
+
+def test_a_compressed_npz_is_held_to_its_byte_budget_before_it_is_decompressed(tmp_path):
+    import numpy as np
+
+    from netemu.data.files import DataError, read_npz
+
+    path = tmp_path / "bomb.npz"
+    zeros = np.zeros((50, 1000, 1000), dtype=np.uint8)  # 50 MB that compress to ~50 kB
+    np.savez_compressed(path, train_images=zeros, train_labels=np.zeros(50, dtype=np.uint8))
+    del zeros
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as info:
+            read_npz(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    msg = str(info.value)
+    assert str(path) in msg and "more than the budget of" in msg and "NETEMU_DATA_BUDGET" in msg and "\n" not in msg
+    assert peak < 5_000_000
+
+
+def test_the_data_budget_can_be_raised_by_the_environment(tmp_path, monkeypatch):
+    import numpy as np
+
+    from netemu.data.files import read_npz
+
+    path = tmp_path / "zeros.npz"
+    np.savez_compressed(path, x=np.zeros((1000, 1000), dtype=np.uint8))
+    monkeypatch.setenv("NETEMU_DATA_BUDGET", "1e9")
+    monkeypatch.setattr("netemu.data.files.DECODED_RATIO", 10**6)
+    assert read_npz(path)["x"].shape == (1000, 1000)
+
+
+def test_a_gzipped_idx_is_held_to_its_byte_budget_before_it_is_decompressed(tmp_path):
+    import gzip
+
+    from netemu.data.files import DataError, read_idx
+
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(bytes([0, 0, 8, 3]) + (50_000).to_bytes(4, "big") + (28).to_bytes(4, "big") + (28).to_bytes(4, "big"))
+        for _ in range(50):
+            f.write(bytes(784_000))  # 39 MB of zeros: ~40 kB gzipped
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match="more than the budget of"):
+            read_idx(path, 3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000
