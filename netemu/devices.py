@@ -111,6 +111,29 @@ def _fedscale_online(path: Path, cid: Any, rec: Any, time_scale: float) -> tuple
     return sorted(online), finish * time_scale
 
 
+def _record_intervals(rec: Any) -> int:
+    """How many online intervals a FedScale availability record makes (its `active` times), read
+    without building them; a malformed record counts 0 (`_fedscale_online` says what is wrong)."""
+    active = rec.get("active") if isinstance(rec, dict) else None
+    try:
+        return len(active) if active is not None and not isinstance(active, (str, bytes, dict)) else 0
+    except TypeError:
+        return 0
+
+
+def _check_intervals(path: Path, uses: Iterator[tuple[Any, int]]) -> None:
+    """Refuse, before any interval is built, a trace whose devices would hold more than
+    LIMITS["intervals"] intervals in all: a record shared by many ids (one pickled object, the
+    pickle's memo) counts once per device that uses it, as it would be built."""
+    total = 0
+    for rec, times in uses:
+        total += _record_intervals(rec) * times
+        if total > LIMITS["intervals"]:
+            raise DeviceError(f"{path}: the devices would hold more than {LIMITS['intervals']:,} online intervals in all "
+                              "(records shared by many clients count once per client); accepted: at most "
+                              f"{LIMITS['intervals']:,}")
+
+
 def _fedscale_capacity(path: Path, cid: Any, rec: Any, factor: float) -> dict:
     where = f"client {printable(cid)}"
     if not isinstance(rec, dict):
@@ -157,6 +180,7 @@ def from_fedscale(
         ids = set(map(str, avail or ())) | set(map(str, cap or ()))
         avail_s = {str(k): v for k, v in (avail or {}).items()}
         cap_s = {str(k): v for k, v in (cap or {}).items()}
+        _check_intervals(Path(str(availability)), ((rec, 1) for rec in avail_s.values()))
         for cid in _sorted_ids(ids):
             d: dict[str, Any] = {"id": cid}
             if cid in avail_s:
@@ -176,6 +200,10 @@ def from_fedscale(
         if not 1 <= n <= LIMITS["devices"]:
             raise DeviceError(f"--count = {n}: accepted 1 .. {LIMITS['devices']}")
         keys = list(avail) if avail is not None else []
+        if keys:  # device i uses record (i + 1) % len(keys): key k serves n // K devices, one more for the first n % K of 1..n
+            K = len(keys)
+            _check_intervals(Path(str(availability)), ((avail[keys[c % K]], n // K + (1 if j < n % K else 0))
+                                                       for j, c in enumerate(range(1, K + 1))))
         missing_capacity = 0
         for i in range(n):
             c = i + 1  # FedScale's client ids start at 1 (aggregator.py: num_of_clients + 1)

@@ -78,8 +78,8 @@ def _result(raw: dict) -> PointResult:
 
 
 def _ignore_sigint() -> None:
-    """Worker processes leave Ctrl-C to the parent, which stops them (no tracebacks);
-    SIGTERM (how the parent stops them) kills them, whatever handler they inherited."""
+    """Worker processes leave Ctrl-C to the parent, which stops them (no tracebacks) with
+    SIGTERM: that closes the point's run folder like an interrupted run's (`_point_process`)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -96,9 +96,12 @@ def execute(todo: list[tuple], executor: str, workers: int | None, address: str 
 
 def _point_process(conn, scenario: str, overrides: list[str], out: str) -> None:
     """Body of the process that runs one point locally: the result goes back through `conn`."""
+    from netemu.signals import stop_on_signals
+
     _ignore_sigint()
     try:
-        result = run_point(scenario, overrides, out)
+        with stop_on_signals():  # SIGTERM from the parent: summary.json says complete = false, the trace gets its end marker
+            result = run_point(scenario, overrides, out)
     except BaseException as exc:  # noqa: BLE001 — whatever happens, the parent gets one line
         result = {"status": "failed", "final": {}, "error": _one_line(exc)}
     conn.send(result)
@@ -171,7 +174,7 @@ def _execute_local(todo: list[tuple], workers: int | None, done: Callable[[str, 
         for r in running:
             r.process.terminate()
         for r in running:
-            r.process.join(5)
+            r.process.join(10)  # time to close its run folder (summary.json, trace end marker, plots)
             if r.process.is_alive():  # deaf to SIGTERM: it must not outlive the sweep
                 r.process.kill()
                 r.process.join()

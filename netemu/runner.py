@@ -79,6 +79,7 @@ def execute(
     rounds; summary["outcome"] has, per algorithm, one entry per run (`run_outcome`)."""
     if replay is not None:
         replay.check_scenario(sc.table)  # before anything is written
+    raise_pending()  # a signal while the scenario was read: no folder yet
     try:
         out.mkdir(parents=True, exist_ok=False)
     except FileExistsError:
@@ -108,8 +109,10 @@ def execute(
                     replay.check_topology(r, g)
                 fingerprints.append(topology_fingerprint(g))
                 release(g)  # freed now, not at a full garbage collection (a networkx graph is a reference cycle)
+                raise_pending()  # safe points (netemu.signals): between graphs, worlds and runs
             del g
             setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
+            raise_pending()
             header = {
                 "netemu": __version__,
                 "scenario": sc.name,
@@ -130,6 +133,7 @@ def execute(
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
                     fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
                     world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
+                    raise_pending()  # a signal while the world was built (its loop, its actors)
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     failure: BaseException | None = None
@@ -146,6 +150,7 @@ def execute(
                         privacy[label].append(world.privacy.summary())
                         releases.extend((label, r, *rel) for rel in world.privacy.releases())
                         outcome[label].append(run_outcome(world, r, planned, until, horizon, failure))
+            raise_pending()  # a signal after the last world's loop, or while its results were gathered: not complete
             early = [(label, o) for label in labels for o in outcome[label] if not o["complete"]]
             summary["complete"] = not early
             if early:
@@ -222,6 +227,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
         world.network.fates = writer.fates(label, 0, None if inner is draw_now else inner)
         try:
             world.run(until, max_time=max_time)
+            raise_pending()  # a signal after the loop's last callback: the run is not complete
         except BaseException as exc:
             failure = exc
             if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback

@@ -41,6 +41,7 @@ from netemu.scenario.schema import Issue, ScenarioError
 
 __all__ = [
     "MAX_POINTS",
+    "POINTS_CEILING",
     "TLS",
     "PointResult",
     "SweepError",
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 MAX_POINTS = 10_000  # grid points per sweep unless --max-points says otherwise (validation alone is ~2-10 ms each)
+POINTS_CEILING = 1_000_000  # --max-points at most: a million points' folders, overrides and resolved scenarios are ~5 GB
 _RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
 
 
@@ -82,6 +84,9 @@ def parse_grid(specs: list[str], max_points: int = MAX_POINTS) -> dict[str, list
     The number of combinations is counted before any range is expanded; more than
     `max_points` is a SweepError naming the count.
     """
+    if not 1 <= max_points <= POINTS_CEILING:
+        raise SweepError(f"--max-points {max_points}: expected 1 to {POINTS_CEILING:,} (each point is validated and "
+                         f"kept in memory before the sweep starts; split a larger sweep)")
     parsed: dict[str, tuple[int, int] | list] = {}
     for spec in specs:
         key, sep, values = spec.partition("=")

@@ -1,6 +1,7 @@
 """netemu sweep: grids, one folder per point, resume, both executors, plots against a parameter."""
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,19 @@ def test_a_sweep_runs_on_a_tls_secured_scheduler_and_needs_its_certificates(scen
         assert _tls_sweep(scenario, tmp_path / "c", address) == 2
         err = capsys.readouterr().err
         assert f"--address {address}: cannot connect to the dask scheduler" in err and "Traceback" not in err
+
+
+def test_an_interrupted_sweep_closes_its_running_points_folders_like_an_interrupted_run(tmp_path):
+    """Issue "Hostile inputs, second round" A: the points that were running when the sweep was
+    stopped keep a summary.json (complete: false, the reason) and a trace with its end marker."""
+    from netemu.trace import Trace
+
+    out = tmp_path / "sweep"
+    code, err, _ = interrupt(slow_scenario(tmp_path), out, "local", started_after=2)
+    assert code == 130, err
+    started = [p for p in out.iterdir() if p.is_dir()]
+    assert started
+    for folder in started:
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["complete"] is False and summary["stopped_by"] == "terminated (SIGTERM)", folder
+        assert Trace.read(folder / "trace.msgpack").complete is False

@@ -6,8 +6,35 @@ top-level parser and is the one place errors meant for people become `netemu: ..
 exit codes (netemu/errors.py): 0 complete, 1 the emulation stopped, 2 bad input, 3 a run ended
 early, 130 Ctrl-C, 143 SIGTERM; the last three leave a valid run folder whose summary.json
 says complete = false.  Imports point one way: `core` -> the subcommand modules -> `common`.
+
+`main` here is the console entry point: it installs the signal handlers (netemu.signals)
+before it imports `core` and with it NumPy, SimPy and networkx, so that Ctrl-C or SIGTERM at
+any instant — the first imports included — ends in one line and the documented exit code.
 """
 
-from netemu.cli.core import main
+from __future__ import annotations
+
+import sys
 
 __all__ = ["main"]
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # netemu/errors.py, not imported before the handlers are in place
+
+
+def main(argv: list[str] | None = None) -> int:
+    from netemu.signals import Terminated, cli_signals, ignore_signals, raise_pending
+
+    with cli_signals():
+        try:
+            from netemu.cli.core import main as run_command
+
+            raise_pending()  # a signal while the modules were imported
+            code = run_command(argv)
+            if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED):  # the command did not report one already
+                raise_pending()  # one that came during a later import, and was recorded, not raised
+            return code
+        except KeyboardInterrupt as exc:  # before or after a run (a run's own interruption is reported by `netemu run`)
+            ignore_signals()  # a second signal while this is reported: no traceback
+            terminated = isinstance(exc, Terminated)
+            print("netemu: terminated (SIGTERM)" if terminated else "\nnetemu: interrupted", file=sys.stderr)
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED

@@ -2,6 +2,6 @@
 
 import sys
 
-from netemu.cli.core import main
+from netemu.cli import main  # the handlers first, then the heavy imports
 
 sys.exit(main())

@@ -92,7 +92,4 @@ def main(argv: list[str] | None = None) -> int:
 
         print("netemu: " + printable_lines(exc), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("\nnetemu: interrupted", file=sys.stderr)
-        return 130
 

@@ -70,6 +70,7 @@ def _outcome_words(summary: dict) -> str:
 def _execute(sc, args, replay=None, source=None) -> int:
     from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
     from netemu.runner import Terminated, default_out_dir, execute, stop_on_signals
+    from netemu.signals import ignore_signals
 
     out = args.out or default_out_dir(sc)
     if out.exists():
@@ -79,12 +80,12 @@ def _execute(sc, args, replay=None, source=None) -> int:
     try:
         with stop_on_signals():
             summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
-    except Terminated:
-        print(f"netemu: terminated (SIGTERM); the run folder {p(out)} holds what was done (summary.json: complete = false)", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print(f"\nnetemu: interrupted; the run folder {p(out)} holds what was done (summary.json: complete = false)", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        ignore_signals()  # a second signal while this is reported: no traceback
+        terminated = isinstance(exc, Terminated)
+        what = "terminated (SIGTERM)" if terminated else "\nnetemu: interrupted"
+        print(f"{'netemu: ' if terminated else ''}{what}; {_folder_state(out)}", file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except RunStopped as exc:
         more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
         print(f"netemu: the emulation stopped: {pl(exc)}\nthe run folder {p(out)} holds everything logged until then{more}", file=sys.stderr)
@@ -103,6 +104,17 @@ def _execute(sc, args, replay=None, source=None) -> int:
             print(f"netemu: {p(_outcome_words(summary))}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_COMPLETE
+
+
+def _folder_state(out: Path) -> str:
+    """What an interrupted run left, in words: the folder and whether summary.json calls it complete."""
+    from netemu.executors import read_summary
+
+    summary = read_summary(out)
+    if summary is None:
+        return f"no run folder was written ({p(out)})" if not out.exists() else f"the run folder {p(out)} is incomplete (no summary.json)"
+    state = "true: every run had ended" if summary.get("complete") else "false"
+    return f"the run folder {p(out)} holds what was done (summary.json: complete = {state})"
 
 
 def cmd_run(args) -> int:

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sw.add_argument("--rerun-stale", action="store_true",
                     help="run again finished points whose scenario changed since (default: refuse them)")
     sw.add_argument("--max-points", type=int, default=10_000, metavar="N",
-                    help="refuse grids of more than N points (default 10000)")
+                    help="refuse grids of more than N points (default 10000, at most 1000000)")
     sw.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="fixed overrides for every point")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.set_defaults(func=cmd_sweep)

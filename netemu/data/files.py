@@ -69,6 +69,28 @@ def _check_size(path: Path) -> None:
         raise DataError(f"{path}: {size} bytes is more than the limit of {LIMITS['file_bytes']} bytes for a data file")
 
 
+DECODED_RATIO = 40  # a data file decodes to at most 40x its size on disk (MNIST's gzip: ~5x; savez_compressed images: ~2-10x)
+DECODED_CAP = 2 << 30  # and to at most 2 GiB, unless NETEMU_DATA_BUDGET (bytes) says otherwise (docs/formats.md)
+
+
+def decoded_budget(path: Path) -> int:
+    """The bytes a compressed data file may decode to: min(40 x its size, 2 GiB or $NETEMU_DATA_BUDGET)."""
+    cap = DECODED_CAP
+    if (text := os.environ.get("NETEMU_DATA_BUDGET", "").strip()):
+        try:
+            cap = int(float(text))
+        except ValueError:
+            raise DataError(f"NETEMU_DATA_BUDGET = {text!r}: expected a number of bytes, e.g. 4e9") from None
+    return min(DECODED_RATIO * os.stat(path).st_size, cap)
+
+
+def _over_budget(path: Path, what: str, need: int) -> None:
+    budget = decoded_budget(path)
+    if need > budget:
+        raise DataError(f"{path}: {what} decodes to {need:,} bytes, more than the budget of {budget:,} bytes "
+                        f"(min({DECODED_RATIO} x the file's size, {DECODED_CAP >> 30} GiB or NETEMU_DATA_BUDGET); see docs/formats.md)")
+
+
 def _npy_header(z: zipfile.ZipFile, member: str, path: Path) -> tuple[tuple, np.dtype]:
     """(shape, dtype) of an .npy member, read from its header only."""
     with z.open(member) as f:
@@ -87,12 +109,19 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
     _check_size(path)
     try:
         with zipfile.ZipFile(path) as z:
+            # the sizes the archive states, checked before anything is decompressed: the members'
+            # file_size and their arrays' shape x itemsize, in all
+            stated = sum(info.file_size for info in z.infolist())
+            _over_budget(path, "the archive", stated)
+            arrays = 0
             for member in z.namelist():
                 shape, dtype = _npy_header(z, member, path)
                 if dtype.kind not in "biuf":
                     raise DataError(f"{path}: {member} has dtype {dtype}; expected numeric image or label arrays")
                 if math.prod(shape) > LIMITS["array_items"]:
                     raise DataError(f"{path}: {member} has shape {shape}, more than {LIMITS['array_items']} items")
+                arrays += math.prod(shape) * dtype.itemsize
+                _over_budget(path, f"the arrays up to {member} (shapes x item sizes)", arrays)
         with np.load(path, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -209,6 +238,8 @@ def read_idx(path: Path, ndim: int) -> np.ndarray:
             count = math.prod(dims)
             if count > LIMITS["array_items"]:
                 raise DataError(f"{path}: dimensions {dims} make {count} bytes, more than the limit of {LIMITS['array_items']}")
+            if zipped:
+                _over_budget(path, f"an IDX array of dimensions {dims}", count)
             if not zipped and os.stat(path).st_size != len(head) + count:
                 raise DataError(f"{path}: size: dimensions {dims} need {len(head) + count} bytes, "
                                 f"the file has {os.stat(path).st_size}")

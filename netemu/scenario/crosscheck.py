@@ -23,13 +23,54 @@ _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
 def match_nodes(pattern: str, names: list[str]) -> list[str]:
     """Nodes matching `pattern`: a name, a glob (`client-1*`) or a numeric range
-    (`client-{0..63}`, both ends included), in the order of `names`."""
-    m = _RANGE.search(pattern)
-    if m is None:
+    (`client-{0..63}`, both ends included), in the order of `names`.
+
+    A range is matched, never expanded: `client-{0..99999999999}` is one regular expression
+    (`_numbers`) tried on the topology's names, not 10^11 strings."""
+    if _RANGE.search(pattern) is None:
         return fnmatch.filter(names, pattern)
-    lo, hi = int(m.group(1)), int(m.group(2))
-    wanted = {pattern[: m.start()] + str(i) + pattern[m.end() :] for i in range(lo, hi + 1)}
-    return [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
+    parts, at = [], 0
+    for m in _RANGE.finditer(pattern):
+        parts += [_glob(pattern[at : m.start()]), _numbers(int(m.group(1)), int(m.group(2)))]
+        at = m.end()
+    regex = re.compile("".join([*parts, _glob(pattern[at:])]), re.DOTALL)
+    return [n for n in names if regex.fullmatch(n)]
+
+
+def _numbers(lo: int, hi: int) -> str:
+    """A regular expression of the integers lo..hi as `str` writes them (no leading zeros),
+    a few alternatives per digit: `{0..99999999999}` is a short pattern, not 10^11 names."""
+    if lo > hi:
+        return "(?!)"
+    parts = []
+    for digits in range(len(str(lo)), len(str(hi)) + 1):
+        a, b = max(lo, 10 ** (digits - 1) if digits > 1 else 0), min(hi, 10**digits - 1)
+        parts += _same_length(str(a), str(b))
+    return "(?:" + "|".join(parts) + ")"
+
+
+def _same_length(a: str, b: str) -> list[str]:
+    """Patterns of the numbers a..b, written with the same number of digits (a <= b)."""
+    if len(a) == 1:
+        return [f"[{a}-{b}]"]
+    if a[0] == b[0]:
+        return [a[0] + p for p in _same_length(a[1:], b[1:])]
+    n, out, tail = len(a) - 1, [], []
+    first, last = a[0], b[0]
+    if a[1:] != "0" * n:  # a's block is partial
+        out = [a[0] + p for p in _same_length(a[1:], "9" * n)]
+        first = str(int(a[0]) + 1)
+    if b[1:] != "9" * n:  # b's block is partial
+        tail = [b[0] + p for p in _same_length("0" * n, b[1:])]
+        last = str(int(b[0]) - 1)
+    if first <= last:
+        out.append(f"[{first}-{last}][0-9]{{{n}}}")
+    return out + tail
+
+
+def _glob(text: str) -> str:
+    """The regular expression of a glob piece (fnmatch's, without its end anchor)."""
+    return fnmatch.translate(text).removeprefix("(?s:").removesuffix(")\\Z") if text else ""
 
 
 def _check_links(table: dict, graph: nx.DiGraph, issues: Issues) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from netemu.net import links as L
-from netemu.scenario.limits import MAX_DEPTH
+from netemu.scenario.limits import MAX_DEPTH, MAX_NODES
 from netemu.scenario.overrides import too_many_digits
 from netemu.scenario.schema import Issue, Issues, ScenarioError
 
@@ -48,10 +48,49 @@ def graphml_size_ok(table: dict, resolve: Callable[[str], Path], issues: Issues)
         return True
     try:
         regular_file(resolve(topo["file"]), MAX_GRAPHML_BYTES)
+        nodes = graphml_nodes(resolve(topo["file"]), MAX_NODES + 1)
     except OSError as exc:
         issues.add("topology.file", topo["file"], f"a GraphML file: {exc}")
         return False
+    except ValueError:  # not XML: the GraphML reader says so, as for any malformed file
+        return True
+    if nodes > MAX_NODES:
+        issues.add("topology.file", topo["file"], f"a GraphML topology of at most {MAX_NODES:,} nodes, as for every topology "
+                   f"(this file has more than {MAX_NODES:,} <node> elements)")
+        return False
     return True
+
+
+def graphml_nodes(path: Path, stop: int) -> int:
+    """The number of <node> elements of a GraphML file, counted while it streams (expat, 1 MiB at
+    a time, no tree kept), up to `stop`: a file of millions of nodes is refused before networkx
+    builds them.  ValueError if the file is not well-formed XML."""
+    from xml.parsers import expat
+
+    count = 0
+
+    class _Enough(Exception):
+        pass
+
+    def start(name: str, _attrs: object) -> None:
+        nonlocal count
+        if name == "node" or name.endswith(" node"):
+            count += 1
+            if count >= stop:
+                raise _Enough
+
+    parser = expat.ParserCreate(namespace_separator=" ")
+    parser.StartElementHandler = start
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                parser.Parse(chunk, False)
+            parser.Parse(b"", True)
+    except _Enough:
+        pass
+    except expat.ExpatError as exc:
+        raise ValueError(f"not well-formed XML ({exc})") from None
+    return count
 
 
 def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> None:
