@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "EXIT_BAD_INPUT", "EXIT_COMPLETE", "EXIT_FAILED", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
-    "DeviceError", "InputError", "LogError", "NetemuError", "ReportError", "RunStopped", "SweepError", "TraceError",
+    "DeviceError", "ExportError", "InputError", "LogError", "NetemuError", "ReportError", "RunStopped", "SweepError", "TraceError",
 ]
 
 EXIT_COMPLETE = 0       # every run of every algorithm did all it planned
@@ -41,6 +41,10 @@ class LogError(InputError):
 
 class DeviceError(InputError):
     """A device trace or devices file that cannot be imported or used."""
+
+
+class ExportError(InputError):
+    """A log export that cannot be written: an unknown format, a missing optional dependency, an unwritable folder."""
 
 
 class SweepError(InputError):

@@ -5,7 +5,7 @@ namespace (like a notebook), in a fresh working directory.  A block whose first 
 `# file: PATH` is a file: if PATH is in the repository the block must equal it verbatim,
 otherwise it is written to PATH in the working directory and imported by later blocks.
 A block that cannot run is preceded by `<!-- not run: why -->`; one that needs an optional
-extra by `<!-- needs: module -->` (skipped when the module is not installed).  The working
+extra by `<!-- needs: module ... -->` (skipped when one of the modules is not installed).  The working
 directory links the repository's `examples/` and `scenarios/`, so paths written "from the
 repository root" work.  Python outside a
 `python` block (an indented block with imports or definitions) is refused, so examples
@@ -23,7 +23,7 @@ ROOT = Path(__file__).parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.M | re.S)
 SKIP = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->\s*$")
-NEEDS = re.compile(r"<!--\s*needs:\s*([\w.]+)\s*-->\s*$")
+NEEDS = re.compile(r"<!--\s*needs:\s*([\w. ]+?)\s*-->\s*$")
 PYTHONISH = re.compile(r"^    (import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|async def )", re.M)
 
 
@@ -37,8 +37,9 @@ def python_blocks(path: Path) -> list[tuple[int, str, str | None]]:
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip, needs = SKIP.search(before), NEEDS.search(before)
         why = skip.group(1) if skip else None
-        if needs and importlib.util.find_spec(needs.group(1)) is None:
-            why = f"needs {needs.group(1)}, not installed"
+        missing = [m for m in needs.group(1).split() if importlib.util.find_spec(m) is None] if needs else []
+        if missing:
+            why = f"needs {', '.join(missing)}, not installed"
         out.append((text.count("\n", 0, m.start()) + 1, m.group(2), why))
     return out
 

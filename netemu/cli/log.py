@@ -1,4 +1,4 @@
-"""`netemu log summary|filter|timeline|diff`: a message log on the terminal (or a timeline image)."""
+"""`netemu log summary|filter|timeline|diff|export`: a message log on the terminal, a timeline image, or tables."""
 
 from __future__ import annotations
 
@@ -40,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     diff.add_argument("a", type=Path)
     diff.add_argument("b", type=Path)
     diff.set_defaults(func=cmd_log_diff)
+    ex = log_sub.add_parser("export", help="the log as tables with a fixed schema (Parquet, Arrow, CSV), or metrics.csv for TensorBoard")
+    ex.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    ex.add_argument("--format", choices=("parquet", "arrow", "csv", "tensorboard"), default="parquet",
+                    help="parquet (default), arrow (IPC file), csv: one file per table; tensorboard: metrics.csv as event files")
+    ex.add_argument("--out", type=Path, help="folder to write into (default: export/ beside the log, tensorboard/ for tensorboard)")
+    ex.set_defaults(func=cmd_log_export)
 
 
 def cmd_log_summary(args) -> int:
@@ -139,3 +145,20 @@ def cmd_log_diff(args) -> int:
         print(f"{e:<14}{t['a']:>12}{t['b']:>12}{t['b_minus_a']:>12}")
     return 0 if d["identical"] else 1
 
+
+
+def cmd_log_export(args) -> int:
+    from netemu.export import export_log, export_tensorboard
+    from netemu.logtools import log_path
+    from netemu.terminal import printable
+
+    if args.format == "tensorboard":
+        folder = args.log if args.log.is_dir() else args.log.parent
+        written = export_tensorboard(folder, args.out or folder / "tensorboard")
+        what = "scalars"
+    else:
+        written = export_log(args.log, args.out or log_path(args.log).parent / "export", args.format)
+        what = "rows"
+    for w in written:
+        print(f"{printable(str(w.path))}  {w.rows} {what}")
+    return 0
