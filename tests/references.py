@@ -1,5 +1,9 @@
 """Small fully vectorized NumPy references of the algorithms (ideal network)."""
 
+import heapq
+import math
+from collections import deque
+
 import numpy as np
 
 
@@ -414,3 +418,139 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
     elif p.local == "perfedavg" and p.alpha:
         used = used - p.alpha * grad(used, np.tile(np.arange(n), (K, 1)))
     return Psi, used
+
+
+def _local_maps(parts, lr: float, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every client's `steps` gradient steps on (1/2n_k)‖X_k w − y_k‖² as one affine map
+    w ↦ M_k w + c_k, built for all clients at once (batched matrix products).
+
+    Written independently of netemu.kernels.linear: one step is w ← (I − lr G_k) w + lr h_k
+    with G_k = X_kᵀX_k / n_k and h_k = X_kᵀy_k / n_k; the maps compose."""
+    d = parts[0][0].shape[1]
+    G = np.stack([x.T @ x / y.size for x, y in parts])
+    h = np.stack([x.T @ y / y.size for x, y in parts])
+    A = np.eye(d) - lr * G
+    M, c = np.broadcast_to(np.eye(d), G.shape).copy(), np.zeros(h.shape)
+    for _ in range(steps):
+        M, c = A @ M, np.einsum("kij,kj->ki", A, c) + lr * h
+    return M, c
+
+
+def _weight(p, staleness):
+    return 1.0 if p.staleness == "constant" else (1.0 + staleness) ** -p.a
+
+
+def _no_ties(times, gap: float = 1e-6) -> None:
+    """The replayed order is the emulator's only if no two events are (nearly) simultaneous."""
+    t = np.sort(np.asarray(times, dtype=float))
+    close = [(a, b) for a, b in zip(t, t[1:]) if b - a <= gap]
+    assert not close, f"events too close to call their order (choose other compute times): {close[:3]}"
+
+
+def async_fl(parts, durations, p, rounds: int) -> tuple[np.ndarray, list[list[float]], list[int]]:
+    """FedBuff (`aggregation = "buffer"`) and FedAsync (`"mix"`) with bounded staleness, on an
+    ideal network: client k's training takes `durations[k]` virtual seconds and its answer
+    arrives then; messages take no time.  Replays the event order by time: a heap of answers;
+    each answer frees its client (to the back of the idle queue) and the freed slots go to the
+    idle clients in first-in-first-out order with the current model and version.  Local training
+    is each client's affine map (`_local_maps`).  Returns the final model, the staleness of the
+    updates used in each metric round and the updates dropped in each.
+    """
+    M, c = _local_maps(parts, p.lr, p.local_steps)
+    K = len(parts)
+    slots = K if p.concurrency == 0 else min(p.concurrency, K)
+    x, version, buffered = np.zeros(M.shape[1]), 0, []
+    idle, busy, heap = deque(range(K)), set(), []
+    used, dropped = [[] for _ in range(rounds)], [0] * rounds
+    end = rounds * p.round_time
+
+    def dispatch(t):
+        while len(busy) < slots and idle:
+            k = idle.popleft()
+            busy.add(k)
+            heapq.heappush(heap, (t + durations[k], k, x.copy(), version))
+
+    dispatch(0.0)
+    times = []
+    while heap and heap[0][0] < end:
+        t, k, start, tau = heapq.heappop(heap)
+        times.append(t)
+        r = int(t // p.round_time)
+        busy.discard(k)
+        idle.append(k)
+        stale = version - tau
+        y = M[k] @ start + c[k]
+        if 0 <= p.max_staleness < stale:
+            dropped[r] += 1
+        elif p.aggregation == "mix":
+            alpha = p.alpha * _weight(p, stale)
+            x = (1 - alpha) * x + alpha * y
+            version += 1
+            used[r].append(stale)
+        else:
+            buffered.append(_weight(p, stale) * (y - start))
+            used[r].append(stale)
+            if len(buffered) == p.buffer:
+                x = x + p.server_lr * np.mean(buffered, axis=0)
+                version += 1
+                buffered = []
+        dispatch(t)
+    _no_ties(times + [p.round_time * (r + 1) for r in range(rounds)])
+    return x, used, dropped
+
+
+def sync_fl(parts, durations, p, rounds: int, draw) -> tuple[np.ndarray, list[list[float]], list[int]]:
+    """Over-commitment and partial aggregation with late updates carried over (`aggregation =
+    "sync"`), on an ideal network (client k's answer arrives `durations[k]` after it is asked).
+
+    Each round asks ⌈overcommit·K⌉ of the clients not still training, those with the smallest
+    `draw(k, round)`; the round ends at its deadline, or when K fresh answers came.  Every
+    client asked in a round trains from the same model: one batched affine map.  Fresh answers
+    weigh n_k; late ones (carried over) n_k s(τ), τ the rounds they are late; others are
+    dropped.  Returns the final model, each round's staleness of the updates used and the
+    updates dropped in each.
+    """
+    M, c = _local_maps(parts, p.lr, p.local_steps)
+    K = len(parts)
+    n = np.array([y.size for _, y in parts], dtype=float)
+    target = p.clients_per_round or K
+    x, busy, heap, now = np.zeros(M.shape[1]), set(), [], 0.0
+    used, dropped, times = [], [], []
+    for r in range(rounds):
+        free = [k for k in range(K) if k not in busy]
+        ask = min(math.ceil(p.overcommit * target), len(free))
+        chosen = free if ask == 0 or ask >= len(free) else sorted(free, key=lambda k: draw(k, r))[:ask]
+        if chosen:
+            deltas = np.einsum("kij,j->ki", M[chosen], x) + c[chosen] - x
+            for k, delta in zip(chosen, deltas):
+                busy.add(k)
+                heapq.heappush(heap, (now + durations[k], k, r, delta))
+        quorum = min(target, len(chosen))
+        deadline = now + p.round_time
+        fresh, late, out = [], [], 0
+        end = deadline
+        while heap and heap[0][0] < deadline:
+            t, k, asked, delta = heapq.heappop(heap)
+            times.append(t)
+            busy.discard(k)
+            tau = r - asked
+            if tau == 0:
+                fresh.append((k, delta, 0))
+                if len(fresh) == quorum:
+                    end = t
+                    break
+            elif p.carry_late and not 0 <= p.max_staleness < tau:
+                late.append((k, delta, tau))
+            else:
+                out += 1
+        if end == deadline:
+            times.append(deadline)
+        both = fresh + late
+        if both:
+            a = np.array([n[k] * _weight(p, tau) for k, _, tau in both])
+            x = x + a @ np.array([delta for _, delta, _ in both]) / a.sum()
+        used.append([float(tau) for _, _, tau in both])
+        dropped.append(out)
+        now = end
+    _no_ties(times)
+    return x, used, dropped
