@@ -218,14 +218,39 @@ def test_the_default_timeline_window_is_the_first_three_rounds(runs):
     assert len(tl["msgs"]) == sum(1 for r in log[:end] if r["event"] == "send" and r["run"] == 0)
 
 
-def test_a_chosen_timeline_window_holds_only_its_events_up_to_the_limit(runs):
+def _window_counts(run_dir: Path, run: int, since: float, until: float) -> dict:
+    log = [r for r in _log(run_dir) if r["run"] == run and since <= r["t"] <= until]
+    return {name: sum(1 for r in log if r["event"] == ev) for name, ev in
+            (("sent", "send"), ("delivered", "deliver"), ("dropped", "drop"), ("computes", "compute"))}
+
+
+def test_a_chosen_timeline_window_holds_only_its_events(runs):
     tl = collect(runs[0], Window(since=6.0, until=12.0, run=1))["timeline"]
-    assert tl["run"] == 1 and tl["msgs"] and not tl["truncated"]
+    assert tl["run"] == 1 and tl["msgs"] and not tl["truncated"] and "dense" not in tl
     assert all(6.0 <= m[0] <= 12.0 for m in tl["msgs"]) and all(6.0 <= c[0] <= 12.0 for c in tl["computes"])
-    small = collect(runs[0], Window(since=6.0, until=12.0, run=1, max_events=10))["timeline"]
-    assert len(small["msgs"]) + len(small["computes"]) == 10 and small["truncated"]
-    named = lambda t: [(m[0], t["lanes"][m[1]], t["lanes"][m[3]], m[7]) for m in t["msgs"]]
-    assert named(small) == named(tl)[: len(small["msgs"])]
+
+
+def test_a_window_with_more_events_than_the_limit_is_aggregated_not_cut(runs):
+    """Per time bin and lane group, every send, delivery, drop and compute span of the window is counted."""
+    tl = collect(runs[1], Window(since=6.0, until=12.0, run=1, max_events=10))["timeline"]
+    d = tl["dense"]
+    assert not tl["truncated"] and (tl["since"], tl["until"]) == (6.0, 12.0)
+    counts = {k: int(np.sum(d[k])) for k in ("sent", "delivered", "dropped", "computes")}
+    assert counts == _window_counts(runs[1], 1, 6.0, 12.0) and counts["dropped"] > 0
+    assert [g[0] for g in d["groups"]][:3] == ["server", "client-0", "client-1"] and sum(g[1] for g in d["groups"]) == tl["lanes"]
+    assert all(0.0 <= b <= 1.0 for row in d["busy"] for b in row)
+
+
+def test_the_share_of_time_computing_is_the_compute_spans_overlap_with_each_bin(runs):
+    tl = collect(runs[0], Window(since=0.0, until=15.0, run=0, max_events=10))["timeline"]
+    d = tl["dense"]
+    spans = [r for r in _log(runs[0]) if r["event"] == "compute" and r["run"] == 0 and r["t"] <= 15.0]
+    g = [x[0] for x in d["groups"]].index("client-12")
+    mine = [(r["t"], r["t"] + r["duration"]) for r in spans if r["actor"] == "client-12"]
+    for b in range(0, d["bins"], 7):
+        lo, hi = b * d["width"], (b + 1) * d["width"]
+        busy = sum(max(0.0, min(hi, e) - max(lo, s)) for s, e in mine) / d["width"]
+        assert d["busy"][g][b] == pytest.approx(min(busy, 1.0), abs=1e-3)  # rounded to 3 decimals
 
 
 def test_a_timeline_of_an_algorithm_the_folder_lacks_says_so(runs):
@@ -236,7 +261,8 @@ def test_the_cli_passes_the_timeline_window(runs, tmp_path):
     out = tmp_path / "w.html"
     assert main(["report", str(runs[0]), "--out", str(out), "--since", "6", "--until", "12", "--run", "1", "--max-events", "10"]) == 0
     tl = _data(out.read_text())["folders"][0]["timeline"]
-    assert (tl["run"], tl["since"], len(tl["msgs"]) + len(tl["computes"]), tl["truncated"]) == (1, 6.0, 10, True)
+    assert (tl["run"], tl["since"], tl["until"], tl["max_events"]) == (1, 6.0, 12.0, 10)
+    assert int(np.sum(tl["dense"]["sent"])) == _window_counts(runs[0], 1, 6.0, 12.0)["sent"]
 
 
 def test_a_window_that_ends_before_it_starts_is_refused(runs, tmp_path, capsys):
