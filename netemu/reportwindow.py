@@ -52,7 +52,7 @@ class Window:
 class Timeline:
     """The window's events: one by one up to `max_events`, then compact (see the module's note).
     `keep`: which actors' lanes are shown (`netemu report --actors`); a message is kept when
-    its sender or its receiver is."""
+    both its ends are (so `--actors 'server,client-1?'` shows those clients' exchanges with the server)."""
 
     def __init__(self, window: Window, keep: Callable[[str], bool] | None = None):
         self.w = window
@@ -122,7 +122,7 @@ class Timeline:
         keep = self.keep
         if self.dense and ev in ("deliver", "drop"):
             if not self.closed and (self.since is None or t >= self.since) and (self.until is None or t <= self.until) \
-                    and (keep is None or keep(r["src"]) or keep(r["dst"])):
+                    and (keep is None or keep(r["src"]) and keep(r["dst"])):
                 self._add(t, r["dst"], _DELIVER if ev == "deliver" else _DROP)
                 self._full(t)
             return
@@ -133,7 +133,7 @@ class Timeline:
             return
         if ev in ("deliver", "drop"):
             if not self.closed and self.since is not None and t >= self.since and (self.until is None or t <= self.until) \
-                    and (keep is None or keep(r["src"]) or keep(r["dst"])):
+                    and (keep is None or keep(r["src"]) and keep(r["dst"])):
                 self._orphans.append((t, r["dst"], _DELIVER if ev == "deliver" else _DROP))
             return
         if self.closed:
@@ -153,7 +153,7 @@ class Timeline:
                 self._close(t, f"the start of round {rnd} (the first {self.w.rounds} rounds; --since/--until choose another window)")
                 return
             self.round_starts.setdefault(rnd, t)
-            if keep is not None and not (keep(r["src"]) or keep(r["dst"])):
+            if keep is not None and not (keep(r["src"]) and keep(r["dst"])):
                 return
             if self._full(t):
                 if not self.closed:
@@ -255,8 +255,7 @@ class Timeline:
             ns, ne = np.searchsorted(starts, edges, side="right"), np.searchsorted(ends, edges, side="right")
             integral = (ns * edges - cs[ns]) - (ne * edges - ce[ne])
             busy[gi] = np.diff(integral) / (width * len(chunks[gi]))
-        name = lambda c: c[0] if len(c) == 1 else f"{c[0]} … {c[-1]}"  # noqa: E731
-        return {"bins": nb, "width": width, "groups": [[name(c), len(c)] for c in chunks],
+        return {"bins": nb, "width": width, "groups": [[c[0] if len(c) == 1 else f"{c[0]} … {c[-1]}", len(c)] for c in chunks],
                 "events": int(len(t)),
                 **{k: v.tolist() for k, v in counts.items()},
                 "busy": np.round(np.clip(busy, 0.0, 1.0), 3).tolist()}
