@@ -36,6 +36,16 @@ def lane_key(name: str) -> tuple:
 
 
 
+def _span_name(first: str, last: str) -> str:
+    """A lane group's name: `client-2565 … 5129` (the last name without the prefix both share)."""
+    if first == last:
+        return first
+    a, b = re.match(r"(.*?)(\d*)$", first), re.match(r"(.*?)(\d*)$", last)
+    if a and b and a.group(1) == b.group(1) and a.group(2) and b.group(2):
+        return f"{first} … {b.group(2)}"
+    return f"{first} … {last}"
+
+
 @dataclass(frozen=True)
 class Window:
     """Which part of which run the timeline shows.  Without `until`, the window ends where
@@ -255,7 +265,7 @@ class Timeline:
             ns, ne = np.searchsorted(starts, edges, side="right"), np.searchsorted(ends, edges, side="right")
             integral = (ns * edges - cs[ns]) - (ne * edges - ce[ne])
             busy[gi] = np.diff(integral) / (width * len(chunks[gi]))
-        return {"bins": nb, "width": width, "groups": [[c[0] if len(c) == 1 else f"{c[0]} … {c[-1]}", len(c)] for c in chunks],
+        return {"bins": nb, "width": width, "groups": [[_span_name(c[0], c[-1]), len(c)] for c in chunks],
                 "events": int(len(t)),
                 **{k: v.tolist() for k, v in counts.items()},
                 "busy": np.round(np.clip(busy, 0.0, 1.0), 3).tolist()}
