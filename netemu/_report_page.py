@@ -92,6 +92,13 @@ SCRIPT = r"""
     if (a !== 0 && a < 1e-3) { var p = v.toExponential(2).split("e"); return p[0] + "e" + Number(p[1]); }
     return String(+v.toPrecision(4));
   }
+  // tick labels: one format along an axis (300 k … 50 k, never 300 k next to 50000)
+  function tickFmt(values, f) {
+    if (f && f !== fmt) return f;
+    var top = 0;
+    values.forEach(function (v) { top = Math.max(top, Math.abs(v)); });
+    return top >= 1e5 ? function (v) { return Math.abs(v) < 1e-9 ? "0" : si(v, "").trim(); } : fmt;
+  }
   function fmtBytes(v) {
     if (v === null || v === undefined || !isFinite(v)) return "–";
     return si(v, "B");
@@ -209,18 +216,19 @@ SCRIPT = r"""
         var whole = xt.filter(function (v) { return Math.abs(v - Math.round(v)) < 1e-9; });
         if (whole.length >= 2) xt = whole;
       }
+      var xf = tickFmt(xt, spec.xfmt);
       xt.forEach(function (v) {
         var x = sx(v);
         if (x < m.l - 0.5 || x > W - m.r + 0.5) return;
         svgEl("line", { x1: x, x2: x, y1: m.t, y2: H - m.b }, grid);
-        svgText(axis, x, H - m.b + 14, (spec.xfmt || fmt)(v), { "text-anchor": "middle" });
+        svgText(axis, x, H - m.b + 14, xf(v), { "text-anchor": "middle" });
       });
       if (sy) {
-        var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5);
+        var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5), yf = tickFmt(yt, spec.yfmt);
         yt.forEach(function (v) {
           var y = sy(v);
           svgEl("line", { x1: m.l, x2: W - m.r, y1: y, y2: y }, grid);
-          svgText(axis, m.l - 5, y + 3.5, (spec.yfmt || fmt)(v), { "text-anchor": "end" });
+          svgText(axis, m.l - 5, y + 3.5, yf(v), { "text-anchor": "end" });
         });
       }
       svgEl("path", { d: "M" + m.l + "," + m.t + "V" + (H - m.b) + "H" + (W - m.r), fill: "none" }, axis);
@@ -382,9 +390,10 @@ SCRIPT = r"""
     var svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H }, box);
     var sy = scale(0, top, H - m.b, m.t, false);
     var grid = svgEl("g", { "class": "grid" }, svg), axis = svgEl("g", { "class": "axis" }, svg);
-    ticks(0, top, 5).forEach(function (v) {
+    var yt = ticks(0, top, 5), ytf = tickFmt(yt, yfmt);
+    yt.forEach(function (v) {
       svgEl("line", { x1: m.l, x2: W - m.r, y1: sy(v), y2: sy(v) }, grid);
-      svgText(axis, m.l - 5, sy(v) + 3.5, yfmt(v), { "text-anchor": "end" });
+      svgText(axis, m.l - 5, sy(v) + 3.5, ytf(v), { "text-anchor": "end" });
     });
     svgEl("path", { d: "M" + m.l + "," + m.t + "V" + (H - m.b) + "H" + (W - m.r), fill: "none" }, axis);
     if (ylabel) svgText(axis, 12, (m.t + H - m.b) / 2, ylabel, { "text-anchor": "middle", transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")" });

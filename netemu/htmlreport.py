@@ -257,8 +257,8 @@ def _deadlines(scenario: dict) -> dict[str, list]:
         if not isinstance(a, dict):
             continue
         label = a.get("label") or a.get("name")
-        found = [[str(k), float(v)] for k, v in a.items()
-                 if isinstance(k, str) and DEADLINE_PARAM.search(k) and _number(v) and math.isfinite(v) and v > 0]
+        found = [[str(k), float(v)] for k, v in a.items()  # (an integer too large for a float is no deadline)
+                 if isinstance(k, str) and DEADLINE_PARAM.search(k) and _number(v) and -1e300 < v < 1e300 and v > 0]
         if isinstance(label, str) and found:
             out[label] = found
     return out
