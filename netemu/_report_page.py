@@ -41,6 +41,9 @@ details { margin: 6px 0; } summary { cursor: pointer; color: #1f4e9c; }
 svg text { font: 11px system-ui, sans-serif; fill: #374151; }
 svg .axis line, svg .axis path { stroke: #9ca3af; } svg .grid line { stroke: #eef0f3; }
 svg .sel { fill: rgba(59,130,246,.15); stroke: rgba(59,130,246,.6); }
+a.download { float: right; font-size: 11.5px; color: #1f4e9c; margin: 3px 4px 0 8px; text-decoration: none; }
+a.download:hover { text-decoration: underline; }
+b.target { font-variant-numeric: tabular-nums; }
 """
 
 SCRIPT = r"""
@@ -73,11 +76,64 @@ SCRIPT = r"""
     return t;
   }
   function titled(node, str) { var t = svgEl("title", {}, node); t.textContent = str; return node; }
+  // One format per kind of number, the same as the page's tables (netemu/reportpage.py): bytes with
+  // SI prefixes (2.42 MB), other numbers with 4 significant digits, an SI prefix from 100,000 (2.42 M)
+  // and an exponent below 0.001.
+  var SI = ["", "k", "M", "G", "T", "P", "E"];
+  function si(v, unit) {
+    var a = Math.abs(v), k = 0;
+    while (a >= 999.5 && k < SI.length - 1) { a /= 1000; v /= 1000; k++; }
+    return (k ? String(+v.toPrecision(3)) : String(+v.toPrecision(3))) + " " + SI[k] + unit;
+  }
   function fmt(v) {
     if (v === null || v === undefined || !isFinite(v)) return "–";
     var a = Math.abs(v);
-    if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(2);
+    if (a >= 1e5) return si(v, "").trim();
+    if (a !== 0 && a < 1e-3) { var p = v.toExponential(2).split("e"); return p[0] + "e" + Number(p[1]); }
     return String(+v.toPrecision(4));
+  }
+  // tick labels: one format along an axis (300 k … 50 k, never 300 k next to 50000)
+  function tickFmt(values, f) {
+    if (f && f !== fmt) return f;
+    var top = 0;
+    values.forEach(function (v) { top = Math.max(top, Math.abs(v)); });
+    return top >= 1e5 ? function (v) { return Math.abs(v) < 1e-9 ? "0" : si(v, "").trim(); } : fmt;
+  }
+  function fmtBytes(v) {
+    if (v === null || v === undefined || !isFinite(v)) return "–";
+    return si(v, "B");
+  }
+  function fmtCount(v) { return v === null || v === undefined ? "–" : Math.round(v).toLocaleString("en-US"); }
+
+  // "download data": the chart's numbers as CSV, made from the embedded data when clicked
+  // (a blob: URL; nothing is fetched).  Cells that are text and start like a formula are quoted
+  // with a leading apostrophe, so a spreadsheet shows a hostile actor name as text.
+  function csvCell(v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "number") return isFinite(v) ? String(v) : "";
+    var t = String(v);
+    if (/^[=+\-@\t\r]/.test(t)) t = "'" + t;
+    return /[",\n\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
+  }
+  function toCsv(rows) { return rows.map(function (r) { return r.map(csvCell).join(","); }).join("\r\n") + "\r\n"; }
+  var downloads = 0;
+  function downloadLink(box, title, rowsFn) {
+    var a = htmlEl("a", "download", null, "download data (CSV)");
+    box.insertBefore(a, box.firstChild);
+    var name = (title.replace(/[^A-Za-z0-9_.-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 60) || "chart") + ".csv";
+    a.setAttribute("download", name);
+    a.setAttribute("href", "#");
+    a.setAttribute("data-csv", String(++downloads));
+    a.addEventListener("click", function (evt) {
+      evt.preventDefault();
+      var url = URL.createObjectURL(new Blob([toCsv(rowsFn())], { type: "text/csv" }));
+      var tmp = document.createElement("a");
+      tmp.href = url; tmp.download = name;
+      document.body.appendChild(tmp); tmp.click(); tmp.remove();
+      setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+    });
+    box.csv = rowsFn;
+    return a;
   }
   function showTip(evt, lines) {
     tip.textContent = lines.join("\n");
@@ -160,18 +216,19 @@ SCRIPT = r"""
         var whole = xt.filter(function (v) { return Math.abs(v - Math.round(v)) < 1e-9; });
         if (whole.length >= 2) xt = whole;
       }
+      var xf = tickFmt(xt, spec.xfmt);
       xt.forEach(function (v) {
         var x = sx(v);
         if (x < m.l - 0.5 || x > W - m.r + 0.5) return;
         svgEl("line", { x1: x, x2: x, y1: m.t, y2: H - m.b }, grid);
-        svgText(axis, x, H - m.b + 14, fmt(v), { "text-anchor": "middle" });
+        svgText(axis, x, H - m.b + 14, xf(v), { "text-anchor": "middle" });
       });
       if (sy) {
-        var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5);
+        var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5), yf = tickFmt(yt, spec.yfmt);
         yt.forEach(function (v) {
           var y = sy(v);
           svgEl("line", { x1: m.l, x2: W - m.r, y1: y, y2: y }, grid);
-          svgText(axis, m.l - 5, y + 3.5, fmt(v), { "text-anchor": "end" });
+          svgText(axis, m.l - 5, y + 3.5, yf(v), { "text-anchor": "end" });
         });
       }
       svgEl("path", { d: "M" + m.l + "," + m.t + "V" + (H - m.b) + "H" + (W - m.r), fill: "none" }, axis);
@@ -179,6 +236,20 @@ SCRIPT = r"""
       if (spec.ylabel) svgText(axis, 12, (m.t + H - m.b) / 2, spec.ylabel, { "text-anchor": "middle", transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")" });
       var g = svgEl("g", { "clip-path": "url(#" + id + ")" }, svg);
       spec.draw(g, sx, sy, dom, svg);
+      // round starts (dotted grey) and deadlines (dashed red), while few enough are in view to tell apart
+      var marks = (spec.markers || []).filter(function (k) { return k.x >= dom[0] && k.x <= dom[1]; });
+      if (marks.length && marks.length <= 120) {
+        var mg = svgEl("g", { "class": "markers" }, svg);
+        marks.forEach(function (k) {
+          var x = sx(k.x), dl = k.kind === "deadline";
+          titled(svgEl("line", { x1: x, x2: x, y1: m.t, y2: H - m.b, stroke: dl ? "#dc2626" : "#6b7280", "stroke-width": 1,
+                                 "stroke-opacity": dl ? 0.55 : 0.6, "stroke-dasharray": dl ? "5,3" : "1,3", "class": "mark-" + k.kind }, mg), k.label);
+        });
+      }
+      if (spec.hline !== undefined && spec.hline !== null && sy) {
+        var hy = sy(spec.hline);
+        if (hy >= m.t && hy <= H - m.b) svgEl("line", { x1: m.l, x2: W - m.r, y1: hy, y2: hy, stroke: "#111827", "stroke-dasharray": "6,4", "class": "target" }, svg);
+      }
       var guide = svgEl("line", { y1: m.t, y2: H - m.b, stroke: "#6b7280", "stroke-dasharray": "3,3", visibility: "hidden" }, svg);
       var overlay = svgEl("rect", { x: m.l, y: m.t, width: W - m.l - m.r, height: H - m.t - m.b, fill: "transparent" }, svg);
       var sel = null, x0 = null;
@@ -245,13 +316,21 @@ SCRIPT = r"""
           if (s.x[i] >= dom[0] && s.x[i] <= dom[1]) vis.push(s.y[i], s.lo ? s.lo[i] : null, s.hi ? s.hi[i] : null);
         }
       });
+      if (opts.hline !== undefined && opts.hline !== null) vis.push(opts.hline);
       var yd = extent(vis.length ? vis : ys, logy);
       if (!logy) { var pad = (yd[1] - yd[0]) * 0.05; yd = [yd[0] - pad, yd[1] + pad]; }
       return yd;
     }
     var xd = extent(xs, opts.logx);
+    if (opts.hline !== undefined && opts.hline !== null) ys = ys.concat([opts.hline]);
+    downloadLink(box, title, function () {
+      var rows = [["series", opts.xname || "x", "y", "min", "max"]];
+      series.forEach(function (s) { for (var i = 0; i < s.x.length; i++) rows.push([s.label, s.x[i], s.y[i], s.lo ? s.lo[i] : null, s.hi ? s.hi[i] : null]); });
+      return rows;
+    });
     frame(box, {
       xdom: xd, ydomFor: ydomFor, logx: opts.logx, logy: logy, xlabel: opts.xlabel, ylabel: opts.ylabel, integerx: opts.integerx,
+      xfmt: opts.xfmt, yfmt: opts.yfmt, markers: opts.markers, hline: opts.hline,
       draw: function (g, sx, sy) {
         series.forEach(function (s) {
           function ok(i) { return s.y[i] !== null && isFinite(s.x[i]) && (!opts.logx || s.x[i] > 0) && (!logy || s.y[i] > 0); }
@@ -283,7 +362,7 @@ SCRIPT = r"""
           if (i < 0) return;
           var extra = opts.extra ? opts.extra(s, i) : "";
           var band = s.lo && s.hi ? "  [" + fmt(s.lo[i]) + " … " + fmt(s.hi[i]) + "]" : "";
-          lines.push(s.label + ": " + fmt(s.y[i]) + band + "  at " + (opts.xname || "x") + " " + fmt(s.x[i]) + extra);
+          lines.push(s.label + ": " + (opts.yfmt || fmt)(s.y[i]) + band + "  at " + (opts.xname || "x") + " " + (opts.xfmt || fmt)(s.x[i]) + extra);
         });
         return lines;
       }
@@ -293,8 +372,14 @@ SCRIPT = r"""
 
   // Bars: categories along x; per category one bar per group, stacked by `stacks`.
   // values[c][g] = [v per stack]
-  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel, legendByGroup) {
+  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel, legendByGroup, yfmt) {
     var box = chartBox(parent, title, sub);
+    yfmt = yfmt || fmt;
+    downloadLink(box, title, function () {
+      var rows = [["category", "series", "part", ylabel || "value"]];
+      categories.forEach(function (c, ci) { groups.forEach(function (gr, gi) { stacks.forEach(function (st, si) { rows.push([c, gr.label, st.label, values[ci][gi][si] || 0]); }); }); });
+      return rows;
+    });
     var W = 600, longest = 0;
     categories.forEach(function (c) { longest = Math.max(longest, Math.min(28, c.length)); });
     var cw0 = (W - 72) / Math.max(1, categories.length), rotate = longest * 6.2 > cw0;
@@ -305,9 +390,10 @@ SCRIPT = r"""
     var svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H }, box);
     var sy = scale(0, top, H - m.b, m.t, false);
     var grid = svgEl("g", { "class": "grid" }, svg), axis = svgEl("g", { "class": "axis" }, svg);
-    ticks(0, top, 5).forEach(function (v) {
+    var yt = ticks(0, top, 5), ytf = tickFmt(yt, yfmt);
+    yt.forEach(function (v) {
       svgEl("line", { x1: m.l, x2: W - m.r, y1: sy(v), y2: sy(v) }, grid);
-      svgText(axis, m.l - 5, sy(v) + 3.5, fmt(v), { "text-anchor": "end" });
+      svgText(axis, m.l - 5, sy(v) + 3.5, ytf(v), { "text-anchor": "end" });
     });
     svgEl("path", { d: "M" + m.l + "," + m.t + "V" + (H - m.b) + "H" + (W - m.r), fill: "none" }, axis);
     if (ylabel) svgText(axis, 12, (m.t + H - m.b) / 2, ylabel, { "text-anchor": "middle", transform: "rotate(-90 12 " + (m.t + H - m.b) / 2 + ")" });
@@ -322,7 +408,7 @@ SCRIPT = r"""
           if (v <= 0) return;
           var r = svgEl("rect", { x: x0 + gi * bw, y: sy(acc + v), width: Math.max(0.5, bw - 1), height: Math.max(0.5, sy(acc) - sy(acc + v)),
                                   fill: st.color || gr.color, "fill-opacity": st.opacity, "class": "bar" }, svg);
-          titled(r, c + "\n" + gr.label + (stacks.length > 1 ? " · " + st.label : "") + ": " + fmt(v));
+          titled(r, c + "\n" + gr.label + (stacks.length > 1 ? " · " + st.label : "") + ": " + yfmt(v));
           acc += v;
         });
       });
@@ -340,6 +426,52 @@ SCRIPT = r"""
 
   function colorOf(i) { return PALETTE[i % PALETTE.length]; }
 
+  // Histograms on a numeric axis, one translucent set of bars per series: [{label, color, edges, counts}]
+  function histChart(parent, title, sub, series, xlabel) {
+    var box = chartBox(parent, title, sub);
+    var lo = Infinity, hi = -Infinity, top = 0;
+    series.forEach(function (s) { lo = Math.min(lo, s.edges[0]); hi = Math.max(hi, s.edges[s.edges.length - 1]); s.counts.forEach(function (c) { top = Math.max(top, c); }); });
+    downloadLink(box, title, function () {
+      var rows = [["series", "from", "to", "actors"]];
+      series.forEach(function (s) { s.counts.forEach(function (c, i) { rows.push([s.label, s.edges[i], s.edges[i + 1], c]); }); });
+      return rows;
+    });
+    frame(box, {
+      xdom: [lo, hi > lo ? hi : lo + 1], ydom: [0, (top || 1) * 1.05], xlabel: xlabel, ylabel: "actors",
+      draw: function (g, sx, sy) {
+        series.forEach(function (s) {
+          s.counts.forEach(function (c, i) {
+            if (!c) return;
+            var x0 = sx(s.edges[i]), x1 = sx(s.edges[i + 1]);
+            svgEl("rect", { x: x0, y: sy(c), width: Math.max(0.8, x1 - x0 - 0.6), height: Math.max(0.5, sy(0) - sy(c)), fill: s.color,
+                            "fill-opacity": series.length > 1 ? 0.45 : 0.75, "class": "hbar" }, g);
+          });
+        });
+      },
+      hover: function (x) {
+        var lines = [];
+        series.forEach(function (s) {
+          for (var i = 0; i < s.counts.length; i++) {
+            if (x >= s.edges[i] && x <= s.edges[i + 1]) { lines.push(s.label + ": " + fmtCount(s.counts[i]) + " actors in " + fmt(s.edges[i]) + " … " + fmt(s.edges[i + 1])); break; }
+          }
+        });
+        return lines;
+      }
+    });
+    legend(box, series.map(function (s) { return { label: s.label, color: s.color }; }));
+  }
+
+  // round starts and deadlines of a series, as markers on a time axis
+  function roundMarkers(f, alg, lo, hi) {
+    var out = [], rounds = (f.rounds || {})[alg] || [], dl = (f.deadlines || {})[alg] || [];
+    rounds.forEach(function (r) {
+      if (lo !== undefined && (r[1] < lo || r[1] > hi)) return;
+      out.push({ x: r[1], kind: "round", label: "round " + r[0] + " starts at " + fmt(r[1]) + " s" });
+      dl.forEach(function (d) { out.push({ x: r[1] + d[1], kind: "deadline", label: "round " + r[0] + ": " + d[0] + " = " + fmt(d[1]) + " s after its start (" + fmt(r[1] + d[1]) + " s)" }); });
+    });
+    return out;
+  }
+
   // ---------------------------------------------------------------- sections
   var D = JSON.parse(document.getElementById("netemu-data").textContent);
   var S = D.series;
@@ -353,19 +485,57 @@ SCRIPT = r"""
     S.forEach(function (s) { Object.keys(folderOf(s).curves[s.algorithm] || {}).forEach(function (mname) { if (metrics.indexOf(mname) < 0) metrics.push(mname); }); });
     metrics.sort();
     if (!metrics.length) { htmlEl("p", "muted", root, "no metrics.csv rows"); return; }
-    metrics.forEach(function (mname) {
+    var stale = metrics.filter(function (mname) { return /^staleness/.test(mname); });
+    metrics = metrics.filter(function (mname) { return !/^staleness/.test(mname); });
+    var sroot = document.querySelector("[data-chart=staleness]");
+    if (sroot) while (sroot.firstChild) sroot.removeChild(sroot.firstChild);
+    var markers = xaxis === "time" && S.length ? roundMarkers(folderOf(S[0]), S[0].algorithm) : undefined;
+    function draw(root, mname) {
       var series = [];
       S.forEach(function (s, i) {
         var c = (folderOf(s).curves[s.algorithm] || {})[mname];
         if (!c) return;
-        series.push({ label: s.label + (c.step > 1 ? " (every " + c.step + " rounds: the page holds at most 1500 points a curve)" : ""), color: colorOf(i), x: xaxis === "time" ? c.time : c.round,
-                      y: c.mean, lo: c.lo, hi: c.hi, c: c });
+        if (xaxis === "bytes" && !c.bytes) return;
+        series.push({ label: s.label + (c.step > 1 ? " (every " + c.step + " rounds: the page holds at most 1500 points a curve)" : ""), color: colorOf(i),
+                      x: xaxis === "time" ? c.time : xaxis === "bytes" ? c.bytes : c.round, y: c.mean, lo: c.lo, hi: c.hi, c: c });
       });
       var db = /_db$/.test(mname);
-      lineChart(root, mname + (db ? " (dB)" : ""), "", series, {
-        xlabel: xaxis === "time" ? "virtual time (s)" : "round", integerx: xaxis !== "time", xname: xaxis === "time" ? "t" : "round", ylabel: mname,
-        extra: function (s, i) { return xaxis === "time" ? " (round " + s.c.round[i] + ")" : " (t " + fmt(s.c.time[i]) + " s)"; }
+      var sub = markers && markers.length ? "dotted: round starts, dashed red: deadlines (" + S[0].label + ")" : xaxis === "bytes" ? "bytes sent by every actor until the round's metrics were logged (mean over runs)" : "";
+      if (xaxis === "bytes" && !series.length) { htmlEl("p", "muted", chartBox(root, mname), "bytes sent: no message log"); return; }
+      lineChart(root, mname + (db ? " (dB)" : ""), sub, series, {
+        xlabel: xaxis === "time" ? "virtual time (s)" : xaxis === "bytes" ? "bytes sent" : "round", integerx: xaxis === "round",
+        xname: xaxis === "time" ? "t" : xaxis === "bytes" ? "bytes" : "round", ylabel: mname, markers: markers, xfmt: xaxis === "bytes" ? fmtBytes : undefined,
+        logy: /^staleness/.test(mname) ? false : undefined,
+        extra: function (s, i) { return xaxis === "round" ? " (t " + fmt(s.c.time[i]) + " s)" : " (round " + s.c.round[i] + ")"; }
       });
+    }
+    metrics.forEach(function (mname) { draw(root, mname); });
+    if (sroot) stale.forEach(function (mname) { draw(sroot, mname); });
+  }
+
+  function drawTta() {
+    var root = document.querySelector("[data-chart=tta]");
+    var T = D.tta;
+    if (!root || !T || T.target === null) return;
+    var rows = T.series.filter(function (x) { return x.reached; });
+    var cats = rows.map(function (x) { return S[x.series].label; });
+    var groups = [{ label: "mean over the runs that reached it", color: "#1f77b4" }];
+    var op = T.higher ? "≥ " : "≤ ";
+    if (rows.length) {
+      barChart(root, "Virtual time to " + T.metric + " " + op + fmt(T.target), "seconds until the round whose report first reached the target", cats, groups,
+        [{ label: "time" }], rows.map(function (x) { return [[x.time]]; }), "virtual time (s)");
+      if (rows.some(function (x) { return x.bytes !== null; }))
+        barChart(root, "Bytes sent to " + T.metric + " " + op + fmt(T.target), "all messages, every link, until that round's metrics were logged", cats, groups,
+          [{ label: "bytes" }], rows.map(function (x) { return [[x.bytes || 0]]; }), "bytes sent", false, fmtBytes);
+    } else htmlEl("p", "muted", root, "no series reached " + T.metric + " " + op + fmt(T.target));
+    var series = [];
+    S.forEach(function (s, i) {
+      var c = (folderOf(s).curves[s.algorithm] || {})[T.metric];
+      if (c && c.bytes) series.push({ label: s.label, color: colorOf(i), x: c.bytes, y: c.mean, lo: c.lo, hi: c.hi, c: c });
+    });
+    if (series.length) lineChart(root, T.metric + " against bytes sent", "dashed: the target " + fmt(T.target), series, {
+      xlabel: "bytes sent", xname: "bytes", ylabel: T.metric, xfmt: fmtBytes, hline: T.target,
+      extra: function (s, i) { return " (round " + s.c.round[i] + ")"; }
     });
   }
 
@@ -382,7 +552,7 @@ SCRIPT = r"""
     links.sort();
     var groups = rows.map(function (r) { return { label: r.s.label, color: colorOf(r.i) }; });
     barChart(root, "Bytes per run, by link class", "encoded envelope bytes sent, mean per Monte Carlo run", links, groups, [{ label: "bytes" }],
-      links.map(function (l) { return rows.map(function (r) { var x = r.t.by_link[l]; return [x ? x.bytes_per_run : 0]; }); }), "bytes / run");
+      links.map(function (l) { return rows.map(function (r) { var x = r.t.by_link[l]; return [x ? x.bytes_per_run : 0]; }); }), "bytes / run", false, fmtBytes);
     var reasons = [];
     rows.forEach(function (r) { links.forEach(function (l) { var x = r.t.by_link[l]; if (x) Object.keys(x.dropped_by_reason).forEach(function (k) { if (reasons.indexOf(k) < 0) reasons.push(k); }); }); });
     reasons.sort();
@@ -427,14 +597,35 @@ SCRIPT = r"""
       });
     });
     if (series.length) lineChart(root, "Shared link load", "Mbit/s in use on each link that carried two or more transfers at once (max-min sharing; first run, time-weighted mean per bin)", series,
-      { logx: false, logy: false, xlabel: "virtual time (s)", ylabel: "Mbit/s", xname: "t", nomarkers: true });
+      { logx: false, logy: false, xlabel: "virtual time (s)", ylabel: "Mbit/s", xname: "t", nomarkers: true, markers: roundMarkers(folderOf(S[0]), S[0].algorithm) });
   }
 
   function drawActors() {
     var root = document.querySelector("[data-chart=actors]");
     var rows = [];
-    S.forEach(function (s, i) { var a = folderOf(s).actors[s.algorithm]; if (a && a.rows.length) rows.push({ s: s, i: i, a: a }); });
-    if (!rows.length) { htmlEl("p", "muted", root, "no message log"); return; }
+    var many = [];
+    S.forEach(function (s, i) {
+      var a = folderOf(s).actors[s.algorithm];
+      if (a && a.hist) many.push({ s: s, i: i, a: a });
+      else if (a && a.rows.length) rows.push({ s: s, i: i, a: a });
+    });
+    if (!rows.length && !many.length) { htmlEl("p", "muted", root, "no message log"); return; }
+    if (many.length) {
+      var what = [["participation", "Participation", "rounds in which the actor sent / rounds seen (mean over runs)", "participation rate"],
+                  ["compute", "Compute time", "virtual seconds computing per run (mean over runs)", "compute time (s)"],
+                  ["idle", "Idle time", "run length − compute time (mean over runs)", "idle time (s)"]];
+      what.forEach(function (w) {
+        var q = many.map(function (r) { var x = r.a.quantiles[w[0]]; return r.s.label + ": median " + fmt(x[3]) + ", p10–p90 " + fmt(x[1]) + "–" + fmt(x[5]) + ", max " + fmt(x[6]); });
+        histChart(root, w[1] + ": distribution over " + many.map(function (r) { return fmtCount(r.a.actors); }).join(" / ") + " actors", w[2] + ". " + q.join("; "),
+          many.map(function (r) { return { label: r.s.label, color: colorOf(r.i), edges: r.a.hist[w[0]].edges, counts: r.a.hist[w[0]].counts }; }), w[3]);
+      });
+      var slow = many[0].a.slowest;
+      barChart(root, "The " + slow.length + " actors with the most compute time" + (many.length > 1 ? ": " + many[0].s.label : ""),
+        "virtual seconds per run (mean over runs): solid compute, pale idle", slow.map(function (x) { return x[0]; }),
+        [{ label: many[0].s.label, color: colorOf(many[0].i) }], [{ label: "compute" }, { label: "idle", opacity: 0.22 }],
+        slow.map(function (x) { return [[x[2], x[3]]]; }), "seconds", true);
+    }
+    if (!rows.length) return;
     // series with the same actors share a chart (e.g. one scenario's algorithms, or the same scenario compared)
     var sets = [], byKey = {};
     rows.forEach(function (r) {
@@ -477,9 +668,16 @@ SCRIPT = r"""
     var tl = f.timeline;
     var title = "Timeline: " + f.name;
     if (!tl || tl.empty) { htmlEl("p", "muted", chartBox(root, title), tl ? tl.empty : "no message log"); return; }
+    if (tl.dense) { drawDenseTimeline(root, f, title); return; }
     var sub = tl.algorithm + ", run " + tl.run + ": " + fmt(tl.since) + " s to " + fmt(tl.until) + " s, " + tl.msgs.length + " messages, " +
               tl.computes.length + " compute spans; the window ends at " + tl.ends_at + (tl.truncated ? " — truncated" : "");
     var box = chartBox(root, title, sub);
+    downloadLink(box, title, function () {
+      var rows = [["sent", "from", "arrived", "to", "kind", "outcome", "bytes", "round"]];
+      tl.msgs.forEach(function (mm) { rows.push([mm[0], tl.lanes[mm[1]], mm[2], tl.lanes[mm[3]], tl.kinds[mm[4]], mm[5], mm[6], mm[7]]); });
+      tl.computes.forEach(function (c) { rows.push([c[0], tl.lanes[c[2]], c[0] + c[1], tl.lanes[c[2]], "compute", "", "", c[3]]); });
+      return rows;
+    });
     var lanes = tl.lanes, LH = Math.max(3, Math.min(16, 2400 / Math.max(1, lanes.length))), m = { l: 100, r: 14, t: 10, b: 38 };
     var H = m.t + m.b + Math.max(3, lanes.length) * LH, W = 1200;
     var lo = tl.since, hi = tl.until > tl.since ? tl.until : tl.since + 1;
@@ -487,6 +685,7 @@ SCRIPT = r"""
     var used = {};
     frame(box, {
       width: W, height: H, margin: m, xdom: [lo, hi], ydom: [0, 1], ylanes: true, xlabel: "virtual time (s)",
+      markers: timelineMarkers(f, tl),
       defs: function (defs) {
         Object.keys(OUTCOME).forEach(function (k, i) {
           var mk = svgEl("marker", { id: "arr" + fi + "_" + i, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 5, markerHeight: 5, orient: "auto-start-reverse" }, defs);
@@ -521,7 +720,7 @@ SCRIPT = r"""
           var ln = svgEl("line", { x1: x1, y1: y1, x2: x2, y2: y2, stroke: col, "stroke-width": 1.1, "stroke-opacity": 0.75,
                                    "stroke-dasharray": dropped || !arrived ? "3,2" : null,
                                    "marker-end": !dropped && ki >= 0 ? "url(#arr" + fi + "_" + ki + ")" : null, "class": "msg" }, g);
-          var desc = tl.kinds[mm[4]] + " " + lanes[mm[1]] + " -> " + lanes[mm[3]] + ", round " + mm[7] + ", " + mm[6] + " bytes\nsent " + fmt(mm[0]) + " s, " +
+          var desc = tl.kinds[mm[4]] + " " + lanes[mm[1]] + " -> " + lanes[mm[3]] + ", round " + mm[7] + ", " + fmtBytes(mm[6]) + "\nsent " + fmt(mm[0]) + " s, " +
                      (arrived ? (outcome === "delivered" ? "delivered " : "dropped (" + outcome + ") ") + fmt(mm[2]) + " s (delay " + fmt(mm[2] - mm[0]) + " s)" : outcome);
           titled(ln, desc);
           if (dropped) {
@@ -547,11 +746,80 @@ SCRIPT = r"""
     if (kinds.crash) items.push({ label: "crash", color: "#111827" });
     if (kinds.recover) items.push({ label: "recover", color: "#16a34a" });
     if (kinds.outage) items.push({ label: "link outage (sender's lane)", color: "#d1d5db" });
+    if ((tl.rounds || []).length) items.push({ label: "round start", color: "#6b7280" });
+    if (((f.deadlines || {})[tl.algorithm] || []).length) items.push({ label: "deadline", color: "#dc2626", dashed: true });
     legend(box, items);
+  }
+
+  function timelineMarkers(f, tl) {
+    var out = [], dl = (f.deadlines || {})[tl.algorithm] || [];
+    (tl.rounds || []).forEach(function (r) {
+      out.push({ x: r[1], kind: "round", label: "round " + r[0] + " starts at " + fmt(r[1]) + " s (its first send)" });
+      dl.forEach(function (d) { out.push({ x: r[1] + d[1], kind: "deadline", label: "round " + r[0] + ": " + d[0] + " = " + fmt(d[1]) + " s after its start (" + fmt(r[1] + d[1]) + " s)" }); });
+    });
+    return out;
+  }
+
+  // A window too dense to draw message by message: per time bin and lane group, the share of the
+  // group's time spent computing (green, top half of the cell), messages delivered to it (blue, bottom
+  // half, darker = more) and dropped on their way to it (a red bar, taller = more).
+  function drawDenseTimeline(root, f, title) {
+    var tl = f.timeline, a = tl.dense, G = a.groups, nb = a.bins;
+    var sent = 0, dropped = 0, delivered = 0, computes = 0;
+    G.forEach(function (g, gi) { for (var b = 0; b < nb; b++) { sent += a.sent[gi][b]; delivered += a.delivered[gi][b]; dropped += a.dropped[gi][b]; computes += a.computes[gi][b]; } });
+    var per = G.length && G[G.length - 1][1] > 1 ? ", up to " + fmtCount(Math.max.apply(null, G.map(function (g) { return g[1]; }))) + " actors a row" : "";
+    var sub = tl.algorithm + ", run " + tl.run + ": " + fmt(tl.since) + " s to " + fmt(tl.until) + " s, " + fmtCount(sent) + " messages sent, " +
+              fmtCount(computes) + " compute spans, " + fmtCount(tl.lanes) + " actors — more than " + fmtCount(tl.max_events) + " events (--max-events), so drawn " +
+              "aggregated: " + nb + " time bins of " + fmt(a.width) + " s × " + G.length + " rows" + per + "; --since/--until or --actors narrow it to single messages. " +
+              "The window ends at " + tl.ends_at + (tl.truncated ? " — truncated" : "");
+    var box = chartBox(root, title, sub);
+    box.setAttribute("data-dense", "1");
+    downloadLink(box, title, function () {
+      var rows = [["from", "to", "actors", "first actor … last actor", "sent", "delivered", "dropped", "compute spans started", "share of time computing"]];
+      G.forEach(function (g, gi) { for (var b = 0; b < nb; b++) rows.push([tl.since + b * a.width, tl.since + (b + 1) * a.width, g[1], g[0], a.sent[gi][b], a.delivered[gi][b], a.dropped[gi][b], a.computes[gi][b], a.busy[gi][b]]); });
+      return rows;
+    });
+    var maxd = 1, maxx = 1;
+    G.forEach(function (g, gi) { for (var b = 0; b < nb; b++) { maxd = Math.max(maxd, a.delivered[gi][b]); maxx = Math.max(maxx, a.dropped[gi][b]); } });
+    var LH = Math.max(10, Math.min(22, 900 / Math.max(1, G.length))), m = { l: 150, r: 14, t: 10, b: 38 }, W = 1200;
+    var H = m.t + m.b + G.length * LH, lo = tl.since, hi = tl.until > tl.since ? tl.until : tl.since + 1;
+    frame(box, {
+      width: W, height: H, margin: m, xdom: [lo, hi], ydom: [0, 1], ylanes: true, xlabel: "virtual time (s)", markers: timelineMarkers(f, tl),
+      draw: function (g, sx) {
+        G.forEach(function (grp, gi) {
+          var y = m.t + gi * LH;
+          if (gi % 2 === 0) svgEl("rect", { x: m.l, y: y, width: W - m.l - m.r, height: LH, fill: "#f8f9fb" }, g);
+          for (var b = 0; b < nb; b++) {
+            var x0 = sx(lo + b * a.width), x1 = sx(lo + (b + 1) * a.width), w = Math.max(0.6, x1 - x0);
+            var busy = a.busy[gi][b], d = a.delivered[gi][b], x = a.dropped[gi][b];
+            if (busy > 0) svgEl("rect", { x: x0, y: y + 1, width: w, height: LH / 2 - 1, fill: "#16a34a", "fill-opacity": Math.min(1, 0.08 + busy * 0.92), "class": "cell-busy" }, g);
+            if (d > 0) svgEl("rect", { x: x0, y: y + LH / 2, width: w, height: LH / 2 - 1, fill: "#3b82f6", "fill-opacity": 0.12 + 0.88 * Math.sqrt(d / maxd), "class": "cell-msg" }, g);
+            if (x > 0) { var h = Math.max(2, (LH - 2) * Math.sqrt(x / maxx)); svgEl("rect", { x: x0 + w / 2 - 1, y: y + LH - 1 - h, width: 2, height: h, fill: "#dc2626", "class": "cell-drop" }, g); }
+          }
+        });
+      },
+      hover: function (t, evt) {
+        var svg = box.querySelector("svg"), r = svg.getBoundingClientRect();
+        var py = (evt.clientY - r.top) * H / r.height, gi = Math.floor((py - m.t) / LH), b = Math.floor((t - lo) / a.width);
+        if (gi < 0 || gi >= G.length || b < 0 || b >= nb) return [];
+        return [G[gi][0] + " (" + fmtCount(G[gi][1]) + " actor" + (G[gi][1] > 1 ? "s" : "") + ")", fmt(lo + b * a.width) + " s … " + fmt(lo + (b + 1) * a.width) + " s",
+                "computing: " + Math.round(100 * a.busy[gi][b]) + " % of the time", "sent: " + fmtCount(a.sent[gi][b]) + ", delivered to: " + fmtCount(a.delivered[gi][b]) +
+                ", dropped on the way to: " + fmtCount(a.dropped[gi][b])];
+      },
+      after: function (svg) {
+        G.forEach(function (grp, gi) {
+          var label = grp[0].length > 24 ? grp[0].slice(0, 23) + "…" : grp[0];
+          titled(svgText(svg, m.l - 6, m.t + (gi + 0.5) * LH + 3.5, label, { "text-anchor": "end" }), grp[0] + " (" + grp[1] + " actors)");
+        });
+      }
+    });
+    legend(box, [{ label: "share of time computing", color: "#16a34a" }, { label: "messages delivered to the row", color: "#3b82f6" },
+                 { label: "dropped (" + fmtCount(dropped) + ")", color: "#dc2626" }, { label: "round start", color: "#6b7280" }, { label: "deadline", color: "#dc2626", dashed: true }]);
   }
 
   function main() {
     drawCurves();
+    drawTta();
     drawTraffic();
     drawLoads();
     drawActors();

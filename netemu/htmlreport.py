@@ -18,10 +18,13 @@ timeline window is netemu/reportwindow.py, the HTML netemu/reportpage.py.
 from __future__ import annotations
 
 import csv
+import fnmatch
 import json
 import math
+import re
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +33,17 @@ import numpy as np
 from netemu.errors import LogError, NetemuError, ReportError
 from netemu.logtools import log_path, read
 from netemu.report import mean_over, read_metrics
-from netemu.reportpage import embed_json, render
+from netemu.reportpage import MANY_ACTORS, embed_json, render
 from netemu.reportwindow import Timeline, Window, lane_key, natural_key
 from netemu.traffic import Quantiles, Traffic
 
-__all__ = ["ReportError", "Window", "collect", "embed_json", "natural_key", "render", "write_report"]
+__all__ = ["ReportError", "Window", "actor_filter", "collect", "embed_json", "natural_key", "render", "write_report"]
 
 MAX_CURVE_POINTS = 1500     # per curve; longer curves are thinned (every k-th round, the last kept)
-MAX_ACTORS = 2000           # per series in the per-actor charts and table
+TOP_SLOWEST = 20            # rows of the slowest-actors table
+HIST_BINS = 30              # bins of the per-actor histograms
+MAX_ROUND_MARKS = 500       # round starts kept per algorithm (for markers on time axes)
+DEADLINE_PARAM = re.compile(r"(time|deadline|timeout)$")  # algorithm parameters drawn as deadlines after each round's start
 MAX_SCENARIO_CHARS = 100_000
 DEFAULT_WINDOW = Window()   # the timeline window when none is given (frozen: one shared default)
 
@@ -122,10 +128,10 @@ def _read_scenario(run_dir: Path) -> tuple[str, dict]:
     return text, table
 
 
-def _thin(n: int) -> list[int]:
-    if n <= MAX_CURVE_POINTS:
+def _thin(n: int, most: int = MAX_CURVE_POINTS) -> list[int]:
+    if n <= most:
         return list(range(n))
-    step = math.ceil(n / MAX_CURVE_POINTS)
+    step = math.ceil(n / most)
     keep = list(range(0, n, step))
     return keep if keep[-1] == n - 1 else [*keep, n - 1]
 
@@ -195,13 +201,76 @@ def _privacy_curves(path: Path) -> dict[str, dict]:
     return out
 
 
-def collect(run_dir: str | Path, window: Window = DEFAULT_WINDOW) -> dict:
+def actor_filter(pattern: str | None) -> Callable[[str], bool] | None:
+    """`--actors PATTERN`: comma-separated globs (`server,client-1?`); an actor is kept when one
+    matches its name.  The answer per name is cached: the report asks once per record."""
+    if not pattern:
+        return None
+    globs = [g.strip() for g in pattern.split(",") if g.strip()]
+    rx = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs)) if globs else None
+    cache: dict[str, bool] = {}
+
+    def keep(name: str) -> bool:
+        v = cache.get(name)
+        if v is None:
+            v = cache[name] = bool(rx and rx.match(name))
+        return v
+
+    return keep
+
+
+def _quantiles(x: np.ndarray) -> list[float]:
+    """min, p10, p25, p50, p75, p90, max (linear interpolation, numpy's default)."""
+    return [float(v) for v in np.quantile(x, [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])] if len(x) else []
+
+
+def _histogram(x: np.ndarray, lo: float | None = None, hi: float | None = None) -> dict:
+    lo = float(x.min()) if lo is None else lo
+    hi = float(x.max()) if hi is None else hi
+    if not hi > lo:
+        hi = lo + (abs(lo) or 1.0) * 1e-6 + 1e-12
+    counts, edges = np.histogram(x, bins=HIST_BINS, range=(lo, hi))
+    return {"edges": [float(e) for e in edges], "counts": counts.tolist()}
+
+
+def _actor_view(stats: list[list]) -> dict:
+    """Per-actor figures as the page shows them: every row when there are at most MANY_ACTORS,
+    else histograms and quantiles of participation, compute and idle time over the actors and
+    the TOP_SLOWEST actors by compute time (the rows are not embedded)."""
+    n = len(stats)
+    view: dict[str, Any] = {"actors": n, "rows": stats if n <= MANY_ACTORS else []}
+    if n > MANY_ACTORS:
+        cols = {k: np.array([r[i] for r in stats], dtype=float) for i, k in ((1, "participation"), (2, "compute"), (3, "idle"))}
+        view["hist"] = {k: _histogram(v, 0.0, 1.0) if k == "participation" else _histogram(v, 0.0) for k, v in cols.items()}
+        view["quantiles"] = {k: _quantiles(v) for k, v in cols.items()}
+        order = sorted(range(n), key=lambda i: (-stats[i][2], i))[:TOP_SLOWEST]
+        view["slowest"] = [stats[i] for i in order]
+    return view
+
+
+def _deadlines(scenario: dict) -> dict[str, list]:
+    """Per algorithm label: its parameters named *time, *deadline or *timeout (positive numbers),
+    drawn as deadlines that long after each round's start."""
+    out: dict[str, list] = {}
+    algs = scenario.get("algorithm")
+    for a in algs if isinstance(algs, list) else []:
+        if not isinstance(a, dict):
+            continue
+        label = a.get("label") or a.get("name")
+        found = [[str(k), float(v)] for k, v in a.items()  # (an integer too large for a float is no deadline)
+                 if isinstance(k, str) and DEADLINE_PARAM.search(k) and _number(v) and -1e300 < v < 1e300 and v > 0]
+        if isinstance(label, str) and found:
+            out[label] = found
+    return out
+
+
+def collect(run_dir: str | Path, window: Window = DEFAULT_WINDOW, actors: str | None = None) -> dict:
     """Everything the report shows about one run folder, aggregated (one pass over the log).
 
     A folder whose files are malformed in a way no check below names is still refused with a
     ReportError naming it, never a traceback (issue 19: shared folders must not crash the tool)."""
     try:
-        return _collect(run_dir, window)
+        return _collect(run_dir, window, actor_filter(actors))
     except NetemuError:  # already names the file (InputError is a ValueError too)
         raise
     except (TypeError, AttributeError, ValueError, RecursionError, csv.Error) as exc:
@@ -213,7 +282,7 @@ def collect(run_dir: str | Path, window: Window = DEFAULT_WINDOW) -> dict:
 _TEXT_FIELDS = ("algorithm", "kind", "link", "src", "dst", "actor", "reason")
 
 
-def _collect(run_dir: str | Path, window: Window) -> dict:
+def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | None = None) -> dict:
     d = Path(run_dir)
     if not d.is_dir():
         raise ReportError(f"{run_dir}: not a run folder (no such directory)")
@@ -238,6 +307,7 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
         "curves": _curves(rows),
         "privacy_curves": _privacy_curves(d / "privacy.csv"),
         "traffic": {}, "actors": {}, "timeline": None, "log": None, "records": 0, "loads": {},
+        "deadlines": _deadlines(scenario), "rounds": _report_rounds(rows), "rows": rows, "bytes_at": {},
     }
     try:
         log = log_path(d)
@@ -251,7 +321,10 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
     all_rounds: dict[tuple, set] = defaultdict(set)
     compute: dict[tuple, Counter] = defaultdict(Counter)
     last_t: dict[tuple, float] = {}
-    tl = Timeline(window)
+    tl = Timeline(window, keep)
+    sent_bytes: Counter = Counter()     # per (algorithm, run): bytes sent so far
+    bytes_at: dict[tuple, int] = {}     # (algorithm, run, round) -> bytes sent when its first metric was logged
+    starts: dict[tuple, dict[int, float]] = defaultdict(dict)  # per (algorithm, run): the first send of each round
     loads: dict[str, dict[str, dict]] = defaultdict(dict)
     loads_run: dict[str, Any] = {}
     n = 0
@@ -267,8 +340,16 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
                 tr = traffic[ctx[0]][(r["kind"], r["link"])]
                 tr.sent += 1
                 tr.bytes += r["bytes"]
-                sent_rounds[ctx][r["src"]].add(r["round"])
+                sent_bytes[ctx] += r["bytes"]
+                if keep is None or keep(r["src"]):
+                    sent_rounds[ctx][r["src"]].add(r["round"])
+                if r["dst"] not in sent_rounds[ctx] and (keep is None or keep(r["dst"])):  # reached, perhaps never sent
+                    sent_rounds[ctx][r["dst"]] = set()
                 all_rounds[ctx].add(r["round"])
+                if r["round"] not in starts[ctx]:
+                    starts[ctx][r["round"]] = float(r["t"])
+            elif ev == "metric":
+                bytes_at.setdefault((ctx[0], ctx[1], r["round"]), sent_bytes[ctx])
             elif ev == "deliver":
                 traffic[ctx[0]][(r["kind"], r["link"])].delays.add(r["delay"])
                 traffic[ctx[0]][(r["kind"], r["link"])].delivered += 1
@@ -280,7 +361,7 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
                 if loads_run.setdefault(ctx[0], ctx[1]) == ctx[1]:
                     steps = loads[ctx[0]].setdefault(f"{r['src']}->{r['dst']}", {"capacity": r.get("capacity"), "steps": []})["steps"]
                     steps.append((float(r["t"]), float(r["bps"])))
-            elif ev == "compute":
+            elif ev == "compute" and (keep is None or keep(r["actor"])):
                 end = ends.get(ctx[0], [])
                 stop = end[ctx[1]] if isinstance(ctx[1], int) and 0 <= ctx[1] < len(end) else math.inf
                 compute[ctx][r["actor"]] += max(0.0, min(r["t"] + r["duration"], stop) - r["t"])
@@ -294,6 +375,13 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
         raise LogError(f"{log}:{n}: a {r.get('event')!r} record with a field of the wrong type ({exc}); "
                        "docs/formats.md lists each event's fields") from None
     folder["records"] = n
+    folder["bytes_at"] = bytes_at
+    if bytes_at:
+        _add_bytes(folder["curves"], rows, bytes_at)
+    first_run: dict[str, tuple] = {}
+    for ctx in starts:
+        first_run.setdefault(ctx[0], ctx)
+    folder["rounds"] = {alg: _thin_marks(sorted(starts[ctx].items())) for alg, ctx in first_run.items()}
     for alg in traffic:
         if alg not in algorithms:
             algorithms.append(alg)
@@ -319,13 +407,40 @@ def _collect(run_dir: str | Path, window: Window) -> dict:
                 comp.append(compute[c][a])
                 idle.append(max(0.0, span - compute[c][a]))
             stats.append([a, float(np.mean(part)), float(np.mean(comp)), float(np.mean(idle))])
-        folder["actors"][alg] = {"actors": len(stats), "shown": min(len(stats), MAX_ACTORS), "rows": stats[:MAX_ACTORS]}
+        folder["actors"][alg] = _actor_view(stats)
     folder["loads"] = {alg: {link: _binned(x["steps"], x["capacity"]) for link, x in sorted(by.items())} for alg, by in loads.items()}
     folder["timeline"] = tl.as_dict()
     if folder["timeline"] is None:
         wanted = ", ".join(f"{k} {v!r}" for k, v in (("algorithm", window.algorithm), ("run", window.run)) if v is not None)
         folder["timeline"] = {"empty": f"no records of {wanted} in this log" if wanted else "the log has no records"}
     return folder
+
+
+def _report_rounds(rows: list[tuple]) -> dict[str, list]:
+    """Without a log, the round marks are the times of each round's first report (first run)."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    first: dict[str, int] = {}
+    for alg, run, rnd, t, _name, _v in rows:
+        if first.setdefault(alg, run) == run and rnd not in out[alg]:
+            out[alg][rnd] = t
+    return {alg: _thin_marks(sorted(x.items())) for alg, x in out.items()}
+
+
+def _thin_marks(items: list) -> list:
+    return [items[i] for i in _thin(len(items), MAX_ROUND_MARKS)]
+
+
+def _add_bytes(curves: dict, rows: list[tuple], bytes_at: dict) -> None:
+    """Per curve point: the mean over runs of the bytes sent when that round's metrics were logged."""
+    per: dict[tuple[str, int], list] = defaultdict(list)
+    seen = set()
+    for alg, run, rnd, _t, _name, _v in rows:
+        if (alg, run, rnd) not in seen and (alg, run, rnd) in bytes_at:
+            seen.add((alg, run, rnd))
+            per[(alg, rnd)].append(bytes_at[(alg, run, rnd)])
+    for alg, by in curves.items():
+        for c in by.values():
+            c["bytes"] = [float(np.mean(per[(alg, k)])) if per.get((alg, k)) else None for k in c["round"]]
 
 
 LOAD_BINS = 400  # points of a link's load curve
@@ -348,12 +463,14 @@ def _binned(steps: list[tuple[float, float]], capacity: Any) -> dict:
             "capacity_mbps": cap / 1e6 if cap else None, "mean_utilization": float(at[-1] / end / cap) if cap and end > 0 else None}
 
 
-def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", window: Window = DEFAULT_WINDOW) -> Path:
-    """Collect every run folder and write the page to `out`."""
-    folders = [collect(d, window) for d in run_dirs]
+def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", window: Window = DEFAULT_WINDOW,
+                 actors: str | None = None, target: tuple[str, float] | None = None) -> Path:
+    """Collect every run folder and write the page to `out` (`actors`: `--actors`; `target`:
+    `--target METRIC=VALUE` for the time to accuracy, netemu/reporttarget.py)."""
+    folders = [collect(d, window, actors) for d in run_dirs]
     out = Path(out)
     try:
-        page = render(folders)
+        page = render(folders, target=target, actors=actors)
     except (TypeError, AttributeError, ValueError) as exc:  # a summary field no check names
         names = ", ".join(str(d) for d in run_dirs)
         raise ReportError(f"{names}: a malformed run folder ({type(exc).__name__}: {exc})") from None

@@ -218,14 +218,39 @@ def test_the_default_timeline_window_is_the_first_three_rounds(runs):
     assert len(tl["msgs"]) == sum(1 for r in log[:end] if r["event"] == "send" and r["run"] == 0)
 
 
-def test_a_chosen_timeline_window_holds_only_its_events_up_to_the_limit(runs):
+def _window_counts(run_dir: Path, run: int, since: float, until: float) -> dict:
+    log = [r for r in _log(run_dir) if r["run"] == run and since <= r["t"] <= until]
+    return {name: sum(1 for r in log if r["event"] == ev) for name, ev in
+            (("sent", "send"), ("delivered", "deliver"), ("dropped", "drop"), ("computes", "compute"))}
+
+
+def test_a_chosen_timeline_window_holds_only_its_events(runs):
     tl = collect(runs[0], Window(since=6.0, until=12.0, run=1))["timeline"]
-    assert tl["run"] == 1 and tl["msgs"] and not tl["truncated"]
+    assert tl["run"] == 1 and tl["msgs"] and not tl["truncated"] and "dense" not in tl
     assert all(6.0 <= m[0] <= 12.0 for m in tl["msgs"]) and all(6.0 <= c[0] <= 12.0 for c in tl["computes"])
-    small = collect(runs[0], Window(since=6.0, until=12.0, run=1, max_events=10))["timeline"]
-    assert len(small["msgs"]) + len(small["computes"]) == 10 and small["truncated"]
-    named = lambda t: [(m[0], t["lanes"][m[1]], t["lanes"][m[3]], m[7]) for m in t["msgs"]]
-    assert named(small) == named(tl)[: len(small["msgs"])]
+
+
+def test_a_window_with_more_events_than_the_limit_is_aggregated_not_cut(runs):
+    """Per time bin and lane group, every send, delivery, drop and compute span of the window is counted."""
+    tl = collect(runs[1], Window(since=6.0, until=12.0, run=1, max_events=10))["timeline"]
+    d = tl["dense"]
+    assert not tl["truncated"] and (tl["since"], tl["until"]) == (6.0, 12.0)
+    counts = {k: int(np.sum(d[k])) for k in ("sent", "delivered", "dropped", "computes")}
+    assert counts == _window_counts(runs[1], 1, 6.0, 12.0) and counts["dropped"] > 0
+    assert [g[0] for g in d["groups"]][:3] == ["server", "client-0", "client-1"] and sum(g[1] for g in d["groups"]) == tl["lanes"]
+    assert all(0.0 <= b <= 1.0 for row in d["busy"] for b in row)
+
+
+def test_the_share_of_time_computing_is_the_compute_spans_overlap_with_each_bin(runs):
+    tl = collect(runs[0], Window(since=0.0, until=15.0, run=0, max_events=10))["timeline"]
+    d = tl["dense"]
+    spans = [r for r in _log(runs[0]) if r["event"] == "compute" and r["run"] == 0 and r["t"] <= 15.0]
+    g = [x[0] for x in d["groups"]].index("client-12")
+    mine = [(r["t"], r["t"] + r["duration"]) for r in spans if r["actor"] == "client-12"]
+    for b in range(0, d["bins"], 7):
+        lo, hi = b * d["width"], (b + 1) * d["width"]
+        busy = sum(max(0.0, min(hi, e) - max(lo, s)) for s, e in mine) / d["width"]
+        assert d["busy"][g][b] == pytest.approx(min(busy, 1.0), abs=1e-3)  # rounded to 3 decimals
 
 
 def test_a_timeline_of_an_algorithm_the_folder_lacks_says_so(runs):
@@ -236,7 +261,8 @@ def test_the_cli_passes_the_timeline_window(runs, tmp_path):
     out = tmp_path / "w.html"
     assert main(["report", str(runs[0]), "--out", str(out), "--since", "6", "--until", "12", "--run", "1", "--max-events", "10"]) == 0
     tl = _data(out.read_text())["folders"][0]["timeline"]
-    assert (tl["run"], tl["since"], len(tl["msgs"]) + len(tl["computes"]), tl["truncated"]) == (1, 6.0, 10, True)
+    assert (tl["run"], tl["since"], tl["until"], tl["max_events"]) == (1, 6.0, 12.0, 10)
+    assert int(np.sum(tl["dense"]["sent"])) == _window_counts(runs[0], 1, 6.0, 12.0)["sent"]
 
 
 def test_a_window_that_ends_before_it_starts_is_refused(runs, tmp_path, capsys):
@@ -664,3 +690,192 @@ def test_a_non_string_name_or_kind_in_the_log_is_reported_as_text(small_run, tmp
     first[key] = value
     (folder / "messages.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
     assert _report_exit(folder, capsys) == 0
+
+
+# ------------------------------------------------------------------ the report at scale (1,000 clients)
+
+from netemu.reportpage import fmt_bytes, fmt_number  # noqa: E402
+from netemu.reporttarget import DEFAULT_FACTOR  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def big_run(tmp_path_factory):
+    """1,000 quick-start clients, 3 rounds, log on (a few seconds); its metrics gain a staleness
+    column, as an asynchronous family would write one."""
+    run_dir = _run(SCENARIOS / "quickstart.toml", tmp_path_factory.mktemp("big") / "thousand",
+                   ["topology.clients=1000", "run.rounds=3", "run.runs=1"])
+    with open(run_dir / "metrics.csv", "a") as f:
+        for rnd in range(3):
+            f.write(f"fedavg,0,{rnd},{5.0 * (rnd + 1)},staleness,{rnd * 0.5}\n")
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def big_page(big_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bigpage") / "big.html"
+    assert main(["report", str(big_run), "--out", str(out), "--target", "mse=2.5"]) == 0
+    return out
+
+
+def _per_actor(run_dir: Path) -> dict[str, tuple[float, float]]:
+    """Participation and compute time per client of a one-run folder, straight from its log."""
+    log = _log(run_dir)
+    end = json.loads((run_dir / "summary.json").read_text())["virtual_time"]["fedavg"][0]
+    rounds = {r["round"] for r in log if r["event"] == "send"}
+    sent: dict[str, set] = {}
+    comp: dict[str, float] = {}
+    for r in log:
+        if r["event"] == "send":
+            sent.setdefault(r["src"], set()).add(r["round"])
+            sent.setdefault(r["dst"], set())
+        elif r["event"] == "compute":
+            comp[r["actor"]] = comp.get(r["actor"], 0.0) + min(r["t"] + r["duration"], end) - r["t"]
+    return {a: (len(sent.get(a, ())) / len(rounds), comp.get(a, 0.0)) for a in set(sent) | set(comp)}
+
+
+def test_past_50_actors_the_page_holds_distributions_and_the_slowest_not_every_actor(big_run):
+    view = collect(big_run)["actors"]["fedavg"]
+    truth = _per_actor(big_run)
+    assert view["actors"] == len(truth) == 1001 and view["rows"] == []
+    part = np.array([p for p, _ in truth.values()])
+    comp = np.array([c for _, c in truth.values()])
+    assert sum(view["hist"]["participation"]["counts"]) == sum(view["hist"]["compute"]["counts"]) == 1001
+    assert view["quantiles"]["participation"] == pytest.approx(np.quantile(part, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]))
+    assert view["quantiles"]["compute"] == pytest.approx(np.quantile(comp, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]))
+    slowest = sorted(truth.items(), key=lambda kv: -kv[1][1])[:20]
+    assert [r[2] for r in view["slowest"]] == pytest.approx([c for _, (_, c) in slowest])
+
+
+def test_a_thousand_client_page_stays_small(big_run, big_page):
+    """Only aggregates: the page is a small fraction of the log and does not grow with the actors."""
+    size = big_page.stat().st_size
+    assert size < 250_000 and size < (big_run / "messages.jsonl").stat().st_size / 8
+    tl = _data(big_page.read_text())["folders"][0]["timeline"]
+    assert "dense" in tl and len(tl["dense"]["groups"]) <= 40
+
+
+def test_the_actors_filter_keeps_only_matching_actors_and_their_messages(big_run):
+    folder = collect(big_run, actors="server,client-1?")
+    rows = folder["actors"]["fedavg"]["rows"]
+    assert [r[0] for r in rows] == ["server"] + [f"client-{i}" for i in range(10, 20)]
+    tl = folder["timeline"]
+    assert tl["lanes"] == [r[0] for r in rows] and "dense" not in tl
+    log = [r for r in _log(big_run) if r["event"] == "send" and r["src"] in tl["lanes"] and r["dst"] in tl["lanes"]]
+    assert len(tl["msgs"]) == len(log)
+    assert folder["traffic"]["fedavg"]["by_link"]["uplink"]["sent"] > len(log)  # traffic still counts everyone
+
+
+def test_round_starts_come_from_the_log_and_deadlines_from_the_algorithms_parameters(big_run):
+    folder = collect(big_run)
+    log = _log(big_run)
+    first = {}
+    for r in log:
+        if r["event"] == "send":
+            first.setdefault(r["round"], r["t"])
+    assert [tuple(x) for x in folder["timeline"]["rounds"]] == sorted(first.items())
+    assert [tuple(x) for x in folder["rounds"]["fedavg"]] == sorted(first.items())
+    assert folder["deadlines"] == {"fedavg": [["round_time", 5.0]]}
+
+
+def test_bytes_have_one_format_with_si_prefixes():
+    assert [fmt_bytes(v) for v in (0, 126, 999, 1000, 389_286, 2_415_646, 1.5e9)] == \
+        ["0 B", "126 B", "999 B", "1 kB", "389 kB", "2.42 MB", "1.5 GB"]
+    assert [fmt_number(v) for v in (2415646, 2415646.0, 0.25, 1.5e-5)] == ["2,415,646", "2.42 M", "0.25", "1.50e-5"]
+
+
+def test_the_page_title_is_the_scenarios_name(big_page):
+    text = big_page.read_text()
+    assert "<title>quickstart — netemu report</title>" in text and '<h1 id="title">quickstart</h1>' in text
+    assert not re.search(r"\d\.\d+e\+\d", text.split("<script")[0])  # no 2.4e+06 in the tables
+    assert re.search(r"<td>\d+(\.\d+)? kB</td>", text)
+
+
+def test_time_to_accuracy_is_the_first_report_reaching_the_target_and_the_bytes_sent_until_then(runs):
+    folder = collect(runs[0])
+    tta = __import__("netemu.reporttarget", fromlist=["x"]).time_to_target([folder], [{"folder": 0, "algorithm": "fedavg"}], ("mse", 1.0))
+    log = _log(runs[0])
+    rows = read_metrics(runs[0])
+    x = tta["series"][0]
+    for h in x["per_run"]:
+        hit = min((r[2], r[3]) for r in rows if r[1] == h["run"] and r[4] == "mse" and r[5] <= 1.0)
+        assert (h["round"], h["time"]) == hit
+        at = next(i for i, r in enumerate(log) if r["event"] == "metric" and r["run"] == h["run"] and r["round"] == hit[0])
+        assert h["bytes"] == sum(r["bytes"] for r in log[:at] if r["event"] == "send" and r["run"] == h["run"])
+    assert x["time"] == pytest.approx(np.mean([h["time"] for h in x["per_run"]]))
+
+
+def test_the_default_target_is_the_best_final_value_relaxed_by_the_documented_factor(runs):
+    from netemu.reporttarget import time_to_target
+
+    folders = [collect(runs[0]), collect(runs[1])]
+    series = [{"folder": 0, "algorithm": "fedavg"}, {"folder": 1, "algorithm": "fedavg"}]
+    tta = time_to_target(folders, series, None)
+    finals = [json.loads((r / "summary.json").read_text())["final"]["fedavg"]["mse"] for r in runs[:2]]
+    assert tta["metric"] == "mse" and not tta["given"]
+    assert tta["target"] == pytest.approx(min(finals) * (1 + DEFAULT_FACTOR))
+
+
+def test_a_malformed_target_is_refused(runs, tmp_path, capsys):
+    assert main(["report", str(runs[0]), "--out", str(tmp_path / "r.html"), "--target", "mse"]) == 2
+    assert "--target 'mse': expected METRIC=VALUE" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def big_rendered(big_page, tmp_path_factory):
+    if CHROMIUM is None:
+        return None
+    done = _browse(CHROMIUM, big_page, tmp_path_factory.mktemp("profile"), "--dump-dom")
+    dom = _Dom()
+    dom.feed(done.stdout)
+    return done, dom
+
+
+def test_the_thousand_client_page_renders_aggregated_views_in_chromium(chromium, big_rendered, big_page):
+    done, dom = big_rendered
+    assert done.returncode == 0 and [line for line in done.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert next(a for t, a in dom.elements if t == "body").get("data-rendered") == "ok"
+    assert dom.count("rect", "hbar") > 10 and dom.count("rect", "bar") < 200  # histograms, not a bar per actor
+    assert dom.count("rect", "cell-busy") > 100 and dom.count("line", "msg") == 0
+    assert dom.count("line", "mark-round") == 3 and dom.count("line", "mark-deadline") == 3  # the timeline's rounds 0..2
+    assert dom.count("line", "target") == 1  # the target on the metric-against-bytes chart
+    assert sum(1 for t, a in dom.elements if t == "a" and "download" in (a.get("class") or "")) >= 10
+    assert len(dom.elements) < 20_000
+    staleness = re.search(r"<section id=.staleness.*?</section>", done.stdout, re.DOTALL).group(0)
+    assert "staleness" in staleness and 'class="curve"' in staleness
+
+
+def test_screenshot_of_the_thousand_client_report(chromium, big_page, tmp_path):
+    from PIL import Image
+
+    shot = tmp_path / "big.png"
+    done = _browse(chromium, big_page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,7000")
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    assert len({tuple(c) for c in img.reshape(-1, 3)[::11]}) > 200
+    if os.environ.get("NETEMU_KEEP_SCREENSHOT"):
+        shutil.copy(shot, Path(os.environ["NETEMU_KEEP_SCREENSHOT"]).with_suffix(".big.png"))
+
+
+def test_download_data_saves_the_charts_series_as_csv(chromium, big_page, tmp_path):
+    tools = _DevTools(chromium, big_page, tmp_path / "profile")
+    try:
+        deadline = time.monotonic() + 20
+        while tools.eval("document.body && document.body.getAttribute('data-rendered')") != "ok":
+            assert time.monotonic() < deadline, "the page did not render"
+            time.sleep(0.05)
+        session, tools.session = tools.session, None
+        tools.send("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(tmp_path / "dl")})
+        tools.session = session
+        tools.eval("document.querySelector('[data-chart=curves] a.download').click()")
+        target = tmp_path / "dl" / "mse.csv"
+        while not target.is_file():
+            assert time.monotonic() < deadline + 20, "no download"
+            time.sleep(0.05)
+        time.sleep(0.2)
+        rows = target.read_text().splitlines()
+    finally:
+        tools.close()
+    curve = _data(big_page.read_text())["folders"][0]["curves"]["fedavg"]["mse"]
+    assert rows[0] == "series,round,y,min,max"
+    assert [tuple(map(float, r.split(",")[1:])) for r in rows[1:]] == \
+        [(k, m, lo, hi) for k, m, lo, hi in zip(curve["round"], curve["mean"], curve["lo"], curve["hi"])]

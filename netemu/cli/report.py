@@ -20,13 +20,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("--until", type=float, help="timeline window end (default: after the first 3 rounds)")
     rep.add_argument("--algorithm", help="which algorithm the timeline shows (default: the first)")
     rep.add_argument("--run", type=int, help="which Monte Carlo run the timeline shows (default: the first)")
-    rep.add_argument("--max-events", type=int, default=1000, help="most messages + compute spans in the timeline (default 1000)")
+    rep.add_argument("--max-events", type=int, default=1000,
+                     help="most messages + compute spans drawn one by one in the timeline; more are drawn aggregated per "
+                     "time bin and lane group (default 1000)")
+    rep.add_argument("--actors", metavar="PATTERN",
+                     help="only these actors in the clients section and the timeline: comma-separated globs, e.g. 'server,client-1?'")
+    rep.add_argument("--target", metavar="METRIC=VALUE",
+                     help="time to accuracy: when METRIC first reaches VALUE (default: the main metric's best final value "
+                     "within 10 %%; docs/inspecting.md)")
     rep.set_defaults(func=cmd_report)
 
 
 def cmd_report(args) -> int:
     from netemu.cli.common import finite_window
     from netemu.htmlreport import ReportError, Window, write_report
+    from netemu.reporttarget import parse_target
 
     finite_window(args, ReportError)
     if args.max_events < 1:
@@ -34,6 +42,7 @@ def cmd_report(args) -> int:
     if args.since is not None and args.until is not None and args.until < args.since:
         raise ReportError(f"--until {args.until} is before --since {args.since}: expected since <= until")
     window = Window(since=args.since, until=args.until, algorithm=args.algorithm, run=args.run, max_events=args.max_events)
-    print(write_report(args.runs, args.out, window))
+    target = parse_target(args.target) if args.target is not None else None
+    print(write_report(args.runs, args.out, window, actors=args.actors, target=target))
     return 0
 
