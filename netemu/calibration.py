@@ -12,6 +12,7 @@ wall-clock time enters an emulation, and only through that recorded number.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 
@@ -58,5 +59,8 @@ def calibrate(sc: Scenario, recorded: dict | None = None) -> dict[str, float]:
     for i, entry in enumerate(sc.table["algorithm"]):
         label = entry["label"]
         value = recorded.get(label)
-        out[label] = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else measure(sc, i)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            out[label] = float(value)
+        else:  # none recorded for this algorithm, or a damaged value: measured now
+            out[label] = measure(sc, i)
     return out

@@ -334,3 +334,13 @@ def test_work_mode_keeps_work_over_speed(tmp_path):
     world = build_world(sc, 0, 0)
     assert world.network.work_seconds == 1.0
     assert world.network.compute_time("client-0", 10, 0, 0) == 10 / 4.0
+
+
+def test_a_damaged_recorded_calibration_is_measured_again_not_used(tmp_path):
+    from netemu.calibration import calibrate
+
+    sc = scenario(tmp_path, '[nodes]\ncompute = "measured"')
+    for bad in (float("inf"), -1.0, "fast", True, None):
+        value = calibrate(sc, {"fedavg": bad})["fedavg"]
+        assert math.isfinite(value) and value > 0
+    assert calibrate(sc, {"fedavg": 2.5e-7}) == {"fedavg": 2.5e-7}
