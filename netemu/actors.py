@@ -312,6 +312,11 @@ class Actor:
         """This node's participation draw for `round` (keyed, so identical across algorithms)."""
         return self.world.network.participates(self.name, self.round if round is None else round)
 
+    def work_fraction(self, round: int | None = None) -> float:
+        """The fraction of its local work this node completes in `round` (the scenario's
+        `[nodes] completeness`; keyed, so identical across algorithms; 1 = all of it)."""
+        return self.world.network.work_fraction(self.name, self.round if round is None else round)
+
     def metric(self, name: str, value: float, round: int | None = None) -> None:
         """Record a metric in the message log (and the run's metrics)."""
         self.world.metric(self.name, name, value, self.round if round is None else round)

@@ -139,6 +139,10 @@ class Cohort(Actor):
         """Member `m`'s participation draw for `round` (default: its current round)."""
         return self.world.network.participates(m.name, m.round if round is None else round)
 
+    def work_fraction(self, m: Member, round: int | None = None) -> float:  # type: ignore[override]
+        """Member `m`'s completeness draw for `round` (default: its current round)."""
+        return self.world.network.work_fraction(m.name, m.round if round is None else round)
+
     def metric(self, m: Member, name: str, value: float, round: int | None = None) -> None:  # type: ignore[override]
         self.world.metric(m.name, name, value, m.round if round is None else round)
 

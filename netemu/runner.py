@@ -14,6 +14,7 @@ outcome, messages and privacy) and `signals` (Ctrl-C and SIGTERM during a run).
 
 from __future__ import annotations
 
+import csv
 import math
 import sys
 import time
@@ -30,7 +31,8 @@ from netemu.outcome import message_summary, privacy_summary, run_outcome, run_wa
 from netemu.report import aggregate_metrics, final_values
 from netemu.rng import Streams
 from netemu.runfolder import default_out_dir, resolved_toml, scenario_hash, write_results
-from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
+from netemu.calibration import REPETITIONS, calibrate
+from netemu.scenario.build import build_graph, build_world, has_population, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
 from netemu.signals import Terminated, raise_pending, stop_on_signals
 from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
@@ -113,6 +115,13 @@ def execute(
             del g
             setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
             raise_pending()
+            calibration: dict[str, float] = {}
+            if sc.table["nodes"]["compute"] == "measured":  # seconds per work unit: timed now, or the replayed trace's
+                recorded = replay.header.get("calibration") if replay is not None else None
+                calibration = calibrate(sc, recorded if isinstance(recorded, dict) else None)
+                summary["compute"] = {"mode": "measured", "seconds_per_work_unit": calibration, "repetitions": REPETITIONS,
+                                      "replayed": sorted(k for k in calibration if isinstance(recorded, dict) and k in recorded)}
+                raise_pending()
             header = {
                 "netemu": __version__,
                 "scenario": sc.name,
@@ -121,18 +130,25 @@ def execute(
                 "algorithms": labels,
                 "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": f} for r, f in enumerate(fingerprints)],
                 "network": network_model(sc.table),
+                **({"calibration": calibration} if calibration else {}),
             }
             log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None
             base_log = MessageLog(log_file)
             stack.callback(base_log.flush)
             writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header) if sc.table["output"]["trace"] else None
+            population = csv.writer(stack.enter_context(open(out / "nodes.csv", "w", newline=""))) if has_population(sc.table) else None
+            if population is not None:
+                population.writerow(("run", "node", "role", "speed", "participation"))
             bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * planned, quiet, sc.name))
             for r in range(run_cfg["runs"]):
                 for a, label in enumerate(labels):
                     raise_pending()  # a signal the last world's loop ended too soon to raise
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
                     fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
-                    world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup)
+                    world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup,
+                                   work_seconds=calibration.get(label, 1.0))
+                    if population is not None and a == 0:  # the same for every algorithm of the run (common random numbers)
+                        population.writerows((r, n.name, n.role, repr(n.speed), repr(n.participation)) for n in world.network.nodes.values())
                     raise_pending()  # a signal while the world was built (its loop, its actors)
                     bar.set_postfix_str(f"{label} run {r}")
                     world.on_round = lambda _round, bar=bar: bar.update(1)

@@ -9,7 +9,8 @@ A trace is a msgpack stream (schema in docs/formats.md):
    (`network_model`);
 2. the body, in draw order: one entry per fate, keyed ``("msg", src, dst, round,
    index)`` -> (drop reason or None, delay), ``("participation", node, round)`` ->
-   bool, ``("compute", node, round, index)`` -> slowdown factor, written compactly
+   bool, ``("compute", node, round, index)`` -> slowdown factor, ``("completeness",
+   node, round)`` -> the fraction of its local work done, written compactly
    (names once, the algorithm and run as section markers, small codes: the layout is
    in `netemu.tracebody`).  A fate is written once per Monte Carlo run: when another
    algorithm of the run draws the same key with the same value (keyed draws make this

@@ -11,6 +11,7 @@ msgpack float64 (bit-exact), round and index as msgpack integers (1 byte below 1
     [8|9, src, dst, round, index, delay]      msg key: corrupt | duplicated (netem's corrupt and duplicate)
     [3|4, node, round]                        participation key: false | true
     [5, node, round, index, factor]           compute key
+    [10, node, round, fraction]               completeness key: the fraction of its local work done
     [6, name]                                 the next name number stands for `name`
     [7, run, algorithm]                       the fates below are this algorithm's in this run
     ["end", entries, complete, digest]        end marker (as in version 2; `entries` counts all above)
@@ -32,13 +33,13 @@ import msgpack
 
 __all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
 
-DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION, CORRUPT, DUPLICATE = range(10)
+DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION, CORRUPT, DUPLICATE, COMPLETENESS = range(11)
 REASONS: tuple[str | None, ...] = (None, "loss", "expired")  # indexed by the msg codes 0, 1, 2
 _REASON_OF_CODE: dict[int, str | None] = {DELIVERED: None, LOST: "loss", EXPIRED: "expired", CORRUPT: "corrupt", DUPLICATE: "duplicate"}
 _REASON_CODE = {reason: code for code, reason in _REASON_OF_CODE.items()}
-_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg")
-_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6)  # items of an entry, by code
-_LAST_CODE = DUPLICATE
+_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg", "completeness")
+_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6, 4)  # items of an entry, by code
+_LAST_CODE = COMPLETENESS
 MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
 _PARTICIPATION_CODES = (b"\x93" + msgpack.packb(NOT_PARTICIPATING), b"\x93" + msgpack.packb(PARTICIPATING))  # a 3-array, its code
 
@@ -98,7 +99,10 @@ class Encoder:
         if kind == "compute":
             n = ids.get(key[1])
             return [COMPUTE, name(key[1]) if n is None else n, key[2], key[3], value]
-        raise ValueError(f"a trace records msg, participation and compute fates; {str(key)[:60]} is none of them")
+        if kind == "completeness":
+            n = ids.get(key[1])
+            return [COMPLETENESS, name(key[1]) if n is None else n, key[2], value]
+        raise ValueError(f"a trace records msg, participation, compute and completeness fates; {str(key)[:60]} is none of them")
 
 
 # ------------------------------------------------------------------ reading
@@ -118,6 +122,10 @@ def _delay_ok(x: Any) -> bool:
 
 def _factor_ok(x: Any) -> bool:
     return _is_number(x) and math.isfinite(x) and x > 0
+
+
+def _fraction_ok(x: Any) -> bool:
+    return _is_number(x) and 0 < x <= 1
 
 
 class Decoder3:
@@ -147,10 +155,10 @@ class Decoder3:
 
     def fate(self, obj: Any) -> tuple[str, int, tuple, Any] | None:
         if type(obj) is not list or not obj:
-            raise Problem(f"{str(obj)[:80]} is not an entry (an array starting with a code 0 to {SECTION})")
+            raise Problem(f"{str(obj)[:80]} is not an entry (an array starting with a code 0 to {_LAST_CODE})")
         code = obj[0]
         if not _is_int(code) or not 0 <= code <= _LAST_CODE:
-            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5, 8, 9), name (6) or section (7) code: {str(obj)[:80]}")
+            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5, 8 to 10), name (6) or section (7) code: {str(obj)[:80]}")
         if len(obj) != _LEN_OF_CODE[code]:
             raise Problem(f"a {_KIND_OF_CODE[code]} entry has {_LEN_OF_CODE[code]} items, not {len(obj)}: {str(obj)[:80]}")
         if code == NAME:
@@ -180,6 +188,12 @@ class Decoder3:
             key = ("compute", self._name(node), round, index)
             if not _factor_ok(value):
                 raise Problem(f"the value {str(value)[:30]} of key {str(key)[:60]} is not a slowdown factor > 0")
+        elif code == COMPLETENESS:
+            _, node, round, value = obj
+            index = 0
+            key = ("completeness", self._name(node), round)
+            if not _fraction_ok(value):
+                raise Problem(f"the value {str(value)[:30]} of key {str(key)[:60]} is not a work fraction in (0, 1]")
         else:
             round, index = obj[2], 0
             key = ("participation", self._name(obj[1]), round)
@@ -237,8 +251,11 @@ def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
         ok = len(key) == 4 and isinstance(key[1], str) and _is_int(key[2]) and _is_int(key[3])
         good_value = _factor_ok(value)
         expected = "a slowdown factor > 0"
+    elif kind == "completeness":
+        ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
+        good_value, expected = _fraction_ok(value), "a work fraction in (0, 1]"
     else:
-        return f"key {str(key)[:60]} is not a msg, participation or compute key"
+        return f"key {str(key)[:60]} is not a msg, participation, compute or completeness key"
     if not ok:
         return f"key {str(key)[:60]} does not have the shape of a {kind} key"
     if not good_value:

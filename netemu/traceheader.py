@@ -39,10 +39,11 @@ def network_model(table: dict) -> dict:
     """The random models of a resolved scenario table whose draws a trace records.
 
     Link latency, jitter and loss (per class and per-link overrides), and the nodes'
-    participation and slowdown (with their groups).  Deterministic parts — bandwidth,
-    outages, speeds, crashes, algorithms, rounds — are left out: a replay may change
-    them (that is what a what-if replay is for).  A latency read from a file is named
-    by the file's name only, so a run folder replays on another machine.
+    participation, slowdown, speed model and completeness (with their groups).
+    Deterministic parts — bandwidth, outages, plain speeds, crashes, algorithms, rounds,
+    the compute mode — are left out: a replay may change them (that is what a what-if
+    replay is for).  A latency or speed read from a file is named by the file's name
+    only, so a run folder replays on another machine.
     """
 
     def link(t: dict) -> dict:
@@ -55,7 +56,15 @@ def network_model(table: dict) -> dict:
         return out
 
     def behaviour(t: dict) -> dict:
-        return {k: t[k] for k in ("name", "members", "participation", "slowdown_sigma") if k in t}
+        out = {k: t[k] for k in ("name", "members", "participation", "slowdown_sigma") if k in t}
+        # a speed model draws the population (a plain speed is deterministic: free to differ); completeness is
+        # drawn below 1 (absent, or 1, draws nothing, so traces recorded before it existed still match)
+        speed = t.get("speed")
+        if isinstance(speed, dict):
+            out["speed"] = {**speed, "file": Path(speed["file"]).name} if speed.get("file") else speed
+        if t.get("completeness") not in (None, 1.0):
+            out["completeness"] = t["completeness"]
+        return out
 
     nodes = table.get("nodes", {})
     shared = {f"topology.{k}": link(t) for k, t in sorted(table.get("topology", {}).items()) if k in ("server_link", "access_points")}

@@ -142,7 +142,7 @@ class Trace:
             more = f" (and {len(differ) - 4} more)" if len(differ) > 4 else ""
             raise TraceError(
                 f"{self.path}: the trace was drawn from other network models than this scenario's: {shown}{more}. "
-                f"A replay may change algorithms, rounds, speeds, bandwidth, outages and crashes, not the random models"
+                f"A replay may change algorithms, rounds, plain speeds, bandwidth, outages and crashes, not the random models (speed models included)"
             )
 
     def check_topology(self, run: int, graph: nx.DiGraph) -> None:

@@ -135,12 +135,13 @@ class World:
         log: MessageLog | None = None,
         fates: Fates = draw_now,
         model: NetModel | None = None,
+        work_seconds: float = 1.0,
     ) -> None:
         self.env = VirtualEnvironment()
         self.streams = Streams(seed)
         self.log = log if log is not None else MessageLog(None)
         self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates,
-                               model=model)
+                               model=model, work_seconds=work_seconds)
         self.actors: dict[str, Actor] = {}
         self.cohorts: dict[str, Cohort] = {}  # member (client) name -> the cohort standing for it
         self.metrics: list[tuple] = []

@@ -96,7 +96,14 @@ class AlgorithmSpec:
     node roles its topology must have; `requires` the other conditions validate checks;
     `defaults` overrides parameter defaults, so that one params class serves several
     named variants; `needs_data` False lets a scenario leave out `[data]` (an
-    algorithm that loads its own, like a Flower app)."""
+    algorithm that loads its own, like a Flower app).
+
+    `partial_work` says the family honours `[nodes] completeness` (its clients ask
+    `work_fraction()` and do that fraction of their local steps); `step_cost(params, data)`,
+    when given, returns (step, work): a callable doing one local step of a client on
+    representative data and the work units that step counts — what `[nodes] compute =
+    "measured"` times (netemu.calibration).  validate refuses those keys for families
+    without them."""
 
     name: str
     params: type
@@ -107,6 +114,8 @@ class AlgorithmSpec:
     defaults: dict = field(default_factory=dict)
     requires: tuple[Requirement, ...] = ()
     needs_data: bool = True
+    partial_work: bool = False
+    step_cost: Callable[[Any, Any], tuple[Callable[[], object], float]] | None = None
 
     def make_params(self, values: dict) -> Any:
         return self.params(**{**self.defaults, **values})

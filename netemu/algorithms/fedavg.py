@@ -1,8 +1,10 @@
 """Federated averaging of a linear model over a star, with a round deadline.
 
 Each round the server broadcasts the model; a client that participates (its keyed
-Bernoulli draw) spends `local_steps × n_k` work units, runs `local_steps` gradient
-steps and returns its model.  The server waits until the round deadline (or until
+Bernoulli draw) spends `steps × n_k` work units, runs `steps` gradient steps and
+returns its model; `steps` is `local_steps`, or max(1, floor(f × local_steps)) when the
+scenario gives clients partial work (`[nodes] completeness`: f is the client's
+`work_fraction()` of the round).  The server waits until the round deadline (or until
 every client answered), then averages the updates of this round weighted by n_k.
 Updates that arrive after their round's deadline are ignored (logged as delivered,
 not used).  Metrics per round: `mse` on the test set, `participants`.
@@ -10,7 +12,9 @@ not used).  Metrics per round: `mse` on the test set, `participants`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,6 +44,11 @@ class FedAvgParams:
         require(self.lr > 0, "lr", "> 0")
         require(self.local_steps >= 1, "local_steps", ">= 1")
         require(self.round_time > 0, "round_time", "> 0 virtual seconds")
+
+
+def local_steps(steps: int, fraction: float) -> int:
+    """The local steps of a client that completes `fraction` of its work: max(1, floor(fraction × steps))."""
+    return steps if fraction >= 1.0 else max(1, math.floor(fraction * steps))
 
 
 class FedAvgServer(Actor):
@@ -74,8 +83,9 @@ class FedAvgClient(Actor):
             self.round = msg.round
             if not self.participates():
                 continue
-            await self.compute(self.p.local_steps * self.y.shape[0])
-            w = gradient_steps(msg.payload, self.X, self.y, self.p.lr, self.p.local_steps)
+            steps = local_steps(self.p.local_steps, self.work_fraction())
+            await self.compute(steps * self.y.shape[0])
+            w = gradient_steps(msg.payload, self.X, self.y, self.p.lr, steps)
             self.send(msg.src, "update", {"w": w, "n": self.y.shape[0]})
 
 
@@ -96,11 +106,12 @@ class FedAvgClients(Cohort):
         if not self.participates(m):
             return
         n = self.data[m.index][1].shape[0]
-        self.compute(m, self.p.local_steps * n, self.reply, msg)
+        steps = local_steps(self.p.local_steps, self.work_fraction(m))
+        self.compute(m, steps * n, self.reply, msg, steps)
 
-    def reply(self, m: Member, msg: Message) -> None:
+    def reply(self, m: Member, msg: Message, steps: int) -> None:
         X, y = self.data[m.index]
-        w = gradient_steps(msg.payload, X, y, self.p.lr, self.p.local_steps)
+        w = gradient_steps(msg.payload, X, y, self.p.lr, steps)
         self.send(m, msg.src, "update", {"w": w, "n": y.shape[0]})
 
 
@@ -118,5 +129,14 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
         world.add(FedAvgClients("fedavg-clients", clients, params, task.parts))
 
 
+def step_cost(params: FedAvgParams, task: LinearTask) -> tuple[Callable[[], object], float]:
+    """One local gradient step of the client with the median number of samples (ties: the
+    first in name order), and its work units (n_k: a round's compute is `steps × n_k`)."""
+    parts = sorted(task.parts.items(), key=lambda kv: (kv[1][1].shape[0], kv[0]))
+    X, y = parts[(len(parts) - 1) // 2][1]
+    w = np.zeros(task.w_star.shape[0])
+    return (lambda: gradient_steps(w, X, y, params.lr, 1)), float(y.shape[0])
+
+
 SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__,
-                     requires=(ONE_SERVER,))
+                     requires=(ONE_SERVER,), partial_work=True, step_cost=step_cost)

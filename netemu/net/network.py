@@ -83,8 +83,14 @@ class Network:
         emit: MessageLog | None = None,
         fates: Fates = draw_now,
         model: NetModel | None = None,
+        work_seconds: float = 1.0,
     ) -> None:
+        if not (math.isfinite(work_seconds) and work_seconds > 0):
+            raise ValueError(f"work_seconds must be a finite number > 0, got {work_seconds}")
         self.env, self.streams, self.fates = env, streams, fates
+        #: seconds one work unit takes at speed 1: 1 (compute = "work"), or the calibration of
+        #: compute = "measured" (netemu.calibration)
+        self.work_seconds = work_seconds
         self.model = model if model is not None else NetModel()
         self.emit = emit if emit is not None else MessageLog(None)
         given = links or {}
@@ -127,9 +133,11 @@ class Network:
             if name in self._router_attrs:
                 continue
             b = behaviours.get(name, default)
-            self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes)
+            self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes,
+                                    completeness=b.completeness)
         self._participation_draws = streams.keyed("participation")
         self._compute_draws = streams.keyed("compute")
+        self._completeness_draws = streams.keyed("completeness")
         self._next_id = 0
         self._pending: dict[int, tuple] = {}
         # per link class: messages sent, bytes, payload bytes, delivered (list items: the
@@ -256,13 +264,23 @@ class Network:
     def compute_time(self, name: str, work: float, round: int, index: int) -> float:
         """Virtual seconds node `name` needs for `work` units (its `index`-th compute in `round`)."""
         node = self._node(name)
-        duration = work / node.speed
+        duration = work / node.speed if self.work_seconds == 1.0 else self.work_seconds * work / node.speed
         if node.slowdown_sigma > 0:
             sigma = node.slowdown_sigma
             draws = self._compute_draws
             factor = self.fates(("compute", name, round, index), lambda: math.exp(sigma * draws.normal(name, round, index)))
             duration *= factor
         return duration
+
+    def work_fraction(self, name: str, round: int) -> float:
+        """The fraction of its local work node `name` completes in `round` (its completeness:
+        uniform in [low, high], keyed by (node, round) in the stream ``completeness``, a fate
+        the trace records; 1 when the node always completes all of it)."""
+        low, high = self._node(name).completeness
+        if low >= high:
+            return low
+        draws = self._completeness_draws
+        return self.fates(("completeness", name, round), lambda: low + (high - low) * draws.uniform(name, round))
 
     def set_up(self, name: str, up: bool) -> None:
         self._node(name).up = up

@@ -17,12 +17,15 @@ __all__ = ["Node", "NodeBehaviour"]
 class NodeBehaviour:
     """How a node behaves: participation probability per round, compute speed
     (work units per second), log-normal compute-time noise (sigma of the log
-    slowdown factor; 0 = deterministic), and scheduled (crash, recover) times."""
+    slowdown factor; 0 = deterministic), scheduled (crash, recover) times, and the
+    completeness of its local work per round: a fraction uniform in [low, high]
+    (netemu.net.heterogeneity.Completeness; (1, 1) = all of it, nothing drawn)."""
 
     participation: float = 1.0
     speed: float = 1.0
     slowdown_sigma: float = 0.0
     crashes: tuple[tuple[float, float | None], ...] = ()
+    completeness: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self) -> None:
         if not 0 <= self.participation <= 1:
@@ -31,6 +34,9 @@ class NodeBehaviour:
             raise ValueError(f"speed must be > 0, got {self.speed}")
         if self.slowdown_sigma < 0:
             raise ValueError(f"slowdown_sigma must be >= 0, got {self.slowdown_sigma}")
+        low, high = self.completeness
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"completeness must be (low, high) with 0 < low <= high <= 1, got {self.completeness}")
 
 
 @dataclass(slots=True)
@@ -46,6 +52,7 @@ class Node:
     slowdown_sigma: float = 0.0
     up: bool = True
     crashes: tuple = ()
+    completeness: tuple[float, float] = (1.0, 1.0)
     receiver: Callable[[Message], bool | None] | None = field(default=None, repr=False)
 
     @property

@@ -25,9 +25,11 @@ from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
 from netemu.net.model import NetModel
+from netemu.net.heterogeneity import participation_by_size, speed_model
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
+from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
 from netemu.scenario.load import Scenario, algorithm_params, match_nodes
 from netemu.world import World, fewer_collections
 
@@ -155,30 +157,82 @@ def _link_spec(sc: Scenario, table: dict) -> tuple:
             table.get("corrupt", 0.0))
 
 
-def build_behaviours(sc: Scenario, graph: nx.DiGraph) -> dict[str, NodeBehaviour]:
+def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = None, data: Any = None) -> dict[str, NodeBehaviour]:
+    """Each node's behaviour: [nodes], then its groups (later groups win), then its device's speed.
+
+    A speed model draws each node's speed once, from the keyed stream ``speeds`` at the node's
+    name (`streams`: the run's; run 0's when not given), so every algorithm of a run meets the
+    same population; a participation model reads each client's sample count from `data`."""
     nodes = sc.table["nodes"]
-    keys = ("participation", "speed", "slowdown_sigma")
-    settings = {n: {k: nodes[k] for k in keys} for n in graph.nodes}
-    for group in nodes["group"]:  # later groups win
+    tables = [nodes, *nodes["group"]]
+    source = dict.fromkeys(graph.nodes, 0)  # node -> index in `tables` of the table that sets its behaviour
+    for i, group in enumerate(nodes["group"], 1):  # later groups win
         for pattern in group["members"]:
             for n in match_nodes(pattern, list(graph.nodes)):
-                settings[n] = {k: group[k] for k in keys}
+                source[n] = i
+    device_speed = {name: d["speed"] for name, d in devices_of(sc, graph).items() if "speed" in d}  # online intervals: attach_devices
     crashes: dict[str, list] = {}
-    for name, device in devices_of(sc, graph).items():  # online intervals: attach_devices in build_world
-        if "speed" in device:
-            settings[name]["speed"] = device["speed"]
     for c in nodes["crash"]:
         crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
+    speed_draws = None
+    models: dict[int, Any] = {}  # table index -> its speed model or participation map, made once
+    probs: dict[int, dict[str, float]] = {}
     alike: dict[tuple, NodeBehaviour] = {}  # nodes with the same settings share one (frozen) behaviour
     out = {}
-    for n, s in settings.items():
+    for n, i in source.items():
+        t = tables[i]
+        speed, participation, completeness = t["speed"], t["participation"], t.get("completeness")
+        if isinstance(speed, dict):
+            if i not in models:
+                models[i] = _speed_model(sc, speed, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
+            if speed_draws is None:
+                speed_draws = (streams or Streams(sc.table["run"]["seed"])).keyed("speeds")
+            speed = models[i].draw(speed_draws.uniform(n))
+        if n in device_speed:
+            speed = device_speed[n]
+        if isinstance(participation, dict):
+            if i not in probs:
+                probs[i] = participation_by_size(sample_counts(sc, data), participation["low"], participation["high"])
+            participation = probs[i].get(n, 1.0)  # a node without data (a server) always takes part
+        fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, dict)
+                    else (completeness["low"], completeness.get("high", 1.0)))
         crash = tuple(crashes.get(n, ()))
-        key = (*((type(v), v) for v in s.values()), crash)
+        s = {"participation": participation, "speed": speed, "slowdown_sigma": t["slowdown_sigma"]}
+        key = (*((type(v), v) for v in s.values()), crash, fraction)
         b = alike.get(key)
         if b is None:
-            b = alike[key] = NodeBehaviour(**s, crashes=crash)
+            b = alike[key] = NodeBehaviour(**s, crashes=crash, completeness=fraction)
         out[n] = b
     return out
+
+
+def _speed_model(sc: Scenario, table: dict, where: str) -> Any:
+    """The speed model of a `speed = {model = ...}` table; an empirical file is read bounded (`regular_file`)."""
+    if table["model"] == "empirical" and "file" in table:
+        path = sc.resolve(table["file"])
+        try:
+            regular_file(path, MAX_DATA_FILE_BYTES)
+            return speed_model(table, sc.resolve)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{sc.path}: {where}.speed.file = {table['file']!r}: a readable file of speeds (one per line): {exc}") from None
+    return speed_model(table)
+
+
+def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
+    """Each client's number of training samples, from the data kind's partition (`data.parts`:
+    client -> (X, y)); an InputError when the data has no partition to read them from."""
+    parts = getattr(data, "parts", None)
+    if not isinstance(parts, dict):
+        kind = (sc.table["data"] or {}).get("kind")
+        raise InputError(f"{sc.path}: nodes.participation: model = \"data_size\" needs each client's sample count, from a data kind "
+                         f"that partitions samples among clients (linear, clustered, federated); data.kind = {kind!r} has none")
+    return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
+
+
+def has_population(table: dict) -> bool:
+    """Whether [nodes] (or a group) draws or derives per-node speeds or participation (recorded in nodes.csv)."""
+    nodes = table["nodes"]
+    return any(isinstance(t.get(k), dict) for t in (nodes, *nodes["group"]) for k in ("speed", "participation"))
 
 
 _DEADLINE = re.compile(r"(time|timeout|deadline)$")  # algorithm parameters that bound a round's length
@@ -291,41 +345,52 @@ def build_world(
     log: MessageLog | None = None,
     fates: Fates = draw_now,
     setup: Callable[[World], None] | None = None,
+    work_seconds: float = 1.0,
 ) -> World:
     """The World of Monte Carlo run `run` for algorithm entry `algorithm`, with its actors.
 
     Built with the garbage collector's thresholds raised (`fewer_collections`: a third of
     the build of a 100,000-client world went to collections that found nothing).  The
     world's graph is emptied once built (`release`), so it does not wait for a full
-    collection."""
+    collection.  `work_seconds` is the seconds a work unit takes at speed 1 (the calibration
+    of `[nodes] compute = "measured"`, netemu.calibration)."""
     with fewer_collections():
-        return _world(sc, algorithm, run, log, fates, setup)
+        return _world(sc, algorithm, run, log, fates, setup, work_seconds)
 
 
 def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates: Fates,
-           setup: Callable[[World], None] | None) -> World:
+           setup: Callable[[World], None] | None, work_seconds: float) -> World:
     streams = Streams(run_seed(sc.table["run"]["seed"], run))
     graph = build_graph(sc, streams)
-    world = World(
-        graph,
-        seed=streams.seed,
-        links=build_links(sc, graph),
-        behaviours=build_behaviours(sc, graph),
-        log=log,
-        fates=fates,
-        model=NetModel(**(sc.table["network"] or {})),
-    )
-    if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
-        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
     entry = sc.table["algorithm"][algorithm]
     spec = plugins.algorithm(entry["name"])
     try:
         params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
-        spec.build(world, params, build_data(sc, graph, streams), sc.table["run"]["rounds"])
+        data = build_data(sc, graph, streams)  # before the world: a participation model reads the clients' sample counts
+    except ConfigError as exc:
+        raise _entry_error(sc, algorithm, entry, exc) from None
+    world = World(
+        graph,
+        seed=streams.seed,
+        links=build_links(sc, graph),
+        behaviours=build_behaviours(sc, graph, streams, data),
+        log=log,
+        fates=fates,
+        model=NetModel(**(sc.table["network"] or {})),
+        work_seconds=work_seconds,
+    )
+    if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
+        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
+    try:
+        spec.build(world, params, data, sc.table["run"]["rounds"])
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
-        where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"
-        raise InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}") from None
+        raise _entry_error(sc, algorithm, entry, exc) from None
     if setup is not None:
         setup(world)
     release(graph)  # the World keeps what it needs of it (the nodes' attribute dicts, its own topology)
     return world
+
+
+def _entry_error(sc: Scenario, algorithm: int, entry: dict, exc: ConfigError) -> InputError:
+    where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"
+    return InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}")

@@ -16,7 +16,7 @@ from netemu.net.routing import ROUTER_ROLES
 from netemu.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
 
-__all__ = ["check_graph", "match_nodes"]
+__all__ = ["check_graph", "check_heterogeneity", "match_nodes"]
 
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
@@ -144,3 +144,34 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
             issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
         elif i in params:
             _check_requirements(table, i, spec, params[i], graph, issues, features)
+
+
+def _families_with(attr: str) -> str:
+    from netemu import plugins
+
+    reg = plugins.registry()
+    names = sorted(n for n, spec in reg.names("algorithm").items() if getattr(spec, attr, None))
+    return ", ".join(names) or "none"
+
+
+def check_heterogeneity(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None:
+    """The [nodes] keys an algorithm family must support: partial work (`completeness` below 1
+    needs `AlgorithmSpec.partial_work`), measured compute (`compute = "measured"` needs
+    `AlgorithmSpec.step_cost`); and participation by data size needs a [data] table."""
+    nodes = table["nodes"]
+    tables = [("nodes", nodes), *((f"nodes.group[{i}]", g) for i, g in enumerate(nodes["group"]) if isinstance(g, dict))]
+    for where, t in tables:
+        c = t.get("completeness")
+        if c is not None and c != 1.0:
+            for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+                if not spec.partial_work:
+                    issues.add(f"{where}.completeness", c, f"1 for algorithm[{i}] = {alg['name']!r}, which does its whole local work "
+                               f"every round; partial work is honoured by: {_families_with('partial_work')}")
+        p = t.get("participation")
+        if isinstance(p, dict) and p.get("model") == "data_size" and table["data"] is None:
+            issues.add(f"{where}.participation", p, "a [data] table: model = \"data_size\" reads each client's sample count from it")
+    if nodes.get("compute") == "measured":
+        for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+            if spec.step_cost is None:
+                issues.add("nodes.compute", "measured", f"\"work\" for algorithm[{i}] = {alg['name']!r}: it has no local step to time "
+                           f"(AlgorithmSpec.step_cost); \"measured\" is supported by: {_families_with('step_cost')}")

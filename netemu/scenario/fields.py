@@ -105,12 +105,88 @@ LINK_FIELDS = {
 #: sigma ~ 85 exp() overflows and the run fails blaming an actor.  10 is far beyond any measured
 #: straggler spread (e^10 ~ 22,000-fold at one sigma) and keeps every factor finite (e^83 ~ 1e36).
 MAX_SLOWDOWN_SIGMA = 10.0
+_DEFAULT = object()
+_PARTICIPATION = Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]")
+_SPEED = Field(float, 1.0, lambda v: v > 0, "> 0 work units per second")
+_COMPLETENESS = Field(float, 1.0, lambda v: 0 < v <= 1, "in (0, 1]: the fraction of its local work a client completes")
+
+
+def _number_or_model(plain: Field, models: dict[str, dict[str, str]], what: str, default: Any = _DEFAULT) -> Custom:
+    """A `[nodes]` key that is a number (checked by `plain`, resolved as before) or a
+    `{model = "...", <params>}` table: `models` maps each model to its parameters and what
+    each accepts; the ranges are checked by the model's own constructor (netemu.net.heterogeneity)."""
+
+    def check(value: Any, key: str, issues: Issues) -> Any:
+        if not isinstance(value, dict):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return validate(plain, value, key, issues)
+            issues.add(key, value, f"expected {plain.describe()}, or a {what} model table {{model = {' | '.join(map(repr, models))}, ...}}")
+            return value
+        model = value.get("model", REQUIRED)
+        if model not in models:
+            issues.add(f"{key}.model", model, f"a {what} model: {', '.join(models)}")
+            return value
+        accepted = models[model]
+        before = len(issues.items)
+        for k, v in value.items():
+            if k == "model":
+                continue
+            if k not in accepted:
+                issues.add(f"{key}.{k}", v, f"unknown parameter of the {model} {what} model; accepted: {', '.join(accepted)}")
+            elif accepted[k] == "path" and not isinstance(v, str):
+                issues.add(f"{key}.{k}", v, "expected a path (string), relative to the scenario")
+            elif accepted[k] == "list" and not (isinstance(v, list) and v and all(finite(x) and x > 0 for x in v)):
+                issues.add(f"{key}.{k}", v, "expected a non-empty list of finite speeds > 0")
+            elif accepted[k] not in ("path", "list") and not finite(v):
+                issues.add(f"{key}.{k}", v, f"expected a finite number: {accepted[k]}")
+        if len(issues.items) == before:
+            problem = _model_problem(what, model, {k: v for k, v in value.items() if k != "model"})
+            if problem:
+                issues.add(key, value, problem)
+        return value
+
+    return Custom(check, plain.default if default is _DEFAULT else default)
+
+
+def _model_problem(what: str, model: str, params: dict) -> str | None:
+    """What the model's constructor refuses in `params` (an empirical file is read later), or None."""
+    from netemu.net import heterogeneity as H
+
+    if what == "speed" and model == "empirical":
+        return None if len(params) == 1 else "an empirical speed model needs exactly one of `samples` or `file`"
+    try:
+        if what == "speed":
+            H.speed_model({"model": model, **params})
+        elif what == "completeness":
+            H.Completeness(**params)
+        elif not all(0 <= params.get(k, 0) <= 1 for k in ("low", "high")) or "low" not in params or "high" not in params:
+            return "low and high are both required, each a probability in [0, 1]"
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
+#: speed models and their parameters (netemu.net.heterogeneity)
+SPEED_MODELS = {
+    "pareto": {"alpha": ">= 0.1, the Pareto shape of the slowdown", "speed": "> 0, the fastest speed (default 1)"},
+    "zipf": {"s": "in [0, 100], the Zipf exponent (default 1)", "levels": "1 .. 1,000,000 slowdown levels (default 10)",
+             "speed": "> 0, the fastest speed (default 1)"},
+    "lognormal": {"median": "> 0, the median speed (default 1)", "sigma": f"in [0, {MAX_SLOWDOWN_SIGMA:g}] (default 0.5)"},
+    "empirical": {"samples": "list", "file": "path"},
+}
+PARTICIPATION_MODELS = {"data_size": {"low": "in [0, 1]: the probability of the client with the fewest samples",
+                                      "high": "in [0, 1]: the probability of the client with the most samples"}}
+COMPLETENESS_MODELS = {"uniform": {"low": "in (0, 1]: the smallest fraction", "high": "in [low, 1]: the largest fraction (default 1)"}}
 BEHAVIOUR_FIELDS = {
-    "participation": Field(float, 1.0, lambda v: 0 <= v <= 1, "in [0, 1]"),
-    "speed": Field(float, 1.0, lambda v: v > 0, "> 0 work units per second"),
+    "participation": _number_or_model(_PARTICIPATION, PARTICIPATION_MODELS, "participation"),
+    "speed": _number_or_model(_SPEED, SPEED_MODELS, "speed"),
     "slowdown_sigma": Field(float, 0.0, lambda v: 0 <= v <= MAX_SLOWDOWN_SIGMA,
                             f">= 0 and <= {MAX_SLOWDOWN_SIGMA:g} (sigma of the log-normal slowdown factor exp(sigma z))"),
+    # absent (None) = 1: a key added later resolves to nothing, so the resolved scenario.toml (and the trace
+    # header's scenario_hash) of a scenario that does not use it stays what it was
+    "completeness": _number_or_model(_COMPLETENESS, COMPLETENESS_MODELS, "completeness", None),
 }
+COMPUTE_MODES = ("work", "measured")
 
 
 MAX_NAME = 100  # run.name is a folder name under runs/ (and a trace header field): one short, printable path component
@@ -172,6 +248,8 @@ SCHEMA = Section(
         "nodes": Section(
             {
                 **BEHAVIOUR_FIELDS,
+                "compute": Field(str, None, lambda v: v in COMPUTE_MODES,  # absent (None) = "work", as completeness
+                                 'one of "work" (work / speed) and "measured" (seconds per work unit timed on this machine)'),
                 "group": ArrayOf(Section({"name": Field(str, ""), "members": Field(list), **BEHAVIOUR_FIELDS})),
                 "crash": ArrayOf(
                     Section(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from netemu.net import links as L
+from netemu.net.heterogeneity import EmpiricalSpeed, read_speeds
 from netemu.scenario.limits import MAX_DEPTH, MAX_NODES
 from netemu.scenario.overrides import too_many_digits
 from netemu.scenario.schema import Issue, Issues, ScenarioError
@@ -94,7 +95,7 @@ def graphml_nodes(path: Path, stop: int) -> int:
 
 
 def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> None:
-    """The files a scenario names (relative to it): empirical latency samples and the devices
+    """The files a scenario names (relative to it): empirical latency samples and speeds, and the devices
     file are read and checked now; a data source and a script must exist."""
     for where, link in _link_tables(table):
         latency = link.get("latency") or {}
@@ -104,6 +105,15 @@ def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> 
                 L.Empirical.from_file(resolve(latency["file"]))
             except (OSError, ValueError) as exc:
                 issues.add(f"{where}.latency.file", latency["file"], f"a readable file of delays (one per line): {exc}")
+    nodes = table["nodes"]
+    for where, t in [("nodes", nodes), *((f"nodes.group[{i}]", g) for i, g in enumerate(nodes["group"]))]:
+        speed = t.get("speed")
+        if isinstance(speed, dict) and speed.get("model") == "empirical" and "file" in speed:
+            try:
+                regular_file(resolve(speed["file"]), MAX_DATA_FILE_BYTES)
+                EmpiricalSpeed(read_speeds(resolve(speed["file"])))
+            except (OSError, ValueError) as exc:
+                issues.add(f"{where}.speed.file", speed["file"], f"a readable file of speeds > 0 (one per line): {exc}")
     if table["devices"]["file"]:
         from netemu.devices import DeviceError, read_devices
 

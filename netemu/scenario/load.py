@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netemu import plugins
-from netemu.scenario.crosscheck import check_graph, match_nodes
+from netemu.scenario.crosscheck import check_graph, check_heterogeneity, match_nodes
 from netemu.scenario.fields import SCHEMA, SHORTHANDS, renamed, shorthands
 from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
@@ -69,6 +69,7 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
         sc = Scenario(table, path)
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
         params = check_algorithms(table, specs, lambda p: str(sc.resolve(p)), issues)
+        check_heterogeneity(table, specs, issues)
         try:
             graph = topology_for_validation(sc)
         except (ValueError, OSError) as exc:  # InputError is a ValueError
