@@ -413,6 +413,23 @@ def test_measured_compute_records_its_calibration_and_scales_every_compute_time(
             assert r["duration"] == seconds * r["work"] / 2.0
 
 
+@pytest.mark.parametrize("name", ["fedbuff", "fedasync-mix", "bounded-staleness", "overcommit", "partial-agg"])
+def test_the_async_family_takes_partial_work_and_measured_compute(tmp_path, name):
+    text = BASE.format(nodes='[nodes]\ncompute = "measured"\ncompleteness = { model = "uniform", low = 0.3 }', clients=8, rounds=3, more="")
+    text = text.replace('name = "fedavg"\nlocal_steps = 4\nround_time = 5.0', f'name = "{name}"\nround_time = 2.0'
+                        + ("\nclients_per_round = 4" if name == "overcommit" else ""))
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    summary = execute(parse_scenario(__import__("tomllib").loads(text), path), tmp_path / "a", quiet=True)
+    seconds = summary["compute"]["seconds_per_work_unit"]
+    assert list(seconds) == [name] and 0 < seconds[name] < 1e-2
+    drawn = {(k[1], k[2]): v for fates in Trace.read(tmp_path / "a" / "trace.msgpack").fates_by_run.values()
+             for k, v in fates.items() if k[0] == "completeness"}
+    computes = [r for r in map(json.loads, open(tmp_path / "a" / "messages.jsonl")) if r.get("event") == "compute"]
+    assert computes and all((r["actor"], r["round"]) in drawn for r in computes)
+    assert all(r["duration"] == seconds[name] * r["work"] for r in computes)  # speed 1
+
+
 def test_a_replay_reuses_the_recorded_calibration_and_is_exact(tmp_path, monkeypatch):
     sc = scenario(tmp_path, '[nodes]\ncompute = "measured"\nparticipation = 0.6')
     execute(sc, tmp_path / "a", quiet=True)
