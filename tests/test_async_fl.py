@@ -197,6 +197,8 @@ def test_with_partial_work_the_round_variants_match_the_vectorized_reference_wit
     expected, used, dropped = sync_reference(parts, took, params, rounds=12, steps=steps,
                                              draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))
     assert_matches(got, expected, used, dropped, metrics)
+    full = sync_reference(parts, took, params, rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))[0]
+    assert np.linalg.norm(got - full) > 1e-6 * np.linalg.norm(full)  # the partial work changed the run
 
 
 def test_with_partial_work_each_compute_is_the_drawn_steps_times_the_clients_samples():

@@ -322,6 +322,20 @@ def test_participation_by_label_on_binary_linear_data_uses_the_two_classes(tmp_p
         assert b[c].participation == pytest.approx(float(np.mean(y == 1.0)), abs=1e-12)
 
 
+def test_participation_by_label_runs_writes_nodes_csv_and_replays_exactly(tmp_path):
+    nodes = '[nodes]\nparticipation = { model = "label", low = 0.1, high = 0.9, label = 1 }'
+    text = BASE.format(nodes=nodes, clients=8, rounds=4, more="").replace("samples_max = 60", 'samples_max = 60\nlabels = "binary"')
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    sc = parse_scenario(__import__("tomllib").loads(text), path)
+    execute(sc, tmp_path / "a", quiet=True)
+    rows = {r["node"]: r for r in csv.DictReader(open(tmp_path / "a" / "nodes.csv"))}
+    b = build_behaviours(sc, build_graph(sc, Streams(7)), Streams(7), build_data(sc, build_graph(sc, Streams(7)), Streams(7)))
+    assert {n: float(r["participation"]) for n, r in rows.items()} == pytest.approx({n: b[n].participation for n in rows})
+    execute(sc, tmp_path / "b", quiet=True, replay=Trace.read(tmp_path / "a" / "trace.msgpack"))
+    assert (tmp_path / "a" / "messages.jsonl").read_bytes() == (tmp_path / "b" / "messages.jsonl").read_bytes()
+
+
 # ------------------------------------------------------------------ completeness
 
 
