@@ -447,7 +447,27 @@ def _no_ties(times, gap: float = 1e-6) -> None:
     assert not close, f"events too close to call their order (choose other compute times): {close[:3]}"
 
 
-def async_fl(parts, durations, p, rounds: int) -> tuple[np.ndarray, list[list[float]], list[int]]:
+class _Work:
+    """Client k's local work when asked in round r: `steps(k, r)` gradient steps (default
+    `local_steps`: all of it), its affine map and its training time `durations[k]` scaled by
+    the steps done (the durations are those of the whole work)."""
+
+    def __init__(self, parts, durations, p, steps) -> None:
+        self.parts, self.durations, self.p = parts, durations, p
+        self.steps = steps or (lambda k, r: p.local_steps)
+        self.maps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, k: int, r: int) -> tuple[int, float]:
+        s = self.steps(k, r)
+        return s, self.durations[k] * s / self.p.local_steps
+
+    def map(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        if s not in self.maps:
+            self.maps[s] = _local_maps(self.parts, self.p.lr, s)
+        return self.maps[s]
+
+
+def async_fl(parts, durations, p, rounds: int, steps=None) -> tuple[np.ndarray, list[list[float]], list[int]]:
     """FedBuff (`aggregation = "buffer"`) and FedAsync (`"mix"`) with bounded staleness, on an
     ideal network: client k's training takes `durations[k]` virtual seconds and its answer
     arrives then; messages take no time.  Replays the event order by time: a heap of answers;
@@ -455,11 +475,14 @@ def async_fl(parts, durations, p, rounds: int) -> tuple[np.ndarray, list[list[fl
     idle clients in first-in-first-out order with the current model and version.  Local training
     is each client's affine map (`_local_maps`).  Returns the final model, the staleness of the
     updates used in each metric round and the updates dropped in each.
+
+    `steps(k, r)`: the local steps of client k asked in metric round r (partial work); its
+    training then takes `durations[k] · steps / local_steps`.
     """
-    M, c = _local_maps(parts, p.lr, p.local_steps)
+    work = _Work(parts, durations, p, steps)
     K = len(parts)
     slots = K if p.concurrency == 0 else min(p.concurrency, K)
-    x, version, buffered = np.zeros(M.shape[1]), 0, []
+    x, version, buffered = np.zeros(parts[0][0].shape[1]), 0, []
     idle, busy, heap = deque(range(K)), set(), []
     used, dropped = [[] for _ in range(rounds)], [0] * rounds
     end = rounds * p.round_time
@@ -468,17 +491,19 @@ def async_fl(parts, durations, p, rounds: int) -> tuple[np.ndarray, list[list[fl
         while len(busy) < slots and idle:
             k = idle.popleft()
             busy.add(k)
-            heapq.heappush(heap, (t + durations[k], k, x.copy(), version))
+            s, took = work(k, int(t // p.round_time))
+            heapq.heappush(heap, (t + took, k, x.copy(), version, s))
 
     dispatch(0.0)
     times = []
     while heap and heap[0][0] < end:
-        t, k, start, tau = heapq.heappop(heap)
+        t, k, start, tau, s = heapq.heappop(heap)
         times.append(t)
         r = int(t // p.round_time)
         busy.discard(k)
         idle.append(k)
         stale = version - tau
+        M, c = work.map(s)
         y = M[k] @ start + c[k]
         if 0 <= p.max_staleness < stale:
             dropped[r] += 1
@@ -499,32 +524,32 @@ def async_fl(parts, durations, p, rounds: int) -> tuple[np.ndarray, list[list[fl
     return x, used, dropped
 
 
-def sync_fl(parts, durations, p, rounds: int, draw) -> tuple[np.ndarray, list[list[float]], list[int]]:
+def sync_fl(parts, durations, p, rounds: int, draw, steps=None) -> tuple[np.ndarray, list[list[float]], list[int]]:
     """Over-commitment and partial aggregation with late updates carried over (`aggregation =
     "sync"`), on an ideal network (client k's answer arrives `durations[k]` after it is asked).
 
     Each round asks ⌈overcommit·K⌉ of the clients not still training, those with the smallest
     `draw(k, round)`; the round ends at its deadline, or when K fresh answers came.  Every
-    client asked in a round trains from the same model: one batched affine map.  Fresh answers
+    client asked in a round trains from the same model (its affine map for its steps).  Fresh answers
     weigh n_k; late ones (carried over) n_k s(τ), τ the rounds they are late; others are
     dropped.  Returns the final model, each round's staleness of the updates used and the
-    updates dropped in each.
+    updates dropped in each.  `steps(k, r)`: as for `async_fl`.
     """
-    M, c = _local_maps(parts, p.lr, p.local_steps)
+    work = _Work(parts, durations, p, steps)
     K = len(parts)
     n = np.array([y.size for _, y in parts], dtype=float)
     target = p.clients_per_round or K
-    x, busy, heap, now = np.zeros(M.shape[1]), set(), [], 0.0
+    x, busy, heap, now = np.zeros(parts[0][0].shape[1]), set(), [], 0.0
     used, dropped, times = [], [], []
     for r in range(rounds):
         free = [k for k in range(K) if k not in busy]
         ask = min(math.ceil(p.overcommit * target), len(free))
         chosen = free if ask == 0 or ask >= len(free) else sorted(free, key=lambda k: draw(k, r))[:ask]
-        if chosen:
-            deltas = np.einsum("kij,j->ki", M[chosen], x) + c[chosen] - x
-            for k, delta in zip(chosen, deltas):
-                busy.add(k)
-                heapq.heappush(heap, (now + durations[k], k, r, delta))
+        for k in chosen:
+            s, took = work(k, r)
+            M, c = work.map(s)
+            busy.add(k)
+            heapq.heappush(heap, (now + took, k, r, M[k] @ x + c[k] - x))
         quorum = min(target, len(chosen))
         deadline = now + p.round_time
         fresh, late, out = [], [], 0

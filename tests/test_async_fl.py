@@ -2,18 +2,22 @@
 over-commitment, partial aggregation) against its references on an ideal network, and its
 parameters and registration."""
 
+import io
 import math
 
 import numpy as np
 import pytest
 
+from helpers import records
 from references import async_fl as async_reference
 from references import fedavg as fedavg_reference
 from references import sync_fl as sync_reference
 from netemu import World, star
 from netemu.algorithms.async_fl import SPECS, VARIANTS, AsyncFLParams
 from netemu.config import ConfigError
+from netemu.log import MessageLog
 from netemu.data import LinearData, make_linear
+from netemu.net.nodes import NodeBehaviour
 from netemu.plugins import registry
 
 SPEC = {s.name: s for s in SPECS}
@@ -29,11 +33,13 @@ def durations(k: int, *, spread: float = 0.1) -> np.ndarray:
     return 1.0 + spread * np.sqrt(np.arange(k) + 1.7)
 
 
-def emulate(params, n_clients: int, seconds: np.ndarray, rounds: int):
+def emulate(params, n_clients: int, seconds: np.ndarray, rounds: int, completeness=(1.0, 1.0), log=None):
     """An ideal network (no delay, no loss, every client participates) where client k's
-    training takes exactly `seconds[k]`: its speed is its work / seconds[k]."""
+    training takes exactly `seconds[k]`: its speed is its work / seconds[k].  `completeness`
+    = (low, high): each client does a fraction of its work, drawn per (client, round), and
+    its training then takes that many steps' share of `seconds[k]`."""
     names = [f"client-{k}" for k in range(n_clients)]
-    world = World(star(n_clients), seed=5)
+    world = World(star(n_clients), seed=5, behaviours={c: NodeBehaviour(completeness=completeness) for c in names}, log=log)
     task = make_linear(LinearData(dim=5), names, world.streams)
     work = np.array([params.local_steps * task.parts[c][1].shape[0] for c in names], dtype=float)
     speed = work / seconds
@@ -153,3 +159,59 @@ def test_rounds_whose_clients_all_answer_in_time_are_fedavg():
     expected = fedavg_reference(parts, 5, rounds=8, lr=0.1, steps=3)
     assert np.linalg.norm(got - expected) <= TOL * np.linalg.norm(expected)
     assert metrics["participants"] == [6.0] * 8 and metrics["staleness"] == [0.0] * 8
+
+
+# ------------------------------------------------------------------ partial work (completeness)
+
+PARTIAL = (0.3, 1.0)
+
+
+def drawn_steps(world, local_steps: int, low: float, high: float):
+    """steps(k, r): client k's local steps when asked in round r, from the keyed stream Network.work_fraction
+    draws from (stream `completeness`, coordinates (node, round)), written out independently of it."""
+    draws = world.streams.keyed("completeness")
+
+    def steps(k: int, r: int) -> int:
+        f = low + (high - low) * draws.uniform(f"client-{k}", r)
+        return max(1, math.floor(f * local_steps))
+    return steps
+
+
+@pytest.mark.parametrize("params", [ASYNC["fedbuff, concurrency 4 of 6"], ASYNC["fedasync, polynomial"],
+                                    ASYNC["bounded staleness, buffer"]], ids=["fedbuff", "fedasync", "bounded staleness"])
+def test_with_partial_work_the_asynchronous_variants_match_the_replay_with_the_drawn_steps(params):
+    got, parts, took, metrics, world = emulate(params, 6, durations(6), rounds=10, completeness=PARTIAL)
+    steps = drawn_steps(world, params.local_steps, *PARTIAL)
+    expected, used, dropped = async_reference(parts, took, params, rounds=10, steps=steps)
+    assert_matches(got, expected, used, dropped, metrics)
+    full = async_reference(parts, took, params, rounds=10)[0]
+    assert np.linalg.norm(got - full) > 1e-6 * np.linalg.norm(full)  # the partial work changed the run
+
+
+@pytest.mark.parametrize("name", ["over-commitment", "partial aggregation"])
+def test_with_partial_work_the_round_variants_match_the_vectorized_reference_with_the_drawn_steps(name):
+    params, seconds = SYNC[name]
+    got, parts, took, metrics, world = emulate(params, 8, seconds, rounds=12, completeness=PARTIAL)
+    draws = world.streams.keyed("async_fl/select")
+    steps = drawn_steps(world, params.local_steps, *PARTIAL)
+    expected, used, dropped = sync_reference(parts, took, params, rounds=12, steps=steps,
+                                             draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))
+    assert_matches(got, expected, used, dropped, metrics)
+    full = sync_reference(parts, took, params, rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))[0]
+    assert np.linalg.norm(got - full) > 1e-6 * np.linalg.norm(full)  # the partial work changed the run
+
+
+def test_with_partial_work_each_compute_is_the_drawn_steps_times_the_clients_samples():
+    params = ASYNC["fedbuff, every client training"]
+    buf = io.BytesIO()
+    _, parts, took, _, world = emulate(params, 6, durations(6), rounds=4, completeness=PARTIAL, log=MessageLog(buf))
+    world.log.flush()
+    computes = [r for r in records(buf) if r.get("event") == "compute"]
+    assert len(computes) > 20
+    fractions = set()
+    for r in computes:
+        k = int(r["actor"].split("-")[1])
+        f = world.network.work_fraction(r["actor"], r["round"])
+        fractions.add(f)
+        assert 0.3 <= f <= 1.0 and r["work"] == max(1, math.floor(f * params.local_steps)) * parts[k][1].shape[0]
+    assert len(fractions) > 6  # drawn per (client, round)

@@ -223,6 +223,119 @@ def test_less_data_first_is_low_above_high(tmp_path):
     assert H.participation_by_size({"a": 10, "b": 20, "c": 30}, 0.9, 0.1) == pytest.approx({"a": 0.9, "b": 0.5, "c": 0.1})
 
 
+# ------------------------------------------------------------------ participation by label (FLGo's YMF)
+
+DIGITS = """
+[run]
+seed = 3
+rounds = 2
+[topology]
+kind = "star"
+clients = 12
+[data]
+kind = "digits_fl"
+partition = "dirichlet"
+kappa = 0.3
+samples = 60
+test_samples = 10
+[nodes]
+participation = {participation}
+[[algorithm]]
+name = "fedprox"
+"""
+
+
+def label_behaviours(tmp_path, participation):
+    path = tmp_path / "digits.toml"
+    path.write_text(DIGITS.format(participation=participation))
+    sc = parse_scenario(__import__("tomllib").loads(path.read_text()), path)
+    streams = Streams(sc.table["run"]["seed"])
+    g = build_graph(sc, streams)
+    data = build_data(sc, g, streams)
+    return build_behaviours(sc, g, streams, data), data
+
+
+def test_participation_by_label_is_flgo_y_max_first_without_a_label(tmp_path):
+    # FLGo's YMF-beta: p = beta * min(labels) / (C - 1) + (1 - beta); beta = 0.4 is low = 0.6, high = 1
+    b, data = label_behaviours(tmp_path, '{ model = "label", low = 0.6, high = 1.0 }')
+    mins = set()
+    for c, (_, y) in data.parts.items():
+        mins.add(int(y.min()))
+        assert b[c].participation == pytest.approx(0.4 * int(y.min()) / 9 + 0.6, abs=1e-12)
+    assert len(mins) > 1 and b["server"].participation == 1.0
+
+
+def test_participation_by_label_k_is_linear_in_the_clients_share_of_k(tmp_path):
+    b, data = label_behaviours(tmp_path, '{ model = "label", low = 0.1, high = 0.9, label = 3 }')
+    shares = set()
+    for c, (_, y) in data.parts.items():
+        share = float(np.mean(y == 3))
+        shares.add(share)
+        assert b[c].participation == pytest.approx(0.1 + 0.8 * share, abs=1e-12)
+    assert len(shares) > 2
+    assert H.participation_by_label({"a": np.array([0, 0, 1, 1]), "b": np.array([], dtype=int)}, 2, 1.0, 0.0, 1) == {"a": 0.5, "b": 1.0}
+
+
+def test_participation_by_label_draws_stay_keyed_per_node_and_round(tmp_path):
+    b, _ = label_behaviours(tmp_path, '{ model = "label", low = 0.2, high = 0.8, label = 1 }')
+    g = build_graph(parse_scenario(__import__("tomllib").loads((tmp_path / "digits.toml").read_text()), tmp_path / "digits.toml"),
+                    Streams(3))
+    worlds = [World(g, seed=3, behaviours=b) for _ in range(2)]
+    names = [n for n in g.nodes if n != "server"]
+    rounds = [[w.network.participations(names, r).tolist() for r in range(20)] for w in worlds]
+    assert rounds[0] == rounds[1]
+    draws = Streams(3).keyed("participation")
+    for r in range(20):
+        assert rounds[0][r] == [draws.uniform(n, r) < b[n].participation for n in names]
+
+
+@pytest.mark.parametrize(("data", "participation", "words"), [
+    ('[data]\nkind = "linear"', '{ model = "label", low = 0.2, high = 0.9 }', "class labels per client"),
+    ("", '{ model = "label", low = 0.2, high = 0.9 }', "class labels per client"),
+    ('[data]\nkind = "linear"\nlabels = "binary"', '{ model = "label", low = 0.2, high = 0.9, label = 1.5 }', "integer >= 0"),
+])
+def test_participation_by_label_is_refused_without_class_labels_or_with_a_bad_label(tmp_path, data, participation, words):
+    text = BASE.format(nodes=f"[nodes]\nparticipation = {participation}", clients=4, rounds=1, more="")
+    text = text.replace('[data]\nkind = "linear"\ndim = 4\nsamples_min = 10\nsamples_max = 60\n', data + "\n")
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(__import__("tomllib").loads(text), path)
+    assert any(i.key == "nodes.participation" and words in i.accepts for i in err.value.issues), [str(i) for i in err.value.issues]
+
+
+def test_participation_by_label_refuses_a_label_the_data_does_not_have(tmp_path):
+    with pytest.raises(Exception, match=r"participation.label = 10: a class of the data, 0 .. 9"):
+        label_behaviours(tmp_path, '{ model = "label", low = 0.2, high = 0.9, label = 10 }')
+
+
+def test_participation_by_label_on_binary_linear_data_uses_the_two_classes(tmp_path):
+    text = BASE.format(nodes='[nodes]\nparticipation = { model = "label", low = 0.0, high = 1.0, label = 1 }', clients=6, rounds=1, more="")
+    path = tmp_path / "s.toml"
+    path.write_text(text.replace("samples_max = 60", 'samples_max = 60\nlabels = "binary"'))
+    sc = parse_scenario(__import__("tomllib").loads(path.read_text()), path)
+    streams = Streams(7)
+    g = build_graph(sc, streams)
+    data = build_data(sc, g, streams)
+    b = build_behaviours(sc, g, streams, data)
+    for c, (_, y) in data.parts.items():
+        assert b[c].participation == pytest.approx(float(np.mean(y == 1.0)), abs=1e-12)
+
+
+def test_participation_by_label_runs_writes_nodes_csv_and_replays_exactly(tmp_path):
+    nodes = '[nodes]\nparticipation = { model = "label", low = 0.1, high = 0.9, label = 1 }'
+    text = BASE.format(nodes=nodes, clients=8, rounds=4, more="").replace("samples_max = 60", 'samples_max = 60\nlabels = "binary"')
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    sc = parse_scenario(__import__("tomllib").loads(text), path)
+    execute(sc, tmp_path / "a", quiet=True)
+    rows = {r["node"]: r for r in csv.DictReader(open(tmp_path / "a" / "nodes.csv"))}
+    b = build_behaviours(sc, build_graph(sc, Streams(7)), Streams(7), build_data(sc, build_graph(sc, Streams(7)), Streams(7)))
+    assert {n: float(r["participation"]) for n, r in rows.items()} == pytest.approx({n: b[n].participation for n in rows})
+    execute(sc, tmp_path / "b", quiet=True, replay=Trace.read(tmp_path / "a" / "trace.msgpack"))
+    assert (tmp_path / "a" / "messages.jsonl").read_bytes() == (tmp_path / "b" / "messages.jsonl").read_bytes()
+
+
 # ------------------------------------------------------------------ completeness
 
 
@@ -312,6 +425,23 @@ def test_measured_compute_records_its_calibration_and_scales_every_compute_time(
         r = json.loads(line)
         if r.get("event") == "compute":
             assert r["duration"] == seconds * r["work"] / 2.0
+
+
+@pytest.mark.parametrize("name", ["fedbuff", "fedasync-mix", "bounded-staleness", "overcommit", "partial-agg"])
+def test_the_async_family_takes_partial_work_and_measured_compute(tmp_path, name):
+    text = BASE.format(nodes='[nodes]\ncompute = "measured"\ncompleteness = { model = "uniform", low = 0.3 }', clients=8, rounds=3, more="")
+    text = text.replace('name = "fedavg"\nlocal_steps = 4\nround_time = 5.0', f'name = "{name}"\nround_time = 2.0'
+                        + ("\nclients_per_round = 4" if name == "overcommit" else ""))
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    summary = execute(parse_scenario(__import__("tomllib").loads(text), path), tmp_path / "a", quiet=True)
+    seconds = summary["compute"]["seconds_per_work_unit"]
+    assert list(seconds) == [name] and 0 < seconds[name] < 1e-2
+    drawn = {(k[1], k[2]): v for fates in Trace.read(tmp_path / "a" / "trace.msgpack").fates_by_run.values()
+             for k, v in fates.items() if k[0] == "completeness"}
+    computes = [r for r in map(json.loads, open(tmp_path / "a" / "messages.jsonl")) if r.get("event") == "compute"]
+    assert computes and all((r["actor"], r["round"]) in drawn for r in computes)
+    assert all(r["duration"] == seconds[name] * r["work"] for r in computes)  # speed 1
 
 
 def test_a_replay_reuses_the_recorded_calibration_and_is_exact(tmp_path, monkeypatch):

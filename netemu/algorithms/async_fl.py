@@ -2,10 +2,13 @@
 
 One design, five named variants (presets of `AsyncFLParams`; every parameter can be
 overridden).  The server hands its model x (with its version) to clients; a client that
-participates (its keyed draw for the round it was asked in) spends `local_steps × n_k`
-work units, runs `local_steps` gradient steps from the model it received and answers with
-its delta Δ = y − x_τ (or, for FedAsync's mixing, its model y) and the version τ it started
-from.  A client the server has asked and not yet heard from is *busy*: it is not asked
+participates (its keyed draw for the round it was asked in) spends `steps × n_k` work
+units, runs `steps` gradient steps from the model it received and answers with its delta
+Δ = y − x_τ (or, for FedAsync's mixing, its model y) and the version τ it started from.
+`steps` is `local_steps`, or max(1, floor(f × local_steps)) when the scenario gives clients
+partial work (`[nodes] completeness`: f is the client's `work_fraction` of the round it was
+asked in, as for FedAvg; a client asked twice in one round does the same fraction both
+times, as it makes the same participation draw).  A client the server has asked and not yet heard from is *busy*: it is not asked
 again until it answers or `patience` rounds have passed (its model or answer may be lost).
 
 * `aggregation = "buffer"` — FedBuff (Nguyen et al., AISTATS 2022, Algorithm 1): at most
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +49,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
+from netemu.algorithms.fedavg import local_steps, median_step
 from netemu.cohort import Cohort, Member
 from netemu.config import require
 from netemu.coordination import gather, sample
@@ -244,12 +249,13 @@ class AsyncFLClients(Cohort):
         m.round = msg.round
         if not self.participates(m):
             return
-        self.compute(m, self.p.local_steps * self.data[m.index][1].shape[0], self.reply, msg)
+        steps = local_steps(self.p.local_steps, self.work_fraction(m))
+        self.compute(m, steps * self.data[m.index][1].shape[0], self.reply, msg, steps)
 
-    def reply(self, m: Member, msg: Message) -> None:
+    def reply(self, m: Member, msg: Message, steps: int) -> None:
         X, y = self.data[m.index]
         start = msg.payload["w"]
-        w = gradient_steps(start, X, y, self.p.lr, self.p.local_steps)
+        w = gradient_steps(start, X, y, self.p.lr, steps)
         body = {"w": w} if self.p.aggregation == "mix" else {"d": w - start}
         self.send(m, msg.src, "update", {**body, "n": y.shape[0], "t": msg.payload["t"]})
 
@@ -266,6 +272,12 @@ def build(world: World, params: AsyncFLParams, task: LinearTask, rounds: int) ->
     world.add(AsyncFLClients("async-fl-clients", clients, params, task.parts))
 
 
+def step_cost(params: AsyncFLParams, task: LinearTask) -> tuple[Callable[[], object], float]:
+    """One local gradient step of the client with the median number of samples (as FedAvg's:
+    `median_step`), for `[nodes] compute = "measured"`."""
+    return median_step(params.lr, task)
+
+
 #: scenario algorithm names -> parameter presets (the built-in FedAsync is `fedasync-mix`: the
 #: name `fedasync` is the example plug-in's, examples/netemu-fedasync).
 VARIANTS: dict[str, dict] = {
@@ -278,6 +290,6 @@ VARIANTS: dict[str, dict] = {
 
 SPECS = [
     AlgorithmSpec(name, AsyncFLParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__, defaults=preset,
-                  requires=(ONE_SERVER,))
+                  requires=(ONE_SERVER,), partial_work=True, step_cost=step_cost)
     for name, preset in VARIANTS.items()
 ]

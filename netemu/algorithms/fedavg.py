@@ -31,7 +31,7 @@ from netemu.world import World
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.synthetic import LinearTask
 
-__all__ = ["FedAvgParams", "SPEC"]
+__all__ = ["FedAvgParams", "SPEC", "local_steps", "median_step"]
 
 
 @dataclass(frozen=True)
@@ -129,13 +129,19 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
         world.add(FedAvgClients("fedavg-clients", clients, params, task.parts))
 
 
-def step_cost(params: FedAvgParams, task: LinearTask) -> tuple[Callable[[], object], float]:
-    """One local gradient step of the client with the median number of samples (ties: the
-    first in name order), and its work units (n_k: a round's compute is `steps × n_k`)."""
+def median_step(lr: float, task: LinearTask) -> tuple[Callable[[], object], float]:
+    """One local gradient step (step size `lr`) of the client with the median number of
+    samples (ties: the first in name order), and its work units (n_k: a client's compute is
+    `steps × n_k`) — the `step_cost` of the linear families whose local work is gradient steps."""
     parts = sorted(task.parts.items(), key=lambda kv: (kv[1][1].shape[0], kv[0]))
     X, y = parts[(len(parts) - 1) // 2][1]
     w = np.zeros(task.w_star.shape[0])
-    return (lambda: gradient_steps(w, X, y, params.lr, 1)), float(y.shape[0])
+    return (lambda: gradient_steps(w, X, y, lr, 1)), float(y.shape[0])
+
+
+def step_cost(params: FedAvgParams, task: LinearTask) -> tuple[Callable[[], object], float]:
+    """One local gradient step of the client with the median number of samples (`median_step`)."""
+    return median_step(params.lr, task)
 
 
 SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__,

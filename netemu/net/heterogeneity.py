@@ -23,6 +23,16 @@ Participation by data size (`participation_by_size`) follows FLGo's availability
 flgo/simulator/default_simulator.py), simplified to one linear map of a client's sample
 count from [fewest, most] to [`low`, `high`] (low > high is "less data first").
 
+Participation by label (`participation_by_label`) follows FLGo's availability mode "YMF"
+(y-max first; WwZzz/easyFL, flgo/simulator/default_simulator.py,
+`y_max_first_client_availability`, after Gu et al., "Fast Federated Learning in the Presence
+of Arbitrary Device Unavailability", NeurIPS 2021): client i is available with the static
+probability p_i = beta · min(labels of i) / max(1, C − 1) + (1 − beta), C the number of
+classes — clients that hold only large labels are the most available.  Here the client's
+score s_i = min(labels of i) / max(1, C − 1) in [0, 1] maps linearly to [`low`, `high`]
+(FLGo's YMF-beta is low = 1 − beta, high = 1); with `label = K` the score is instead the
+client's share of label K among its training samples.
+
 Completeness (`Completeness`) is FLGo's "completeness" of local work: a client finishes a
 fraction of its local steps in a round, uniform in [`low`, `high`] (FLGo's PDU and ADU modes
 draw numbers of local steps, after FedProx, Li et al. 2020, and FedNova, Wang et al. 2020).
@@ -37,8 +47,10 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 __all__ = ["SPEED_MODELS", "Completeness", "EmpiricalSpeed", "LognormalSpeed", "ParetoSpeed", "ZipfSpeed",
-           "participation_by_size", "read_speeds", "speed_model"]
+           "participation_by_label", "participation_by_size", "read_speeds", "speed_model"]
 
 _TWO_POW_M53 = 2.0**-53  # the smallest positive keyed uniform: keeps inverse CDFs finite
 _STD_NORMAL = NormalDist()
@@ -190,3 +202,22 @@ def participation_by_size(samples: dict[str, int], low: float, high: float) -> d
     if hi == lo:
         return dict.fromkeys(samples, float(high))
     return {name: float(low + (high - low) * (n - lo) / (hi - lo)) for name, n in samples.items()}
+
+
+def participation_by_label(labels: dict[str, Any], classes: int, low: float, high: float,
+                           label: int | None = None) -> dict[str, float]:
+    """Participation probability of each client from its training labels (integers 0 ..
+    classes − 1): low + (high − low) · s, s the client's share of `label` among its samples,
+    or (no `label`, FLGo's YMF) its smallest label over max(1, classes − 1).  A client
+    without samples scores 0."""
+    out = {}
+    for name, y in labels.items():
+        y = np.asarray(y)
+        if y.size == 0:
+            s = 0.0
+        elif label is None:
+            s = float(y.min()) / max(1, classes - 1)
+        else:
+            s = float(np.count_nonzero(y == label)) / y.size
+        out[name] = float(low + (high - low) * s)
+    return out

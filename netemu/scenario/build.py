@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from netemu import plugins
 from netemu.config import ConfigError
@@ -25,7 +26,7 @@ from netemu.log import MessageLog
 from netemu.net import links as L
 from netemu.net import topology as T
 from netemu.net.model import NetModel
-from netemu.net.heterogeneity import participation_by_size, speed_model
+from netemu.net.heterogeneity import participation_by_label, participation_by_size, speed_model
 from netemu.net.network import Fates, NodeBehaviour, draw_now
 from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
@@ -192,7 +193,7 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
             speed = device_speed[n]
         if isinstance(participation, dict):
             if i not in probs:
-                probs[i] = participation_by_size(sample_counts(sc, data), participation["low"], participation["high"])
+                probs[i] = _participation(sc, data, participation, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             participation = probs[i].get(n, 1.0)  # a node without data (a server) always takes part
         fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, dict)
                     else (completeness["low"], completeness.get("high", 1.0)))
@@ -216,6 +217,36 @@ def _speed_model(sc: Scenario, table: dict, where: str) -> Any:
         except (OSError, ValueError) as exc:
             raise InputError(f"{sc.path}: {where}.speed.file = {table['file']!r}: a readable file of speeds (one per line): {exc}") from None
     return speed_model(table)
+
+
+def _participation(sc: Scenario, data: Any, table: dict, where: str) -> dict[str, float]:
+    """Each client's participation probability under a `participation = {model = ...}` table."""
+    if table["model"] == "data_size":
+        return participation_by_size(sample_counts(sc, data), table["low"], table["high"])
+    labels, classes = client_labels(sc, data)
+    label = table.get("label")
+    if label is not None and label >= classes:
+        raise InputError(f"{sc.path}: {where}.participation.label = {label}: a class of the data, 0 .. {classes - 1}")
+    return participation_by_label(labels, classes, table["low"], table["high"], label)
+
+
+#: the built-in data kinds whose clients hold class labels (participation by label)
+LABELLED_KINDS = ("digits", "digits_fl", "linear with labels = \"binary\"")
+
+
+def client_labels(sc: Scenario, data: Any) -> tuple[dict[str, Any], int]:
+    """Each client's training labels (integers 0 .. classes − 1) and the number of classes:
+    `digits_fl` (its `classes`), `digits` (binary tasks: 2), `linear` with binary labels (2).
+    An InputError for data without class labels per client."""
+    table = sc.table["data"] or {}
+    parts = getattr(data, "parts", None)
+    classes = getattr(data, "classes", None)
+    if classes is None and (getattr(data, "loss", None) == "logistic" or (table.get("kind") == "linear" and table.get("labels") == "binary")):
+        classes = 2
+    if not isinstance(parts, dict) or not isinstance(classes, int):
+        raise InputError(f"{sc.path}: nodes.participation: model = \"label\" needs each client's class labels, from a data kind "
+                         f"with labels per client ({', '.join(LABELLED_KINDS)}); data.kind = {table.get('kind')!r} has none")
+    return {name: np.asarray(part[1]).astype(np.int64) for name, part in parts.items()}, classes
 
 
 def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:

@@ -154,6 +154,18 @@ def _families_with(attr: str) -> str:
     return ", ".join(names) or "none"
 
 
+#: built-in data kinds whose clients hold no class labels (a plug-in kind is checked when its data is built)
+_UNLABELLED = ("clustered_linear", "online")
+
+
+def _labelled(data: dict | None) -> bool:
+    """Whether a [data] table may give class labels per client."""
+    if data is None:
+        return False
+    kind = data.get("kind")
+    return not (kind in _UNLABELLED or (kind == "linear" and data.get("labels", "real") != "binary"))
+
+
 def check_heterogeneity(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None:
     """The [nodes] keys an algorithm family must support: partial work (`completeness` below 1
     needs `AlgorithmSpec.partial_work`), measured compute (`compute = "measured"` needs
@@ -170,6 +182,9 @@ def check_heterogeneity(table: dict, specs: list[AlgorithmSpec], issues: Issues)
         p = t.get("participation")
         if isinstance(p, dict) and p.get("model") == "data_size" and table["data"] is None:
             issues.add(f"{where}.participation", p, "a [data] table: model = \"data_size\" reads each client's sample count from it")
+        if isinstance(p, dict) and p.get("model") == "label" and not _labelled(table["data"]):
+            issues.add(f"{where}.participation", p, "a [data] kind with class labels per client (digits, digits_fl, linear with "
+                       "labels = \"binary\"): model = \"label\" reads each client's labels from it")
     if nodes.get("compute") == "measured":
         for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
             if spec.step_cost is None:

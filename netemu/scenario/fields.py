@@ -161,6 +161,8 @@ def _model_problem(what: str, model: str, params: dict) -> str | None:
             H.Completeness(**params)
         elif not all(0 <= params.get(k, 0) <= 1 for k in ("low", "high")) or "low" not in params or "high" not in params:
             return "low and high are both required, each a probability in [0, 1]"
+        elif model == "label" and "label" in params and not (type(params["label"]) is int and params["label"] >= 0):
+            return f"label must be an integer >= 0 (a class of the data), got {params['label']!r}"
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
@@ -175,7 +177,11 @@ SPEED_MODELS = {
     "empirical": {"samples": "list", "file": "path"},
 }
 PARTICIPATION_MODELS = {"data_size": {"low": "in [0, 1]: the probability of the client with the fewest samples",
-                                      "high": "in [0, 1]: the probability of the client with the most samples"}}
+                                      "high": "in [0, 1]: the probability of the client with the most samples"},
+                        "label": {"low": "in [0, 1]: the probability of a client whose score is 0",
+                                  "high": "in [0, 1]: the probability of a client whose score is 1",
+                                  "label": "an integer >= 0: the score is the client's share of this label (absent: FLGo's YMF, "
+                                           "its smallest label / (classes - 1))"}}
 COMPLETENESS_MODELS = {"uniform": {"low": "in (0, 1]: the smallest fraction", "high": "in [low, 1]: the largest fraction (default 1)"}}
 BEHAVIOUR_FIELDS = {
     "participation": _number_or_model(_PARTICIPATION, PARTICIPATION_MODELS, "participation"),
