@@ -5,10 +5,17 @@ can be reproduced; elsewhere they draw new examples on every run and keep a data
 failures, as Hypothesis does by default.
 """
 
+import importlib
+import importlib.metadata
 import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
+from netemu import plugins
 from netemu.clock import VirtualTimeLoop
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -18,3 +25,26 @@ if os.environ.get("CI"):
 
 def pytest_asyncio_loop_factories(config, item):
     return {"virtual": VirtualTimeLoop}
+
+
+EXAMPLE_PLUGIN = Path(__file__).resolve().parent.parent / "examples" / "netemu-fedasync"
+
+
+@pytest.fixture(scope="session")
+def fedasync():
+    """The example plug-in, installed editable from examples/ if it is not yet."""
+    try:
+        dist = importlib.metadata.distribution("netemu-fedasync")
+        installed = any(ep.value == "netemu_fedasync:SPEC" for ep in dist.entry_points)
+    except importlib.metadata.PackageNotFoundError:
+        installed = False
+    if not installed:
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(EXAMPLE_PLUGIN)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, f"pip install -e {EXAMPLE_PLUGIN} failed:\n{done.stderr}"
+        # an editable install reaches sys.path at interpreter start-up: make this process see the
+        # entry point it just registered too, or the registry here reports it as broken
+        sys.path.insert(0, str(EXAMPLE_PLUGIN))
+        importlib.invalidate_caches()
+        plugins.refresh()
+    return EXAMPLE_PLUGIN

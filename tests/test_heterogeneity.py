@@ -136,7 +136,7 @@ def test_groups_take_their_own_speed_model_and_plain_speeds_stay_plain(tmp_path)
     assert all(0 < s[f"client-{i}"] <= 9.0 for i in range(4)) and len({s[f"client-{i}"] for i in range(4)}) == 4
 
 
-def test_two_algorithms_of_a_run_meet_the_same_drawn_population(tmp_path):
+def test_two_algorithms_of_a_run_meet_the_same_drawn_population(tmp_path, fedasync):
     sc = scenario(tmp_path, '[nodes]\nspeed = { model = "zipf", s = 1.0, levels = 8, speed = 50.0 }',
                   more='\n[[algorithm]]\nname = "fedasync"\n')
     worlds = [build_world(sc, a, 0) for a in (0, 1)]
@@ -188,14 +188,14 @@ def test_bad_heterogeneity_keys_name_the_key_the_value_and_what_is_accepted(tmp_
     assert any(i.key == key and words in i.accepts for i in err.value.issues), [str(i) for i in err.value.issues]
 
 
-def test_completeness_is_refused_for_a_family_that_does_not_honour_partial_work(tmp_path):
+def test_completeness_is_refused_for_a_family_that_does_not_honour_partial_work(tmp_path, fedasync):
     with pytest.raises(ScenarioError) as err:
         scenario(tmp_path, '[nodes]\ncompleteness = { model = "uniform", low = 0.5 }', more='\n[[algorithm]]\nname = "fedasync"\n')
     issue = next(i for i in err.value.issues if i.key == "nodes.completeness")
     assert "'fedasync'" in issue.accepts and "fedavg" in issue.accepts
 
 
-def test_measured_compute_is_refused_for_a_family_without_a_step_to_time(tmp_path):
+def test_measured_compute_is_refused_for_a_family_without_a_step_to_time(tmp_path, fedasync):
     with pytest.raises(ScenarioError) as err:
         scenario(tmp_path, '[nodes]\ncompute = "measured"', more='\n[[algorithm]]\nname = "fedasync"\n')
     issue = next(i for i in err.value.issues if i.key == "nodes.compute")

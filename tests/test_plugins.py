@@ -30,26 +30,6 @@ NETEMU = [sys.executable, "-m", "netemu.cli"]
 SMALL = ["--set", "run.rounds=4", "--set", "run.runs=1"]
 
 
-@pytest.fixture(scope="session")
-def fedasync():
-    """The example plug-in, installed editable from examples/ if it is not yet."""
-    try:
-        dist = importlib.metadata.distribution("netemu-fedasync")
-        installed = any(ep.value == "netemu_fedasync:SPEC" for ep in dist.entry_points)
-    except importlib.metadata.PackageNotFoundError:
-        installed = False
-    if not installed:
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(EXAMPLE)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"pip install -e {EXAMPLE} failed:\n{done.stderr}"
-        # an editable install reaches sys.path at interpreter start-up: make this process see the
-        # entry point it just registered too, or the registry here reports it as broken
-        sys.path.insert(0, str(EXAMPLE))
-        importlib.invalidate_caches()
-        plugins.refresh()
-    return EXAMPLE
-
-
 def netemu(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([*NETEMU, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
 
