@@ -46,20 +46,30 @@ OTHER_SEED = 101
 def test_zcdp_nfl_beats_the_subgradient_method_and_epsilon_delta_calibration_on_nonsmooth_objectives(results, scenario):
     r = {alg: final(c) for alg, c in results(scenario, "error").items()}
     eps = final(results(scenario, "error", ["epsdelta-nfl"], OTHER_SEED)["epsdelta-nfl"])
-    assert r["zcdp-nfl"] < r["zcdp-grad-nfl"] / 3  # "significantly outperforms" (≥ 5 dB)
+    assert r["zcdp-nfl"] < r["zcdp-grad-nfl"] / 3  # "significantly outperforms": a factor of 3 (≥ 4.8 dB)
     assert r["zcdp-nfl"] < eps / 3
 
 
 BUDGETS = ["0.0001", "0.0003", "0.001", "0.003", "0.01"]
+# Every budget of Fig. 3.1b runs with its own root seeds (zCDP-NFL arm 40 + i, (ε,δ) arm
+# 140 + i): on one seed the five zCDP-NFL runs would add the same Gaussian draws scaled
+# by 1/√φ⁽¹⁾, and "more privacy, more error" would follow from the scaling alone.
+ZCDP_SEEDS = {b: 40 + i for i, b in enumerate(BUDGETS)}
+EPS_SEEDS = {b: 140 + i for i, b in enumerate(BUDGETS)}
 
 
 def test_zcdp_calibration_beats_epsilon_delta_at_every_total_privacy(results):
-    r = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error", [f"zcdp-nfl-phi{b}" for b in BUDGETS]).items()}
-    eps = {alg: c[-1] for alg, c in results("zcdpnfl_fig3_1b", "error", [f"epsdelta-nfl-phi{b}" for b in BUDGETS], OTHER_SEED).items()}
-    for phi in BUDGETS:
-        assert r[f"zcdp-nfl-phi{phi}"] < eps[f"epsdelta-nfl-phi{phi}"] / 3  # ≥ 5 dB at every budget (measured 11–17 dB)
-    zcdp = [r[f"zcdp-nfl-phi{phi}"] for phi in BUDGETS]
-    assert zcdp == sorted(zcdp, reverse=True)  # more privacy (smaller budget), more error
+    def last(arm, b, seed):
+        return results("zcdpnfl_fig3_1b", "error", [f"{arm}-phi{b}"], seed)[f"{arm}-phi{b}"][-1]
+
+    zcdp = [last("zcdp-nfl", b, ZCDP_SEEDS[b]) for b in BUDGETS]
+    eps = [last("epsdelta-nfl", b, EPS_SEEDS[b]) for b in BUDGETS]
+    for z, e in zip(zcdp, eps):
+        # a factor of 3 (≥ 4.8 dB) at every budget; measured 17.9–23.2 dB (docs/fidelity.md §7)
+        assert z < e / 3
+    # more privacy (smaller budget), more error; measured 1.9–11.1 dB between neighbouring
+    # budgets with these seeds (docs/fidelity.md §7)
+    assert zcdp == sorted(zcdp, reverse=True)
 
 
 def test_on_ridge_zcdp_nfl_beats_p_admm_at_every_total_privacy(results):
