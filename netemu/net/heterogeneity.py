@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from netemu.net.impairments import read_numbers
+
 __all__ = ["SPEED_MODELS", "Completeness", "EmpiricalSpeed", "LognormalSpeed", "ParetoSpeed", "ZipfSpeed",
            "participation_by_label", "participation_by_size", "read_speeds", "speed_model"]
 
@@ -150,15 +152,7 @@ SPEED_MODELS: dict[str, type] = {"pareto": ParetoSpeed, "zipf": ZipfSpeed, "logn
 
 def read_speeds(path: str | Path) -> tuple[float, ...]:
     """The speeds of a file: one per line (blank lines and `#` comments ignored)."""
-    values = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            try:
-                values.append(float(line))
-            except ValueError:
-                raise ValueError(f"{path}:{n}: expected a speed in work units per second, got {line[:40]!r}") from None
-    return tuple(values)
+    return tuple(read_numbers(path, "a speed in work units per second"))
 
 
 def speed_model(table: dict, resolve: Any = None) -> Any:

@@ -48,6 +48,20 @@ def _copy_component(obj: object) -> object:
     return new
 
 
+def read_numbers(path: str | Path, what: str) -> list[float]:
+    """The numbers of a file, one per line (blank lines and `#` comments ignored); a line that
+    is not a number is a ValueError naming the file, the line and `what` was expected."""
+    values = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            try:
+                values.append(float(line))
+            except ValueError:
+                raise ValueError(f"{path}:{n}: expected {what}, got {line[:40]!r}") from None
+    return values
+
+
 # ---------------------------------------------------------------- latency
 
 
@@ -127,15 +141,7 @@ class Empirical(Latency):
     @classmethod
     def from_file(cls, path: str | Path) -> Empirical:
         """One delay in seconds per line (blank lines and `#` comments ignored)."""
-        values = []
-        for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-            line = line.split("#", 1)[0].strip()
-            if line:
-                try:
-                    values.append(float(line))
-                except ValueError:
-                    raise ValueError(f"{path}:{n}: expected a delay in seconds, got {line!r}") from None
-        return cls(values)
+        return cls(read_numbers(path, "a delay in seconds"))
 
     def sample(self, draws, round, index):
         u = draws.uniform(round, index, "latency")

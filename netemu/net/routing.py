@@ -8,7 +8,7 @@ neighbours).  A message follows the shortest such path (fewest hops; among equal
 first found, in the order the topology lists its links), found by a bidirectional
 breadth-first search over the routers that expands the cheaper side: from a server to
 one of 100,000 clients behind access points it walks back from the client, not out over
-every access point.  Paths are cached (bounded).
+every access point.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ __all__ = ["ROUTER_ROLES", "Routes", "talks_to"]
 
 ROUTER_ROLES = frozenset({"router", "switch"})
 _TALKS = {"client": ("server",), "server": ("client", "server", "peer"), "peer": ("peer", "server")}
-_CACHED = 1 << 18  # (src, dst) paths kept
 
 
 def talks_to(a: str | None, b: str | None) -> bool:
@@ -45,7 +44,6 @@ class Routes:
                     rpred.setdefault(v, []).append(u)
         self._rpred = {v: tuple(us) for v, us in rpred.items()}
         self._succ = succ
-        self._paths: dict[tuple[str, str], tuple[str, ...] | None] = {}
         self._components: dict[str, dict[str | None, list[str]]] = {}  # router -> its component's actors by role
 
     def __bool__(self) -> bool:
@@ -89,18 +87,8 @@ class Routes:
         return comp
 
     def path(self, src: str, dst: str) -> tuple[str, ...] | None:
-        """The nodes src, routers..., dst of the shortest router path (None: there is none)."""
-        key = (src, dst)
-        paths = self._paths
-        found = paths.get(key, False)
-        if found is not False:
-            return found  # type: ignore[return-value]
-        if len(paths) >= _CACHED:
-            paths.clear()
-        p = paths[key] = self._search(src, dst)
-        return p
-
-    def _search(self, src: str, dst: str) -> tuple[str, ...] | None:
+        """The nodes src, routers..., dst of the shortest router path (None: there is none); the
+        network caches the hops it makes of it."""
         rsucc, rpred = self._rsucc, self._rpred
         fwd: dict[str, str | None] = dict.fromkeys(rsucc.get(src, ()))  # router -> previous router (None: src)
         bwd: dict[str, str | None] = dict.fromkeys(rpred.get(dst, ()))  # router -> next router (None: dst)
