@@ -1,6 +1,8 @@
-"""Small actors shared by the tests."""
+"""Small actors and tools shared by the tests."""
 
+import contextlib
 import io
+import signal
 
 import orjson
 
@@ -72,3 +74,22 @@ def run_curves(scenario, out, labels=None, overrides=()):
         for r in csv.DictReader(f):
             by[r["metric"]][r["algorithm"]][int(r["round"])].append(float(r["value"]))
     return {m: {alg: np.array([np.mean(v[n]) for n in sorted(v)]) for alg, v in algs.items()} for m, algs in by.items()}
+
+
+class Hang(Exception):
+    """A command that did not answer within `time_limit` (e.g. blocked in open() on a FIFO)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raise `Hang` in the block after `seconds` of wall time: a hang fails the test instead of the suite."""
+    def alarm(_signum, _frame):
+        raise Hang(f"no answer within {seconds} s (blocked, e.g. in open() on a FIFO?)")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

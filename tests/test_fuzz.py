@@ -19,7 +19,6 @@ import itertools
 import json
 import math
 import os
-import signal
 import tomllib
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import time_limit
 from netemu.cli import main
 
 SCENARIOS = sorted((Path(__file__).parent.parent / "scenarios").glob("*.toml"))
@@ -79,24 +79,6 @@ def toml_value(v):
 
 
 EXAMPLES = itertools.count()
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds):
-    def alarm(_signum, _frame):
-        raise Hang(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def cli(args):

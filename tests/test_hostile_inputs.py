@@ -9,12 +9,12 @@ import io
 import json
 import os
 import py_compile
-import signal
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import time_limit
 from netemu.cli import main
 from netemu.errors import EXIT_BAD_INPUT, EXIT_COMPLETE
 from netemu.scenario import ScenarioError, load_scenario
@@ -43,25 +43,10 @@ def write(tmp_path, text=SCENARIO, name="s.toml"):
     return path
 
 
-@contextlib.contextmanager
-def time_limit(seconds=20):
-    """A command blocked in open() on a FIFO fails the test instead of hanging the suite."""
-    def alarm(_signum, _frame):
-        raise TimeoutError(f"no answer within {seconds} s (blocked on a FIFO?)")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def cli(args):
     """(exit code, stdout, stderr) of `netemu ARGS` in this process."""
     out, err = io.StringIO(), io.StringIO()
-    with time_limit(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with time_limit(20), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(a) for a in args])
     return code, out.getvalue(), err.getvalue()
 
