@@ -53,14 +53,11 @@ class MessageLog:
         keyword path, where the context's value wins."""
         template = self._templates.get(key)
         if template is None:
-            if "t" in self._context or "event" in self._context:  # the context's value wins: the keyword path
+            template = self._template(key, (key,))
+            if template is None:  # the context binds t or event, whose value wins: the keyword path
                 self(t=t, event=event, **{"id": id, "src": src, "dst": dst, "kind": kind, "round": round, "bytes": nbytes,
                                           "link": link, key: value})
                 return
-            template = self._templates[key] = {
-                "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
-                "round": None, "bytes": None, "link": None, key: None,
-            }
         self.records += 1
         if self._write is None:
             return
@@ -84,14 +81,11 @@ class MessageLog:
         names = tuple(fields)
         template = self._templates.get(names)
         if template is None:
-            if "t" in self._context or "event" in self._context:
-                self(t=t, event=event, **{"id": id, "src": src, "dst": dst, "kind": kind, "round": round, "bytes": nbytes, "link": link,
-                                          **fields})
+            template = self._template(names, names)
+            if template is None:
+                self(t=t, event=event, **{"id": id, "src": src, "dst": dst, "kind": kind, "round": round, "bytes": nbytes,
+                                          "link": link, **fields})
                 return
-            template = self._templates[names] = {
-                "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
-                "round": None, "bytes": None, "link": None, **dict.fromkeys(names),
-            }
         self.records += 1
         if self._write is None:
             return
@@ -107,6 +101,18 @@ class MessageLog:
         record["link"] = link
         record.update(fields)
         self._write(orjson.dumps(record, option=_OPTIONS))
+
+    def _template(self, key: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+        """The record template of a message record whose fields after `link` are `names`, kept
+        under `key` (`message` keeps its own unrolled fill for speed); None when the context
+        binds ``t`` or ``event``: such records take the keyword path."""
+        if "t" in self._context or "event" in self._context:
+            return None
+        template = self._templates[key] = {
+            "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
+            "round": None, "bytes": None, "link": None, **dict.fromkeys(names),
+        }
+        return template
 
     def flush(self) -> None:
         if self.sink is not None:
