@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from netemu.actors import Actor, Kinds, _matches
 from netemu.clock import VirtualTimeLoop, running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
-from netemu.wire.codec import encode_from
+from netemu.port import Engine, Kinds, NodePort, _matches
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from netemu.world import World
 
 __all__ = ["Cohort", "Member"]
@@ -50,7 +51,7 @@ class Member:
         return f"<Member {self.name}>"
 
 
-class Cohort(Actor):
+class Cohort:
     """One process that stands for many clients running the same logic.
 
     Each member keeps its own network node, links, participation and compute-time draws,
@@ -86,11 +87,14 @@ class Cohort(Actor):
     """
 
     daemon = True
-    networked = False
     receives: Kinds = None  # the kinds a member's loop receives (None: any)
+    #: the World the cohort was added to (set by `World.add`), for building and observing;
+    #: members act through `engine`
+    world: World
+    engine: Engine
 
     def __init__(self, name: str, members: Sequence[str]) -> None:
-        super().__init__(name)
+        self.name = name
         self._loop: VirtualTimeLoop | None = None  # the run's loop, once `run` started
         self.members = [Member(m, i) for i, m in enumerate(members)]
         self.member = {m.name: m for m in self.members}
@@ -102,11 +106,10 @@ class Cohort(Actor):
         first step (`on_member_start`, for the members whose node is up)."""
         self._loop = running_loop()
         if self._starts():
-            nodes = self.world.network.nodes
+            up = self.engine.up
             for m in self.members:
-                if nodes[m.name].up:
+                if up(m.name):
                     self._step(m, m.gen, self.on_member_start, ())
-        self.waiting_for = f"messages for its {len(self.members)} members"
         await self._loop.create_future()
 
     # ------------------------------------------------------------ for subclasses
@@ -130,38 +133,59 @@ class Cohort(Actor):
     def on_member_recover(self, m: Member) -> None:
         """Member `m`'s node recovered; it waits for `receives` again."""
 
-    def send(self, m: Member, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:  # type: ignore[override]
-        """`Actor.send` from member `m`."""
-        data = encode_from(m.name, kind, payload, dst)
-        return self.world.network.send(m.name, dst, kind, m.round if round is None else round, data)
+    # ------------------------------------------------------------ the port, member by member
 
-    def participates(self, m: Member, round: int | None = None) -> bool:  # type: ignore[override]
+    @property
+    def now(self) -> float:
+        return self.engine.env.now
+
+    def neighbours(self, m: Member) -> list[str]:
+        return self.engine.neighbours(m.name)
+
+    def send(self, m: Member, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:
+        """`NodePort.send` from member `m` (default round: its own)."""
+        return self.engine.send(m.name, dst, kind, payload, m.round if round is None else round)
+
+    def broadcast(self, m: Member, kind: str, payload: Any = None, dsts: Iterable[str] | None = None, *,
+                  round: int | None = None) -> list[int]:
+        return self.engine.broadcast(m.name, kind, payload, dsts, m.round if round is None else round)
+
+    def send_many(self, m: Member, dsts: Sequence[str], kind: str, payloads: Sequence[Any], *,
+                  round: int | None = None) -> list[int]:
+        return self.engine.send_many(m.name, dsts, kind, payloads, m.round if round is None else round)
+
+    def participates(self, m: Member, round: int | None = None) -> bool:
         """Member `m`'s participation draw for `round` (default: its current round)."""
-        return self.world.network.participates(m.name, m.round if round is None else round)
+        return self.engine.participates(m.name, m.round if round is None else round)
 
-    def work_fraction(self, m: Member, round: int | None = None) -> float:  # type: ignore[override]
+    def work_fraction(self, m: Member, round: int | None = None) -> float:
         """Member `m`'s completeness draw for `round` (default: its current round)."""
-        return self.world.network.work_fraction(m.name, m.round if round is None else round)
+        return self.engine.work_fraction(m.name, m.round if round is None else round)
 
-    def metric(self, m: Member, name: str, value: float, round: int | None = None) -> None:  # type: ignore[override]
-        self.world.metric(m.name, name, value, m.round if round is None else round)
+    def metric(self, m: Member, name: str, value: float, round: int | None = None) -> None:
+        self.engine.metric(m.name, name, value, m.round if round is None else round)
 
-    def member_rng(self, m: Member, purpose: str):
+    def rng(self, m: Member, purpose: str) -> np.random.Generator:
         """The Generator `rng(purpose)` of the member's own actor would give."""
-        return self.world.streams.generator(f"actor/{m.name}/{purpose}")
+        return self.engine.rng(m.name, purpose)
 
-    def compute(self, m: Member, work: float, then: Callable[..., object], *args: Any) -> float:  # type: ignore[override]
+    def port(self, m: Member) -> NodePort:
+        """Member `m`'s port for the calls that take one (`netemu.coordination`), at its
+        current round; waiting is the cohort's (`receives`), not the port's."""
+        port = NodePort(m.name)
+        port.engine, port.round = self.engine, m.round
+        return port
+
+    def compute(self, m: Member, work: float, then: Callable[..., object], *args: Any) -> float:
         """Spend the virtual time `work` needs on `m`'s node, then call `then(m, *args)`;
-        the same draw, `compute` record and timer as `await Actor.compute(work)`."""
+        the same draw, `compute` record and timer as `await NodePort.compute(work)`."""
         if m._computes is None:
             m._computes = RoundCounter()
-        index = m._computes.next(m.round)
-        duration = self.world.network.compute_time(m.name, work, m.round, index)
-        self.world.log(t=self.now, event="compute", actor=m.name, round=m.round, work=work, duration=duration)
+        duration = self.engine.compute(m.name, work, m.round, m._computes.next(m.round))
         self.sleep(m, duration, then, *args)
         return duration
 
-    def sleep(self, m: Member, seconds: float, then: Callable[..., object], *args: Any) -> None:  # type: ignore[override]
+    def sleep(self, m: Member, seconds: float, then: Callable[..., object], *args: Any) -> None:
         """Call `then(m, *args)` after `seconds` of virtual time (as `await asyncio.sleep`:
         one timer, then one loop step)."""
         loop = asyncio.get_running_loop()
@@ -174,10 +198,16 @@ class Cohort(Actor):
 
     # ------------------------------------------------------------ machinery
 
-    def attach(self, world: World) -> None:
+    # ------------------------------------------------------------ hosting (netemu.port.Hosted)
+
+    def host_nodes(self) -> Sequence[str]:
+        return [m.name for m in self.members]
+
+    def host_attach(self, engine: Engine) -> None:
         """Connect every member's node to this cohort (called by `World.add`): one bound
         method shared by all, not one each (~64 bytes a member)."""
-        receive, connect = self._receive, world.network.connect
+        self.engine = engine
+        receive, connect = self._receive, engine.connect
         for m in self.members:
             connect(m.name, receive)
 
@@ -223,7 +253,7 @@ class Cohort(Actor):
                 self.on_message(m, msg)
         except Exception as exc:  # noqa: BLE001 - any member error stops the run, naming the member
             m.busy = True  # a failed member acts no more
-            self.world._fail(m.name, exc)
+            self.engine.fail(m.name, exc)
 
     def _take(self, m: Member) -> Message | None:
         queue = m.queue
@@ -234,9 +264,11 @@ class Cohort(Actor):
                 return msg
         return None
 
-    def crash_member(self, m: Member) -> None:
-        """Member `m`'s node crashed: its pending work is cancelled (the timer one loop step
-        later, as a cancelled task cancels its sleep) and its queue emptied."""
+    def host_crash(self, node: str) -> bool:
+        """Member `node`'s node crashed: its pending work is cancelled (the timer one loop step
+        later, as a cancelled task cancels its sleep) and its queue emptied.  The cohort
+        goes on for the others."""
+        m = self.member[node]
         self.on_member_crash(m)
         # one loop step, as the cancelled task's own: the clock stops stepping the network here too
         asyncio.get_running_loop().call_soon(_noop if m.handle is None else m.handle.cancel)
@@ -246,8 +278,11 @@ class Cohort(Actor):
         m.gen += 1  # work scheduled before the crash finds a newer generation and is dropped
         if m.queue:
             m.queue.clear()
+        return False
 
-    def recover_member(self, m: Member) -> None:
+    def host_recover(self, node: str) -> bool:
+        """Member `node` starts afresh (the cohort's own task runs on)."""
+        m = self.member[node]
         m.incarnation += 1
         self.on_member_recover(m)
         # where the restarted task's first step would run: the member's own first step, if it has one
@@ -256,8 +291,12 @@ class Cohort(Actor):
             loop.call_soon(self._step, m, m.gen, self.on_member_start, ())
         else:
             loop.call_soon(_noop)
+        return False
 
-    def waits(self) -> dict[str, str]:
+    def host_waits(self) -> dict[str, str | None]:
         """What each member waits for (deadlock and stop reports)."""
         idle = f"recv(kind={self.receives!r})"
         return {m.name: (m.waiting or "running") if m.busy else idle for m in self.members}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

@@ -12,8 +12,9 @@
 * `gaussian_release` — local differential privacy: add N(0, σ² I) noise from the
   release's own stream and record its zCDP, Δ²/(2σ²), in the run's privacy ledger.
 
-They use only what an actor may use (`recv`, `send`, its node's draws), so they run on
-any transport.  Used by every built-in family; plug-ins use them the same way.
+They use only the node port (`netemu.port`: an `Actor`, or `Cohort.port(member)`): its one
+waiting path, its sends, its draws and the control plane's `available`, so they run on any
+transport.  Used by every built-in family; plug-ins use them the same way.
 """
 
 from __future__ import annotations
@@ -25,9 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from netemu.actors import Actor, Kinds
+from netemu.actors import Actor
 from netemu.net.network import Message
+from netemu.port import Kinds, NodePort
 from netemu.privacy import zcdp_of_gaussian
+
+Port = Actor | NodePort  # what the calls act through: an actor (its port), or a node port (a cohort member's)
+
+
+def _port(actor: Port) -> NodePort:
+    return actor.port if isinstance(actor, Actor) else actor
 
 __all__ = ["Gathered", "gather", "gaussian_release", "keep_each", "participants", "sample", "send_each"]
 
@@ -48,7 +56,7 @@ class Gathered:
 
 
 async def gather(
-    actor: Actor,
+    actor: Port,
     kind: Kinds,
     until: float | None,
     *,
@@ -64,9 +72,9 @@ async def gather(
     counts when neither is given).  Done: every sender in `expected` has a counted message,
     or `quorum` messages counted; with neither, only the deadline ends it.  `on_message(msg)`
     sees every message received, counted or not, before it is tested.  Nothing is received
-    when the result is already done (an empty `expected`, a quorum of 0).
+    when the result is already done (an empty `expected`, a quorum of 0).  `counts` is a
+    test without side effects.
     """
-    pure = counts is None and on_message is None  # whether a message ends the gather is known before it is handled
     if counts is None:
         counts = (lambda m: True) if round is None else (lambda m: m.round == round)
     waiting = None if expected is None else set(expected)
@@ -86,59 +94,52 @@ async def gather(
                 waiting.discard(msg.src)
 
     def ends(msg: Message) -> bool:
-        """Whether `take(msg)` makes the gather done (only with the built-in, pure tests)."""
+        """Whether `take(msg)` makes the gather done: foreseeable unless `on_message` may
+        change what `counts` says."""
         if not counts(msg):
             return False
         return (quorum is not None and len(got.messages) + 1 >= quorum) or (waiting is not None and waiting <= {msg.src})
 
-    if pure:  # one wake-up per gather, not per reply (the same steps, timers and records)
-        await actor.collect(kind, take, done, ends, until=until)
-    else:
-        while not done() and (msg := await actor.recv(kind, until=until)) is not None:
-            take(msg)
+    await _port(actor).wait(kind, until=until, take=take, done=done, ends=ends if on_message is None else None)
     got.complete = done()
     return got
 
 
-def participants(actor: Actor, candidates: Iterable[str], round: int) -> list[str]:
-    """The candidates whose participation draw for `round` succeeds (the same keyed draw
-    the nodes themselves read: it models their presence without emulating it as traffic),
-    drawn as one batch (`Network.participations`: the same draws and trace entries)."""
-    names = list(candidates)
-    return [c for c, yes in zip(names, actor.world.network.participations(names, round)) if yes]
+def participants(actor: Port, candidates: Iterable[str], round: int) -> list[str]:
+    """The candidates that check in for `round`, as the control plane reports them
+    (`available`: each node's own keyed participation draw, the one its `participates`
+    reads, drawn as one batch)."""
+    return _port(actor).available(candidates, round)
 
 
-def sample(actor: Actor, stream: str, candidates: Collection[str], k: int, round: int) -> list[str]:
+def sample(actor: Port, stream: str, candidates: Collection[str], k: int, round: int) -> list[str]:
     """The `k` candidates with the smallest keyed draws of `stream` for `round` (ties by name);
     all of them when k is 0 or at least their number."""
     if k == 0 or k >= len(candidates):
         return list(candidates)
-    draws = actor.world.streams.keyed(stream)
+    draws = _port(actor).keyed(stream)
     return sorted(candidates, key=lambda c: (draws.uniform(c, round), c))[:k]
 
 
-def keep_each(actor: Actor, stream: str, candidates: Iterable[str], p: float, round: int) -> list[str]:
+def keep_each(actor: Port, stream: str, candidates: Iterable[str], p: float, round: int) -> list[str]:
     """The candidates kept by a keyed Bernoulli(p) draw of `stream` each, for `round`."""
     if p >= 1:
         return list(candidates)
-    draws = actor.world.streams.keyed(stream)
+    draws = _port(actor).keyed(stream)
     return [c for c in candidates if draws.uniform(c, round) < p]
 
 
-def send_each(actor: Actor, kind: str, payloads: Mapping[str, Any], *, round: int | None = None) -> list[int]:
+def send_each(actor: Port, kind: str, payloads: Mapping[str, Any], *, round: int | None = None) -> list[int]:
     """One message per receiver, `payloads[dst]` to `dst`, in the mapping's order, as one batch
     (`Actor.send_many`: the same ids, fates and records as one `send` each); the message ids."""
     return actor.send_many(list(payloads), kind, list(payloads.values()), round=round)
 
 
-def gaussian_release(actor: Actor, w: np.ndarray, sensitivity: float, variance: float, round: int, *,
-                     name: str | None = None) -> np.ndarray:
-    """w + N(0, σ² I), σ² = `variance`, drawn from the stream `privacy/<actor>/<round>`; records the
-    release's ρ = Δ²/(2σ²) zCDP (Gaussian mechanism, thesis eqs. 3.13 / 5.32) for the actor in
-    the run's privacy ledger, where releases add up (Theorem 2.3).  `name`: the client releasing,
-    when `actor` is a `Cohort` standing for it."""
-    world = actor.world
-    who = actor.name if name is None else name
-    world.privacy.spend(who, round, zcdp_of_gaussian(sensitivity, variance))
-    noise = world.streams.generator(f"privacy/{who}/{round}").standard_normal(np.shape(w))
+def gaussian_release(actor: Port, w: np.ndarray, sensitivity: float, variance: float, round: int) -> np.ndarray:
+    """w + N(0, σ² I), σ² = `variance`, drawn from the stream `privacy/<node>/<round>`; records the
+    release's ρ = Δ²/(2σ²) zCDP (Gaussian mechanism, thesis eqs. 3.13 / 5.32) for the node in
+    the run's privacy ledger, where releases add up (Theorem 2.3)."""
+    port = _port(actor)
+    port.spend(round, zcdp_of_gaussian(sensitivity, variance))
+    noise = port.stream(f"privacy/{port.name}/{round}").standard_normal(np.shape(w))
     return w + math.sqrt(variance) * noise

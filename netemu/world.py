@@ -25,21 +25,23 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import networkx as nx
 
-from netemu.actors import Actor
-from netemu.cohort import Cohort
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
 from netemu.errors import RunStopped
 from netemu.log import MessageLog
 from netemu.net.links import Link
 from netemu.net.model import NetModel
 from netemu.net.network import Fates, Network, NodeBehaviour, draw_now
+from netemu.port import Engine, Hosted
 from netemu.privacy import PrivacyLedger
 from netemu.rng import Streams
 
 __all__ = ["ActorFailed", "DeadlockError", "RunResult", "World", "fewer_collections"]
+
+H = TypeVar("H", bound=Hosted)
 
 _GC_THRESHOLDS = (1_000_000, 50, 100)  # during a run; CPython's defaults are (700, 10, 10)
 _gc_lock = threading.Lock()
@@ -142,10 +144,11 @@ class World:
         self.log = log if log is not None else MessageLog(None)
         self.network = Network(self.env, graph, self.streams, links=links, behaviours=behaviours, emit=self.log, fates=fates,
                                model=model, work_seconds=work_seconds)
-        self.actors: dict[str, Actor] = {}
-        self.cohorts: dict[str, Cohort] = {}  # member (client) name -> the cohort standing for it
+        self.actors: dict[str, Hosted] = {}  # by name: the actors and cohorts added
+        self.hosts: dict[str, Hosted] = {}  # node -> the actor or cohort acting as it
         self.metrics: list[tuple] = []
         self.privacy = PrivacyLedger()  # zCDP spent by clients that release perturbed models
+        self.engine = Engine(self.env, self.network, self.streams, self.log, self.metric, self.privacy.spend, self._fail)
         self._tasks: dict[str, asyncio.Task] = {}
         self._finished: dict[str, asyncio.Future] = {}
         self._pending_recoveries: dict[str, int] = {}
@@ -160,27 +163,24 @@ class World:
 
     # -------------------------------------------------------------- building
 
-    def add(self, actor: Actor) -> Actor:
-        if actor.networked and actor.name not in self.network.nodes:
-            raise ValueError(f"actor {actor.name!r} has no node in the graph")
-        if not actor.networked and actor.name in self.network.nodes:
-            raise ValueError(f"process {actor.name!r} has the name of a network node")
-        if actor.name in self.actors or actor.name in self.cohorts:
+    def add(self, actor: H) -> H:
+        """Host `actor` (an `Actor`, a `Cohort`: anything `netemu.port.Hosted`) in this world."""
+        nodes = list(actor.host_nodes())
+        if actor.name in self.actors or actor.name in self.hosts:
             raise ValueError(f"two actors named {actor.name!r}")
-        if isinstance(actor, Cohort):
-            for m in actor.members:
-                if m.name not in self.network.nodes:
-                    raise ValueError(f"cohort {actor.name!r}: member {m.name!r} has no node in the graph")
-                if m.name in self.actors or m.name in self.cohorts:
-                    raise ValueError(f"cohort {actor.name!r}: member {m.name!r} already has an actor")
+        if actor.name not in nodes and actor.name in self.network.nodes:
+            raise ValueError(f"process {actor.name!r} has the name of a network node")
+        for node in nodes:
+            what = f"actor {node!r}" if node == actor.name else f"{actor.name!r}: member {node!r}"
+            if node not in self.network.nodes:
+                raise ValueError(f"{what} has no node in the graph")
+            if node in self.hosts or (node != actor.name and node in self.actors):
+                raise ValueError(f"{what} already has an actor")
         actor.world = self
         self.actors[actor.name] = actor
-        if isinstance(actor, Cohort):
-            for m in actor.members:
-                self.cohorts[m.name] = actor
-            actor.attach(self)
-        if actor.networked:
-            self.network.connect(actor.name, actor.inbox.put)
+        for node in nodes:
+            self.hosts[node] = actor
+        actor.host_attach(self.engine)
         return actor
 
     def _up(self, name: str) -> bool:
@@ -216,10 +216,10 @@ class World:
 
     # -------------------------------------------------------------- lifecycle
 
-    def _start(self, actor: Actor) -> None:
+    def _start(self, actor: Hosted) -> None:
         self._tasks[actor.name] = asyncio.get_running_loop().create_task(self._life(actor), name=actor.name)
 
-    async def _life(self, actor: Actor) -> None:
+    async def _life(self, actor: Hosted) -> None:
         failure = self._failure
         if failure is None:
             raise RuntimeError(f"actor {actor.name!r} started outside World.run")
@@ -261,19 +261,13 @@ class World:
             return
         self.network.set_up(name, False)
         self.log(t=self.env.now, event="crash", actor=name)
-        cohort = self.cohorts.get(name)
-        if cohort is not None:
-            cohort.crash_member(cohort.member[name])
-            return
-        actor = self.actors.get(name)
-        if actor is not None:
-            actor.on_crash()
-            actor.inbox.clear()
-            task = self._tasks.get(name)
+        host = self.hosts.get(name)
+        if host is not None and host.host_crash(name):  # its task stops with the node
+            task = self._tasks.get(host.name)
             if task is not None and not task.done():
                 task.cancel()
             if not self._pending_recoveries.get(name):
-                self._finish(name)
+                self._finish(host.name)
 
     def _recover(self, name: str) -> None:
         self._pending_recoveries[name] -= 1
@@ -281,15 +275,9 @@ class World:
             return
         self.network.set_up(name, True)
         self.log(t=self.env.now, event="recover", actor=name)
-        cohort = self.cohorts.get(name)
-        if cohort is not None:
-            cohort.recover_member(cohort.member[name])
-            return
-        actor = self.actors.get(name)
-        if actor is not None:
-            actor.incarnation += 1
-            actor.on_recover()
-            self._start(actor)
+        host = self.hosts.get(name)
+        if host is not None and host.host_recover(name):  # its task starts again
+            self._start(host)
 
     # -------------------------------------------------------------- running
 
@@ -338,7 +326,7 @@ class World:
         return False
 
     def _daemon(self, name: str) -> bool:
-        actor = self.actors.get(name) or self.cohorts.get(name)
+        actor = self.hosts.get(name) or self.actors.get(name)
         return actor is not None and actor.daemon
 
     def _waits(self) -> dict[str, str]:
@@ -347,14 +335,12 @@ class World:
         out = {}
         for name, actor in self.actors.items():
             task = self._tasks.get(name)
-            if isinstance(actor, Cohort):
-                if task is not None and not task.done():
-                    for member, what in actor.waits().items():
-                        out[member] = what if self._up(member) else "nothing (crashed)"
-            elif not self._up(name):
-                out[name] = "nothing (crashed)"
-            elif task is not None and not task.done():
-                out[name] = actor.waiting_for or _describe_wait(task)
+            alive = task is not None and not task.done()
+            for node, what in actor.host_waits().items():
+                if not self._up(node):
+                    out[node] = "nothing (crashed)"
+                elif alive:
+                    out[node] = what or _describe_wait(task)  # type: ignore[arg-type]  # alive: a task
         return out
 
     def run(self, until: float | None = None, max_time: float | None = None) -> RunResult:

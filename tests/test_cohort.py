@@ -142,10 +142,11 @@ def test_a_member_needs_a_node_and_no_other_actor():
         world.add(Faulty("clients", ["client-0", "client-1"]))
 
 
-async def recv_loop(self, kind, handle, done, ends, *, until=None):
-    """`Actor.collect` as its docstring defines it: one wake-up per message."""
-    while not done() and (msg := await self.recv(kind, until=until)) is not None:
-        handle(msg)
+def wake_per_message(wait):
+    """`NodePort.wait` told nothing of how a gather ends: one wake-up per message."""
+    async def waiting(self, kind=None, *, until=None, timeout=None, take=None, done=None, ends=None):
+        return await wait(self, kind, until=until, timeout=timeout, take=take, done=done, ends=None)
+    return waiting
 
 
 @pytest.mark.parametrize("links, nodes, samples", [
@@ -154,10 +155,22 @@ async def recv_loop(self, kind, handle, done, ends, *, until=None):
      {f"client-{k}": NodeBehaviour(speed=100.0) for k in range(N)}, (30, 30)),
 ])
 def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, links, nodes, samples):
+    from netemu.port import NodePort
+
+    woken = []
+    plain = NodePort._collect
+
+    async def collecting(self, *args):
+        woken.append(1)
+        return await plain(self, *args)
+
+    monkeypatch.setattr(NodePort, "_collect", collecting)
     woken_once = fedavg_run(True, links, nodes, samples=samples)
-    from netemu.actors import Actor
-    monkeypatch.setattr(Actor, "collect", recv_loop)
+    assert woken  # the gathers were woken once each
+    monkeypatch.setattr(NodePort, "wait", wake_per_message(NodePort.wait))
+    woken.clear()
     per_message = fedavg_run(True, links, nodes, samples=samples)
+    assert not woken
     assert woken_once[0] == per_message[0] and woken_once[1] == per_message[1]
     assert woken_once[2].metrics == per_message[2].metrics
 

@@ -41,8 +41,8 @@ def final_models(world):
 
 def client_local(world, name):
     """Client `name`'s own state (GraphFLLocal), in its cohort or its own actor."""
-    cohort = world.cohorts.get(name)
-    return world.actors[name].local if cohort is None else cohort.local[cohort.member[name].index]
+    host = world.hosts[name]
+    return host.local if host.name == name else host.local[host.member[name].index]
 
 
 def test_classifier_gradients_match_finite_differences():

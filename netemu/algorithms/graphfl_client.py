@@ -12,6 +12,7 @@ messages, records and models.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,8 @@ from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:
     from netemu.algorithms.graphfl_state import GraphFLState
-    from netemu.rng import Streams
+
+Stream = Callable[[str], np.random.Generator]  # the run's named streams, as a node's port gives them
 
 __all__ = ["GraphFLClient", "GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
 
@@ -104,7 +106,7 @@ class GraphFLLocal:
         self.residual: np.ndarray | None = None  # unsent update entries (Algorithm 2); None: all zero
         self.own = None if state.kept is None else state.theta0.copy()  # FedBN: the kept entries live here
 
-    def begin(self, msg: Message, streams: Streams) -> Job:
+    def begin(self, msg: Message, stream: Stream) -> Job:
         """The start model from the server's row in `msg`, this round's samples (⌈qD⌉ of
         them under a plan with q < 1) and the work they cost."""
         st, p, t = self.state, self.state.p, msg.round
@@ -114,17 +116,17 @@ class GraphFLLocal:
         epochs, fraction, sparsity = st.plan[self.name]
         X, y = self.X, self.y
         if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
-            rows = streams.generator(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
+            rows = stream(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
             X, y = X[rows], y[rows]
         work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * work_factor(p)  # samples at f/ρ samples/s
         return Job(t, w, X, y, epochs, sparsity, work)
 
-    def finish(self, job: Job, streams: Streams) -> dict:
+    def finish(self, job: Job, stream: Stream) -> dict:
         """The local round of `job` (unless it was computed already, `GraphFLClients.train`)
         and the update message's payload."""
         st, p = self.state, self.state.p
         if job.trained is None:
-            job.trained = local_round(p, st.model, job.w, job.X, job.y, job.epochs, step(p, job.round), self.rng(streams, job))
+            job.trained = local_round(p, st.model, job.w, job.X, job.y, job.epochs, step(p, job.round), self.rng(stream, job))
         trained, personal = job.trained
         if self.own is not None:
             self.own = st.probe[self.name] = trained
@@ -132,9 +134,9 @@ class GraphFLLocal:
             st.probe[self.name] = personal
         return {"u": self.sparsify(st.shared(trained - job.w), job.sparsity)}
 
-    def rng(self, streams: Streams, job: Job) -> np.random.Generator:
+    def rng(self, stream: Stream, job: Job) -> np.random.Generator:
         """The Generator of the local round of `job` (its mini-batch permutations)."""
-        return streams.generator(f"sgd/{self.name}/{job.round}")
+        return stream(f"sgd/{self.name}/{job.round}")
 
     def sparsify(self, update: np.ndarray, sparsity: float) -> np.ndarray | PartialModel:
         """Algorithm 2 of G-Fedfilt: send the ⌈sparsity · B⌉ largest entries of update +
@@ -167,9 +169,9 @@ class GraphFLClient(Actor):
             self.round = msg.round
             if not self.participates():
                 continue
-            job = self.local.begin(msg, self.world.streams)
+            job = self.local.begin(msg, self.port.stream)
             self.metric("compute_s", await self.compute(job.work))
-            self.send(msg.src, "update", self.local.finish(job, self.world.streams))
+            self.send(msg.src, "update", self.local.finish(job, self.port.stream))
 
 
 #: clients trained together at most (GraphFLClients.train): their stacked samples, 64 × 200 × 784 floats, are 80 MB
@@ -200,13 +202,13 @@ class GraphFLClients(Cohort):
 
     def on_member_start(self, m: Member) -> None:
         m.round = 0
-        self.send(m, self.world.network.neighbours(m.name)[0], "stats", report(self.state, m.name))
+        self.send(m, self.neighbours(m)[0], "stats", report(self.state, m.name))
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
         if not self.participates(m):
             return
-        job = self.local[m.index].begin(msg, self.world.streams)
+        job = self.local[m.index].begin(msg, self.engine.stream)
         job.compute_s = self.compute(m, job.work, self.reply, msg, job)
         if self.batched:
             self.running[m.index] = job
@@ -217,20 +219,20 @@ class GraphFLClients(Cohort):
             del self.running[m.index]
             if job.trained is None:
                 self.train([(m.index, job), *self.running.items()])
-        self.send(m, msg.src, "update", self.local[m.index].finish(job, self.world.streams))
+        self.send(m, msg.src, "update", self.local[m.index].finish(job, self.engine.stream))
 
     def train(self, jobs: list[tuple[int, Job]]) -> None:
         """The local round of the first of `jobs` (member index, job) and of the others
         alike (same sample count and epochs) not trained yet, as batched SGD
         (`softmax_sgd_many`, `BATCH_CLIENTS` at a time: the stacked samples stay small);
         each result is kept in its job."""
-        p, streams, first = self.state.p, self.world.streams, jobs[0][1]
+        p, stream, first = self.state.p, self.engine.stream, jobs[0][1]
         alike = [(i, j) for i, j in jobs if j.trained is None and j.y.size == first.y.size and j.epochs == first.epochs]
         for start in range(0, len(alike), BATCH_CLIENTS):
             group = alike[start : start + BATCH_CLIENTS]
             w = np.stack([j.w for _, j in group])
             trained = softmax_sgd_many(self.state.model, w, np.stack([j.X for _, j in group]), np.stack([j.y for _, j in group]),
                                        epochs=first.epochs, batch=p.batch, lr=np.array([step(p, j.round) for _, j in group]),
-                                       rngs=[self.local[i].rng(streams, j) for i, j in group], mu=p.mu, anchors=w)
+                                       rngs=[self.local[i].rng(stream, j) for i, j in group], mu=p.mu, anchors=w)
             for (_, j), theta in zip(group, trained, strict=True):
                 j.trained = (theta, None)

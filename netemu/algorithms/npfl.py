@@ -126,7 +126,7 @@ class NPFLPeer(Peer):
         """Step 1: `epochs` policy steps on τ_k (6.13)/(6.14)."""
         p = self.state.p
         Xv, yv = self.state.task.validation[self.name]
-        draws = self.world.streams.keyed(f"sac/{self.name}")
+        draws = self.port.keyed(f"sac/{self.name}")
         for epoch in range(p.epochs):
             if p.policy == "dpg":
                 step = -p.dpg_rate * value_slope(self.client, inp, self.tau, Xv, yv)

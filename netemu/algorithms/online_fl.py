@@ -136,7 +136,7 @@ class OnlineClients(Cohort):
 
         def sign_rng() -> np.random.Generator:
             if member.index not in self.sign_rngs:
-                self.sign_rngs[member.index] = self.member_rng(member, "stochastic-sign")
+                self.sign_rngs[member.index] = self.rng(member, "stochastic-sign")
             return self.sign_rngs[member.index]
 
         self.send(member, msg.src, "update", client_update(self.state, self.k[member.index], msg, sign_rng))

@@ -56,7 +56,7 @@ from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.cohort import Cohort, Member
 from netemu.config import require
-from netemu.coordination import gather, gaussian_release, sample, send_each
+from netemu.coordination import Port, gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
 from netemu.net.network import Message
 from netemu.privacy import noise_variance
@@ -117,6 +117,7 @@ class PGFLState:
         for c in self.clients:
             require("server" in nodes[c].attrs, "topology", "a multi_server topology (each client belongs to a server)")
         self.server_of = {c: nodes[c].attrs["server"] for c in self.clients}
+        self.servers = frozenset(n for n, node in nodes.items() if node.role == "server")
         self.index = {c: k for k, c in enumerate(self.clients)}
         self.groups = {c: (task.clusters[c] if p.personalized else 0) for c in self.clients}
         self.n_groups = task.n_clusters if p.personalized else 1
@@ -164,7 +165,7 @@ class PGFLServer(Actor):
 
     async def run(self) -> None:
         p = self.state.p
-        servers = [s for s in self.neighbours if self.world.network.nodes[s].role == "server"] if p.inter_server else []
+        servers = [s for s in self.neighbours if s in self.state.servers] if p.inter_server else []
         self.send_models(self.done)  # at start, and again after a recovery
         while self.done < self.iterations:
             n = self.round = self.done + 1
@@ -250,20 +251,20 @@ class PGFLLocal:
             return ridge_primal(self.system, self.phi, w_s, p.rho)
         return logistic_primal(self.X, self.y, self.phi, w_s, p.rho, self.lam, st.W[self.k], p.newton_steps)
 
-    def perturb(self, releaser: Actor, w: np.ndarray, n: int) -> np.ndarray:
+    def perturb(self, port: Port, w: np.ndarray, n: int) -> np.ndarray:
         """(5.11): w + N(0, δ²_n I) with δ²_n = Δ²/(2 φ0) · ζ^(n−1); records the zCDP spent."""
         p = self.state.p
         if p.phi0 == 0:
             return w
         delta = sensitivity(p.grad_bound, p.rho, self.y.shape[0])
         variance = noise_variance(delta, p.phi0) * p.zeta ** (n - 1)
-        return gaussian_release(releaser, w, delta, variance, n, name=self.name)  # zCDP (5.32), added up as (5.33)
+        return gaussian_release(port, w, delta, variance, n)  # zCDP (5.32), added up as (5.33)
 
-    def update(self, releaser: Actor, w_s: np.ndarray, n: int) -> dict:
+    def update(self, port: Port, w_s: np.ndarray, n: int) -> dict:
         """The primal step of iteration n and the message that reports it."""
         w = self.primal(w_s)
         self.state.W[self.k] = w
-        shared = self.perturb(releaser, w, n)
+        shared = self.perturb(port, w, n)
         self.pending = (n, shared)
         return {"w": shared, "phi": self.phi}
 
@@ -308,7 +309,7 @@ class PGFLClients(Cohort):
         self.compute(member, self.state.p.work_per_sample * local.y.shape[0], self.reply, msg)
 
     def reply(self, member: Member, msg: Message) -> None:
-        self.send(member, msg.src, "update", self.local[member.index].update(self, msg.payload["w"], member.round))
+        self.send(member, msg.src, "update", self.local[member.index].update(self.port(member), msg.payload["w"], member.round))
 
 
 def build(world: World, params: PGFLParams, task: ClusteredTask, rounds: int, *, cohort: bool = True) -> None:
