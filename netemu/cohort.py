@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from netemu.actors import Actor
 from netemu.clock import VirtualTimeLoop, running_loop
 from netemu.net.links import RoundCounter
 from netemu.net.network import Message
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from netemu.world import World
 
-__all__ = ["Cohort", "Member"]
+__all__ = ["Cohort", "Member", "Solo", "add_clients"]
 
 
 def _noop() -> None:
@@ -88,6 +89,7 @@ class Cohort:
 
     daemon = True
     receives: Kinds = None  # the kinds a member's loop receives (None: any)
+    _solo: Solo | None = None  # the actor running this logic for its one member, if any
     #: the World the cohort was added to (set by `World.add`), for building and observing;
     #: members act through `engine`
     world: World
@@ -188,6 +190,9 @@ class Cohort:
     def sleep(self, m: Member, seconds: float, then: Callable[..., object], *args: Any) -> None:
         """Call `then(m, *args)` after `seconds` of virtual time (as `await asyncio.sleep`:
         one timer, then one loop step)."""
+        if self._solo is not None:  # hosted as one actor: its task sleeps, then calls `then`
+            self._solo.then = (seconds, then, args)
+            return
         loop = asyncio.get_running_loop()
         m.waiting = f"sleep({seconds:g})"
         if seconds <= 0:
@@ -300,3 +305,62 @@ class Cohort:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class Solo(Actor):
+    """A cohort's member logic run for one client as its own actor: one task and one inbox,
+    `await recv(receives)` then `on_message`, and a `compute` / `sleep` of the logic as
+    an `await` of this task.  One actor per client with the very logic the cohort runs for
+    many: `Solo(Clients("client-3", ["client-3"], ...))`.  The record order is the
+    actor's; the cohort's is made to equal it (tests/test_cohort.py)."""
+
+    daemon = True
+
+    def __init__(self, logic: Cohort) -> None:
+        if len(logic.members) != 1:
+            raise ValueError(f"Solo runs one member's logic; cohort {logic.name!r} has {len(logic.members)}")
+        super().__init__(logic.members[0].name)
+        self.logic, self.member = logic, logic.members[0]
+        self.then: tuple[float, Callable[..., object], tuple] | None = None  # what the logic does after a sleep
+        logic._solo = self
+
+    def host_attach(self, engine: Engine) -> None:
+        super().host_attach(engine)
+        self.logic.world, self.logic.engine = self.world, engine
+
+    async def run(self) -> None:
+        logic, m = self.logic, self.member
+        if logic._starts():
+            logic.on_member_start(m)
+            await self._follow()
+        while True:
+            msg = await self.recv(logic.receives)
+            logic.on_message(m, msg)
+            await self._follow()
+
+    async def _follow(self) -> None:
+        """The logic's computes and sleeps, each awaited, then its callback."""
+        while self.then is not None:
+            seconds, then, args = self.then
+            self.then = None
+            await self.sleep(seconds)
+            then(self.member, *args)
+
+    def on_crash(self) -> None:
+        self.then = None
+        self.logic.on_member_crash(self.member)
+
+    def on_recover(self) -> None:
+        self.member.incarnation += 1
+        self.logic.on_member_recover(self.member)
+
+
+def add_clients(world: World, make: Callable[[str, list[str]], Cohort], name: str, clients: Sequence[str], *,
+                cohort: bool = True) -> None:
+    """Add `clients` to `world` running the member logic `make(name, members)` builds: as one
+    cohort named `name` (`cohort=True`), or as one `Solo` actor each, `make(client, [client])`."""
+    if cohort:
+        world.add(make(name, list(clients)))
+    else:
+        for client in clients:
+            world.add(Solo(make(client, [client])))

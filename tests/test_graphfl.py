@@ -41,8 +41,8 @@ def final_models(world):
 
 def client_local(world, name):
     """Client `name`'s own state (GraphFLLocal), in its cohort or its own actor."""
-    host = world.hosts[name]
-    return host.local if host.name == name else host.local[host.member[name].index]
+    logic = getattr(world.hosts[name], "logic", world.hosts[name])  # a Solo actor's, or the cohort
+    return logic.local[logic.member[name].index]
 
 
 def test_classifier_gradients_match_finite_differences():

@@ -21,7 +21,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.cohort import Cohort, Member
+from netemu.cohort import Cohort, Member, add_clients
 from netemu.config import require
 from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
@@ -70,28 +70,9 @@ class FedAvgServer(Actor):
             self.metric("participants", len(replies))
 
 
-class FedAvgClient(Actor):
-    daemon = True
-
-    def __init__(self, name: str, params: FedAvgParams, data: tuple[np.ndarray, np.ndarray]) -> None:
-        super().__init__(name)
-        self.p, (self.X, self.y) = params, data
-
-    async def run(self) -> None:
-        while True:
-            msg = await self.recv("model")
-            self.round = msg.round
-            if not self.participates():
-                continue
-            steps = local_steps(self.p.local_steps, self.work_fraction())
-            await self.compute(steps * self.y.shape[0])
-            w = gradient_steps(msg.payload, self.X, self.y, self.p.lr, steps)
-            self.send(msg.src, "update", {"w": w, "n": self.y.shape[0]})
-
-
 class FedAvgClients(Cohort):
-    """The clients of `FedAvgClient`, as one cohort: the same draws, records and messages
-    (the local steps stay per client, when each client's compute ends)."""
+    """The clients' logic, for one cohort or one `Solo` actor each (the local steps stay
+    per client, when each client's compute ends)."""
 
     receives = "model"
 
@@ -121,12 +102,9 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
     for name, node in world.network.nodes.items():
         if node.role == "server":
             world.add(FedAvgServer(name, params, rounds, task))
-        elif cohort:
-            clients.append(name)
         else:
-            world.add(FedAvgClient(name, params, task.parts[name]))
-    if clients:
-        world.add(FedAvgClients("fedavg-clients", clients, params, task.parts))
+            clients.append(name)
+    add_clients(world, lambda n, ms: FedAvgClients(n, ms, params, task.parts), "fedavg-clients", clients, cohort=cohort)
 
 
 def median_step(lr: float, task: LinearTask) -> tuple[Callable[[], object], float]:

@@ -100,7 +100,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
-from netemu.algorithms.graphfl_client import GraphFLClient, GraphFLClients
+from netemu.algorithms.graphfl_client import GraphFLClients
 from netemu.algorithms.graphfl_params import (  # noqa: F401 - the family's parameters, re-exported
     BATCHNORM_MODELS,
     MASKLESS_MODELS,
@@ -110,6 +110,7 @@ from netemu.algorithms.graphfl_params import (  # noqa: F401 - the family's para
     make_model,
 )
 from netemu.algorithms.graphfl_state import GraphFLState
+from netemu.cohort import add_clients
 from netemu.coordination import gather
 from netemu.kernels.classifiers import accuracy, macro_prf, predictions
 from netemu.net.network import Message
@@ -221,11 +222,7 @@ def build(world: World, params: GraphFLParams, task: FederatedTask, rounds: int,
         if node.role == "server":
             state.apply_devices(world, name)
             world.add(GraphFLServer(name, state, rounds))
-    if cohort:
-        world.add(GraphFLClients("graphfl-clients", state))
-    else:
-        for name in state.clients:
-            world.add(GraphFLClient(name, state))
+    add_clients(world, lambda n, ms: GraphFLClients(n, state, ms), "graphfl-clients", state.clients, cohort=cohort)
 
 
 #: scenario algorithm names -> parameter presets.  FedAvg is `fedprox` with mu = 0

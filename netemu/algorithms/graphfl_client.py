@@ -4,8 +4,8 @@ What a client reports before round 1 (`report`) and its local round (`GraphFLLoc
 FedPnP's proximal SGD (eq. 9; FedProx, and FedAvg with mu = 0), pFedMe's or Per-FedAvg's
 steps (`local`, netemu.kernels.personal), FedBN's kept entries, a system plan's epochs α
 and data fraction q (⌈qD⌉ samples, G-Fedfilt eq. 33) and G-Fedfilt's sparse update with its
-residual (Algorithm 2).  One actor per client (`GraphFLClient`) and one cohort for all of
-them (`GraphFLClients`, the default) drive the same `GraphFLLocal`: the same draws,
+residual (Algorithm 2).  The clients' logic `GraphFLClients` drives `GraphFLLocal`, hosted
+as one cohort for all of them (the default) or as one `Solo` actor each: the same draws,
 messages, records and models.
 """
 
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
 from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams
 from netemu.cohort import Cohort, Member
 from netemu.config import ConfigError
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 
 Stream = Callable[[str], np.random.Generator]  # the run's named streams, as a node's port gives them
 
-__all__ = ["GraphFLClient", "GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
+__all__ = ["GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
 
 
 def work_factor(p: GraphFLParams) -> float:
@@ -152,34 +151,12 @@ class GraphFLLocal:
         return sent
 
 
-class GraphFLClient(Actor):
-    """One client as its own actor (`build(..., cohort=False)`)."""
-
-    daemon = True
-
-    def __init__(self, name: str, state: GraphFLState) -> None:
-        super().__init__(name)
-        self.state, self.local = state, GraphFLLocal(name, state)
-
-    async def run(self) -> None:
-        self.round = 0
-        self.send(self.neighbours[0], "stats", report(self.state, self.name))
-        while True:
-            msg = await self.recv("model")
-            self.round = msg.round
-            if not self.participates():
-                continue
-            job = self.local.begin(msg, self.port.stream)
-            self.metric("compute_s", await self.compute(job.work))
-            self.send(msg.src, "update", self.local.finish(job, self.port.stream))
-
-
 #: clients trained together at most (GraphFLClients.train): their stacked samples, 64 × 200 × 784 floats, are 80 MB
 BATCH_CLIENTS = 64
 
 
 class GraphFLClients(Cohort):
-    """Every `GraphFLClient` as one cohort: the same steps, draws, messages and records.
+    """The clients' logic, for one cohort or one `Solo` actor each.
 
     With the softmax model and plain SGD (FedPnP, G-Fedfilt, FedProx, FedAvg, local), the
     first client whose compute ends trains every client whose round is in progress at once
@@ -190,10 +167,10 @@ class GraphFLClients(Cohort):
 
     receives = "model"
 
-    def __init__(self, name: str, state: GraphFLState) -> None:
-        super().__init__(name, state.clients)
+    def __init__(self, name: str, state: GraphFLState, members: list[str] | None = None) -> None:
+        super().__init__(name, state.clients if members is None else members)
         self.state = state
-        self.local = [GraphFLLocal(c, state) for c in state.clients]
+        self.local = [GraphFLLocal(m.name, state) for m in self.members]
         self.batched = isinstance(state.model, Softmax) and state.p.local == "sgd"
         self.running: dict[int, Job] = {}  # member index -> its round in progress (batched only)
 

@@ -15,8 +15,8 @@ parameter set (see `VARIANTS`):
 
 Time: iteration n starts at virtual time n·T (T = `iteration_time`).  The server
 shares M_k⁽ⁿ⁾w⁽ⁿ⁾ with the available clients — client k is available when it has new
-data at n and its participation draw for (k, n) succeeds (the server reads the same
-keyed draw: this models the clients' presence without emulating it as traffic) and,
+data at n and its participation draw for (k, n) succeeds (the server learns it from
+the control plane, `available`: the clients' check-in, not emulated as traffic) and,
 with `select` < 1, the server's keyed scheduling draw keeps it.  An available client
 updates (eq. 4.9/4.10) and sends S_k w_k at once; the uplink delays it by whole
 iterations (a `rounds` latency link) or loses it.  At n + T/2 the server aggregates
@@ -47,7 +47,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.online_state import OnlineFLParams, OnlineState
-from netemu.cohort import Cohort, Member
+from netemu.cohort import Cohort, Member, add_clients
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
 from netemu.kernels.online import aggregate, lms_step, mse_db, stochastic_sign
@@ -79,7 +79,7 @@ class OnlineServer(Actor):
             await self.sleep(n * T - self.now)
             self.round = n
             ks = self.available(n)
-            payloads = st.announce(n, ks, self.w)  # the addressed clients' features and steps, in one vectorized call
+            payloads = st.announce(n, ks, self.w)  # M_k w for each addressed client, in one vectorized call
             send_each(self, "model", dict(zip([st.clients[k] for k in ks], payloads, strict=True)))
             updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
@@ -104,29 +104,14 @@ class OnlineServer(Actor):
         return k, n - msg.round, st.sent_indices(msg.round, k), body  # values in the order of S_k
 
 
-class OnlineClient(Actor):
-    daemon = True
-
-    def __init__(self, name: str, state: OnlineState) -> None:
-        super().__init__(name)
-        self.state, self.k = state, state.index[name]
-
-    async def run(self) -> None:
-        sign_rng = self.rng("stochastic-sign")
-        while True:
-            msg = await self.recv("model")
-            self.round = msg.round
-            self.send(msg.src, "update", client_update(self.state, self.k, msg, lambda: sign_rng))
-
-
 class OnlineClients(Cohort):
-    """Every `OnlineClient` as one cohort: the same steps, draws, messages and records,
-    computed per client when its model arrives."""
+    """The clients' logic (for one cohort, or one `Solo` actor each): each client's step,
+    computed when its model arrives."""
 
     receives = "model"
 
-    def __init__(self, name: str, state: OnlineState) -> None:
-        super().__init__(name, state.clients)
+    def __init__(self, name: str, state: OnlineState, members: list[str] | None = None) -> None:
+        super().__init__(name, state.clients if members is None else members)
         self.state = state
         self.k = [state.index[m.name] for m in self.members]
         self.sign_rngs: dict[int, np.random.Generator] = {}  # per member, made on first use
@@ -148,11 +133,6 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
     stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
     p, n, payload = st.p, msg.round, msg.payload
     st.took_part[k] = n
-    done = st.precomputed(n, k, payload)
-    if done is not None:  # the step `announce` computed for this model, bit for bit
-        st.W[k] = done[0]
-        st.version[k] += 1
-        return done[1]
     z, y = st.feature(n, k)
     if isinstance(payload, PartialModel):
         start = payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
@@ -165,7 +145,6 @@ def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], 
         e = y - start @ z
         return {"bits": np.packbits(stochastic_sign(-z * e, sign_rng().random(p.rff_dim)) > 0)}
     w = st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-    st.version[k] += 1
     return st.share(w, st.sent_indices(n, k))
 
 
@@ -193,7 +172,6 @@ class ClientPool(Actor):
             if p.local_learning and idle.size:
                 Z, y = st.features(n, idle)
                 st.W[idle] = lms_step(st.W[idle], Z, y, p.mu)  # eqs. (4.11)-(4.12), all idle clients at once
-                st.version[idle] += 1
 
 
 def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: int, *, cohort: bool = True) -> None:
@@ -203,11 +181,7 @@ def build(world: World, params: OnlineFLParams, data: OnlineRegression, rounds: 
     require(rounds <= data.iterations, "rounds", f"<= data.iterations = {data.iterations}")
     state = OnlineState(world, params, data)
     world.add(OnlineServer(servers[0], state, rounds))
-    if cohort:
-        world.add(OnlineClients("online-clients", state))
-    else:
-        for name in state.clients:
-            world.add(OnlineClient(name, state))
+    add_clients(world, lambda n, ms: OnlineClients(n, state, ms), "online-clients", state.clients, cohort=cohort)
     world.add(ClientPool(state, rounds))
 
 

@@ -7,12 +7,12 @@ in `netemu.algorithms.online_fl`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from netemu.config import require
-from netemu.kernels.online import lms_step, rff, rff_features, selection_shift
+from netemu.kernels.online import rff, rff_features, selection_shift
 from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
@@ -68,34 +68,10 @@ class OnlineFLParams:
         return self.sharing == "partial" and not self.server_full and self.uplink == "model"
 
 
-class _Steps(NamedTuple):
-    """The LMS steps `OnlineState.announce` computed for the addressed clients (row i: client
-    ks[i]): the versions of their rows of W read, the model w sent and the values sent
-    (rows of M_k w; None: all of w), the new models and the replies S_k w_k."""
-
-    version: list[int]
-    w: np.ndarray
-    sent: np.ndarray | None
-    new: np.ndarray
-    replies: list
-
-
-class _Announced(NamedTuple):
-    """What `OnlineState.expect` computed for the clients `rows` (position -> row) addressed
-    at iteration n: their features and outputs, and the steps of `announce` if any."""
-
-    n: int
-    rows: dict[int, int]
-    Z: np.ndarray
-    y: np.ndarray
-    steps: _Steps | None = None
-
-
 class OnlineState:
     """What the actors of one run share: the data stream, the RFF map, and the clients'
-    models as one K × d array (each client actor works on its row).  Every write of a
-    row k of W bumps `version[k]`: a step `announce` computed is taken only for the row
-    it read."""
+    models as one K × d array (each client works on its own row: the struct-of-arrays
+    state of the clients, never read by the server)."""
 
     def __init__(self, world: World, p: OnlineFLParams, data: OnlineRegression) -> None:
         self.p, self.data, self.stream = p, data, data.stream()
@@ -108,8 +84,6 @@ class OnlineState:
         self.test_Z = rff_features(data.test[0], self.omega, self.phase)
         self.test_y = data.test[1]
         self.partial_down = p.partial_down
-        self.version = np.zeros(len(self.clients), dtype=np.int64)  # bumped by every write of a row of W
-        self._expected = _Announced(-1, {}, np.empty((0, p.rff_dim)), np.empty(0))
         self._selections: dict[int, np.ndarray] = {}  # M_k^(n) by its shift modulo d (read-only)
         self._all = np.arange(p.rff_dim)  # S_k for full sharing (read-only)
         self._all.setflags(write=False)
@@ -120,82 +94,23 @@ class OnlineState:
         X, y = self.stream.samples(n, ks)
         return rff_features(X, self.omega, self.phase), y
 
-    def expect(self, n: int, ks: list[int]) -> None:
-        """Compute at once the features of the clients `ks` that the model of iteration n is
-        sent to, for `feature` to hand out.  Each row is what the client's own 1 × L product
-        gives, bit for bit: a stack of 1 × L rows makes the same BLAS call (gemv) per row."""
-        if ks:
-            X, y = self.stream.samples(n, np.array(ks))
-            self._expected = _Announced(n, {k: i for i, k in enumerate(ks)}, rff_features(X[:, None, :], self.omega, self.phase)[:, 0], y)
-
     def announce(self, n: int, ks: list[int], w: np.ndarray) -> list:
-        """The payload each client of `ks` is sent at iteration n with the server model `w`
-        (M_k⁽ⁿ⁾w as values or a PartialModel, or all of w), after `expect(n, ks)`.
-
-        With the model uplink and scheduled sharing (no explicit indices), also every
-        addressed client's LMS step (eqs. 4.9–4.10) as one stacked call, which
-        `client_update` takes when the model arrives as sent and the client's row of W is
-        unchanged (`precomputed`): issue 15, no per-client NumPy step.  Each row is the
-        client's own result bit for bit: the stacked einsum reduces each row with the
-        kernel the 1-d one uses, and the rest is elementwise or a copy."""
-        self.expect(n, ks)
+        """The payload each client of `ks` is sent at iteration n with the server model `w`:
+        M_k⁽ⁿ⁾w as values (one vectorized gather) or a PartialModel, or all of w."""
         if not ks:
             return []
-        p, rows_k = self.p, np.array(ks)
-        sent = None
-        if self.partial_down and not p.send_indices:
-            M = self.selection_rows(n, rows_k)
-            sent = w[M]  # row i: the values of M_k⁽ⁿ⁾w for client ks[i], as `share` takes them
-            payloads: list = list(sent)
-        elif self.partial_down:
-            payloads = [self.share(w, self.selected(n, k)) for k in ks]
-        else:
-            payloads = [w] * len(ks)
-        if p.uplink != "model" or p.send_indices:
-            return payloads
-        rows = np.arange(len(ks))[:, None]
-        if sent is not None:
-            start = self.W[rows_k]  # M w + (I − M) w_k for each client
-            start[rows, M] = sent
-        else:
-            start = np.repeat(w[None, :], len(ks), axis=0)
-        new = lms_step(start, self._expected.Z, self._expected.y, p.mu)
-        if p.sharing == "full":
-            replies = list(new)  # S_k w_k: all d values
-        else:  # S_k = M_k⁽ⁿ⁾ (version 0) or M_k⁽ⁿ⁺¹⁾, the next shift by m (eq. 4.5)
-            S = (M if p.version == 0 else (M + p.m) % p.rff_dim) if sent is not None else \
-                self.selection_rows(n if p.version == 0 else n + 1, rows_k)
-            replies = list(new[rows, S])  # values in the order of S_k
-        a = self._expected
-        self._expected = _Announced(a.n, a.rows, a.Z, a.y, _Steps(self.version[rows_k].tolist(), w.copy(), sent, new, replies))
-        return payloads
-
-    def precomputed(self, n: int, k: int, payload: object) -> tuple[np.ndarray, object] | None:
-        """Client k's new model and reply to `payload` at iteration n as `announce` computed
-        them, or None when it must compute its own: nothing was computed for (n, k), its row
-        of W changed since, or the model it received is not, byte for byte, the one sent."""
-        a = self._expected
-        steps = a.steps
-        if a.n != n or steps is None:
-            return None
-        i = a.rows.get(k)
-        if i is None or self.version[k] != steps.version[i]:
-            return None
-        sent = steps.w if steps.sent is None else steps.sent[i]
-        if type(payload) is not np.ndarray or payload.dtype != sent.dtype or payload.shape != sent.shape \
-                or payload.tobytes() != sent.tobytes():
-            return None
-        return steps.new[i], steps.replies[i]
+        if self.partial_down and not self.p.send_indices:
+            return list(w[self.selection_rows(n, np.array(ks))])  # row i: M_k⁽ⁿ⁾w for client ks[i], as `share` takes it
+        if self.partial_down:
+            return [self.share(w, self.selected(n, k)) for k in ks]
+        return [w] * len(ks)
 
     def feature(self, n: int, k: int) -> tuple[np.ndarray, float]:
-        """RFF features z and output y of the sample client k receives at iteration n
-        (computed by `expect` if it was announced, else now)."""
-        a = self._expected
-        i = a.rows.get(k) if a.n == n else None
-        if i is not None:
-            return a.Z[i], a.y[i]
-        x, y1 = self.stream.sample(n, k)
-        return rff_features(x, self.omega, self.phase)[0], y1
+        """RFF features z and output y of the sample client k receives at iteration n (its
+        own 1 × L product: for the 16 or so clients a model reaches per iteration, cheaper
+        than one stacked call for every client with data)."""
+        x, y = self.stream.sample(n, k)
+        return rff_features(x, self.omega, self.phase)[0], y
 
     def selection_rows(self, n: int, ks: np.ndarray) -> np.ndarray:
         """Row i: the indices of M_{ks[i]}⁽ⁿ⁾, as `selected(n, ks[i])` (eq. 4.5)."""

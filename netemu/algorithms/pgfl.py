@@ -54,7 +54,7 @@ import numpy as np
 
 from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
-from netemu.cohort import Cohort, Member
+from netemu.cohort import Cohort, Member, add_clients
 from netemu.config import require
 from netemu.coordination import Port, gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
@@ -227,7 +227,7 @@ class PGFLServer(Actor):
 
 class PGFLLocal:
     """One client's local state and steps — φ_k, the pending w̃_k, (5.4), (5.5), (5.11) —
-    shared by the one-actor client `PGFLClient` and the cohort `PGFLClients`."""
+    used by the clients' logic `PGFLClients` (one cohort, or one `Solo` actor each)."""
 
     def __init__(self, name: str, state: PGFLState) -> None:
         self.name, self.state, self.k = name, state, state.index[name]
@@ -269,35 +269,15 @@ class PGFLLocal:
         return {"w": shared, "phi": self.phi}
 
 
-class PGFLClient(Actor):
-    daemon = True
-
-    def __init__(self, name: str, state: PGFLState) -> None:
-        super().__init__(name)
-        self.state, self.local = state, PGFLLocal(name, state)
-
-    async def run(self) -> None:
-        p, local = self.state.p, self.local
-        while True:
-            msg = await self.recv("model")
-            m, w_s = msg.round, msg.payload["w"]
-            local.dual(m, w_s)
-            if not msg.payload["next"] or not self.participates(m + 1):
-                continue
-            n = self.round = m + 1
-            await self.compute(p.work_per_sample * local.y.shape[0])
-            self.send(msg.src, "update", local.update(self, w_s, n))
-
-
 class PGFLClients(Cohort):
-    """Every `PGFLClient` as one cohort: the same draws, computes, messages and records."""
+    """The clients' logic, for one cohort or one `Solo` actor each."""
 
     receives = "model"
 
-    def __init__(self, name: str, state: PGFLState) -> None:
-        super().__init__(name, state.clients)
+    def __init__(self, name: str, state: PGFLState, members: list[str] | None = None) -> None:
+        super().__init__(name, state.clients if members is None else members)
         self.state = state
-        self.local = [PGFLLocal(c, state) for c in state.clients]
+        self.local = [PGFLLocal(m.name, state) for m in self.members]
 
     def on_message(self, member: Member, msg: Message) -> None:
         local = self.local[member.index]
@@ -318,11 +298,7 @@ def build(world: World, params: PGFLParams, task: ClusteredTask, rounds: int, *,
     for name, node in world.network.nodes.items():
         if node.role == "server":
             world.add(PGFLServer(name, state, rounds))
-    if cohort:
-        world.add(PGFLClients("pgfl-clients", state))
-    else:
-        for name in state.clients:
-            world.add(PGFLClient(name, state))
+    add_clients(world, lambda n, ms: PGFLClients(n, state, ms), "pgfl-clients", state.clients, cohort=cohort)
 
 
 #: scenario algorithm names -> parameter presets.

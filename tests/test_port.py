@@ -1,0 +1,89 @@
+"""The node port and what a World hosts: anything implementing `netemu.port.Hosted`."""
+
+import asyncio
+
+import pytest
+
+from netemu import Actor, NodeBehaviour, World, star
+from netemu.coordination import participants
+
+
+class Pinger(Actor):
+    async def run(self):
+        self.broadcast("ping", 0)
+        self.got = sorted([(await self.recv("pong")).src for _ in self.neighbours])
+        await self.sleep(15.0)  # past the crash
+
+
+class Echoes:
+    """A host that is neither an Actor nor a Cohort: it answers every ping of its nodes
+    from the delivery itself, through the engine."""
+
+    daemon = True
+
+    def __init__(self, name, nodes):
+        self.name, self._nodes = name, nodes
+        self.crashed = []
+
+    def host_nodes(self):
+        return self._nodes
+
+    def host_attach(self, engine):
+        self.engine = engine
+        for node in self._nodes:
+            engine.connect(node, self.receive)
+
+    def receive(self, msg):
+        self.engine.send(msg.dst, msg.src, "pong", None, msg.round)
+        return False
+
+    async def run(self):
+        await asyncio.get_running_loop().create_future()
+
+    def host_crash(self, node):
+        self.crashed.append(node)
+        return False  # the host goes on for its other nodes
+
+    def host_recover(self, node):
+        return False
+
+    def host_waits(self):
+        return {node: "a ping" for node in self._nodes}
+
+
+def test_a_world_hosts_anything_that_implements_the_hosted_protocol():
+    world = World(star(3), seed=1)
+    server = world.add(Pinger("server"))
+    echoes = world.add(Echoes("echoes", [f"client-{k}" for k in range(3)]))
+    world.crash("client-1", at=10.0)
+    result = world.run()
+    assert server.got == ["client-0", "client-1", "client-2"]
+    assert echoes.crashed == ["client-1"] and world.hosts["client-2"] is echoes
+    assert result.messages["total"]["delivered"] == 6
+
+
+def test_a_host_cannot_answer_for_a_node_another_answers_for():
+    world = World(star(2), seed=1)
+    world.add(Echoes("echoes", ["client-0"]))
+    with pytest.raises(ValueError, match="'client-0' already has an actor"):
+        world.add(Echoes("more", ["client-0", "client-1"]))
+
+
+class Watcher(Actor):
+    async def run(self):
+        clients = self.neighbours
+        await self.sleep(5.0)
+        self.up = self.port.available(clients)
+        self.checked_in = {r: participants(self, clients, r) for r in range(20)}
+
+
+def test_the_control_plane_reports_liveness_and_each_nodes_own_check_in():
+    behaviours = {f"client-{k}": NodeBehaviour(participation=0.5) for k in range(4)}
+    world = World(star(4), seed=3, behaviours=behaviours)
+    watcher = world.add(Watcher("server"))
+    world.crash("client-2", at=1.0)
+    world.run()
+    assert watcher.up == ["client-0", "client-1", "client-3"]
+    own = {r: [c for c in watcher.neighbours if world.network.participates(c, r)] for r in range(20)}
+    assert watcher.checked_in == own
+    assert 0 < sum(map(len, own.values())) < 80  # the draws are not all alike
