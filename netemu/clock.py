@@ -36,15 +36,17 @@ import asyncio.format_helpers
 import collections
 import contextvars
 import heapq
+import itertools
 import math
 import selectors
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import simpy
 import simpy.core
+from simpy.core import NORMAL, URGENT
 
-__all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
+__all__ = ["Deadlock", "Scheduled", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
 
 T = TypeVar("T")
 # asyncio's cap on one select() wait (one day); private, so typeshed has no stub for it
@@ -68,20 +70,83 @@ class Deadlock(RuntimeError):
     """Every coroutine waits and nothing is scheduled: the emulation cannot progress."""
 
 
+class Scheduled(Protocol):
+    """What `VirtualEnvironment` processes: a SimPy event, or anything with callbacks that
+    cannot fail (e.g. the network's `Due`)."""
+
+    callbacks: Any  # a list of callables, or None once processed
+
+    @property
+    def ok(self) -> bool: ...
+
+
 class VirtualEnvironment(simpy.Environment):
     """A SimPy environment whose clock can also be advanced by asyncio timers.
 
     Time is a float from the start (SimPy's default is the int 0), so logs are uniform.
+    It keeps its own event queue: it implements what a SimPy environment implements —
+    `now`, `schedule`, `peek`, `step` (`simpy.core.BaseEnvironment`) — as SimPy's
+    `Environment` does, in the same order (time, priority, then scheduling order), and adds
+    `schedule_at` (an event at an instant: ``now + (t - now)`` can miss `t` by a float step),
+    `advance_to` (asyncio's timers move the clock) and `urgent_due` (what the loop's
+    `run_now` must know).  SimPy's events only call `schedule`.
     """
 
     def __init__(self, initial_time: float = 0.0) -> None:
         super().__init__(float(initial_time))
+        self._time = float(initial_time)
+        self._events: list[tuple[float, int, int, Scheduled]] = []  # a heap
+        self._ids = itertools.count()  # scheduling order: ties of time and priority
+
+    @property
+    def now(self) -> float:
+        return self._time
+
+    def schedule(self, event: Scheduled, priority: int = NORMAL, delay: float = 0) -> None:
+        """Schedule `event` after `delay` with `priority` (URGENT before NORMAL at one instant)."""
+        heapq.heappush(self._events, (self._time + delay, priority, next(self._ids), event))
+
+    def schedule_at(self, event: Scheduled, t: float, priority: int = NORMAL) -> None:
+        """Schedule `event` at virtual time `t` exactly (not before now)."""
+        if t < self._time:
+            raise ValueError(f"cannot schedule an event at {t}, before the current time {self._time}")
+        heapq.heappush(self._events, (t, priority, next(self._ids), event))
+
+    def peek(self) -> float:
+        """The time of the next event (inf if there is none)."""
+        events = self._events
+        return events[0][0] if events else math.inf
+
+    def step(self) -> None:
+        """Process the next event: SimPy's `Environment.step`."""
+        try:
+            self._time, _, _, event = heapq.heappop(self._events)
+        except IndexError:
+            raise simpy.core.EmptySchedule from None
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except simpy.core.StopSimulation:  # resumed later: the rest of its callbacks first
+            event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+            self.schedule(event, -1)
+            raise
+        if not event.ok and not event.defused:  # type: ignore[attr-defined]  # a failed SimPy event nobody handled
+            value = event.value  # type: ignore[attr-defined]
+            exc = type(value)(*value.args)
+            exc.__cause__ = value
+            raise exc
+
+    def urgent_due(self) -> bool:
+        """Whether the next event is an URGENT one due now (e.g. a process just started)."""
+        events = self._events
+        return bool(events) and events[0][1] == URGENT and events[0][0] <= self._time
 
     def advance_to(self, t: float) -> None:
         """Move the clock to `t` without processing events (none may be due before `t`)."""
-        if t < self._now or t > self.peek():
-            raise ValueError(f"cannot advance virtual time from {self._now} to {t} (next event at {self.peek()})")
-        self._now = t
+        if t < self._time or t > self.peek():
+            raise ValueError(f"cannot advance virtual time from {self._time} to {t} (next event at {self.peek()})")
+        self._time = t
 
 
 class _VirtualSelector(selectors.DefaultSelector):
@@ -149,7 +214,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if timeout != 0:
             self._advance(timeout)
         ready = self._ready
-        now = self.env._now  # noqa: SLF001
+        now = self.env._time
         end = now + _resolution(now)
         sched = self._scheduled
         while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # noqa: SLF001 - due timers join the run queue
@@ -201,7 +266,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         sched = self._scheduled
         if not sched:
             return None
-        wait = sched[0]._when - self.env._now  # type: ignore[attr-defined]  # noqa: SLF001
+        wait = sched[0]._when - self.env._time  # type: ignore[attr-defined]
         # min(max(0, wait), cap) without the two builtin calls: this runs after every SimPy step
         return (wait if wait < _MAXIMUM_SELECT_TIMEOUT else _MAXIMUM_SELECT_TIMEOUT) if wait > 0 else 0
 
@@ -262,16 +327,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._prune()  # the next iteration's start (a no-op for it if the callback is scheduled after all)
         sched = self._scheduled
         if sched:
-            now = self.env._now  # noqa: SLF001
+            now = self.env._time
             if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
                 return None
-        if phase == 1:
-            queue = self.env._queue  # noqa: SLF001
-            if queue and queue[0][1] == simpy.core.URGENT and queue[0][0] <= self.env._now:  # noqa: SLF001
-                # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
-                # in this step): scheduled, the callback's successors — the rest of a batch —
-                # would wait behind it; run at once, they would not
-                return None
+        if phase == 1 and self.env.urgent_due():
+            # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
+            # in this step): scheduled, the callback's successors — the rest of a batch —
+            # would wait behind it; run at once, they would not
+            return None
         self._running_now = True
         try:
             contextvars.copy_context().run(callback, *args)  # as a handle runs it: in a copy of the context

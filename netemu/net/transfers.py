@@ -25,13 +25,11 @@ since it was first sent (then dropped, reason ``timeout``).
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Hashable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from simpy.core import NORMAL
 
 from netemu.net.fates import draw_now
 from netemu.net.inflight import Due
@@ -91,9 +89,7 @@ class Transfers:
     # ------------------------------------------------------------ scheduling
 
     def _at(self, t: float, callback: Any, value: Any) -> None:
-        env = self.net.env
-        queue: list = env._queue  # noqa: SLF001
-        heapq.heappush(queue, (t, NORMAL, next(env._eid), Due((callback,), value)))  # noqa: SLF001 - = env.timeout(t - now)
+        self.net.env.schedule_at(Due((callback,), value), t)
 
     # ------------------------------------------------------------ sending
 
