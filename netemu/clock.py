@@ -26,6 +26,14 @@ with `call_soon` (a cohort member or a gather step woken by a delivery: issue 15
 the order of everything — records, ids, timers — is that of the scheduled callback.
 (An actor's task woken by its future gains nothing from it: measured, the bookkeeping
 costs what the loop iteration does.)
+
+That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
+handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
+do without them, at a price measured in docs/benchmarks.md: ×1.2–1.6 the CPU time of the
+cohort paths, where most of the engine's speed comes from `run_now`.  So the internals
+stay, pinned: the loop refuses to start on a Python or SimPy version it is not tested on
+(`untested_versions`; `NETEMU_ALLOW_UNTESTED=1` runs anyway).  SimPy is driven through
+its public interface only: `VirtualEnvironment` implements an environment's methods.
 """
 
 from __future__ import annotations
@@ -35,10 +43,14 @@ import asyncio.base_events
 import asyncio.format_helpers
 import collections
 import contextvars
+import functools
 import heapq
+import importlib.metadata
 import itertools
 import math
+import os
 import selectors
+import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, cast
 
@@ -46,7 +58,9 @@ import simpy
 import simpy.core
 from simpy.core import NORMAL, URGENT
 
-__all__ = ["Deadlock", "Scheduled", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
+from netemu.errors import EXIT_FAILED, NetemuError
+
+__all__ = ["Deadlock", "Scheduled", "UntestedVersion", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop", "untested_versions"]
 
 T = TypeVar("T")
 # asyncio's cap on one select() wait (one day); private, so typeshed has no stub for it
@@ -68,6 +82,37 @@ def _resolution(now: float) -> float:
 
 class Deadlock(RuntimeError):
     """Every coroutine waits and nothing is scheduled: the emulation cannot progress."""
+
+
+# The versions whose asyncio internals the loop is tested on (the upper bound of
+# requires-python), and the SimPy releases `VirtualEnvironment` is tested with (pyproject).
+TESTED_PYTHON = ((3, 11), (3, 12), (3, 13))
+TESTED_SIMPY = ((4, 1),)
+
+
+class UntestedVersion(NetemuError):
+    """The virtual-time loop would run on a Python or SimPy version it is not tested on."""
+
+    exit_code = EXIT_FAILED
+
+
+def untested_versions(python: tuple[int, ...], simpy_version: str) -> str | None:
+    """None if `python` (sys.version_info) and `simpy_version` are versions the clock is
+    tested on, else one line naming what is and what is tested."""
+    simpy_minor = tuple(int(p) for p in simpy_version.split(".")[:2] if p.isdigit())
+    if tuple(python[:2]) in TESTED_PYTHON and simpy_minor in TESTED_SIMPY:
+        return None
+    pythons = ", ".join(f"{a}.{b}" for a, b in TESTED_PYTHON)
+    simpys = ", ".join(f"{a}.{b}" for a, b in TESTED_SIMPY)
+    return (f"netemu's virtual-time loop uses asyncio's internals and is tested on Python {pythons} with SimPy {simpys}; "
+            f"this is Python {'.'.join(map(str, python[:3]))} with SimPy {simpy_version} (NETEMU_ALLOW_UNTESTED=1 runs anyway)")
+
+
+@functools.cache
+def _check_versions() -> None:
+    problem = untested_versions(sys.version_info[:3], importlib.metadata.version("simpy"))
+    if problem is not None and os.environ.get("NETEMU_ALLOW_UNTESTED") != "1":
+        raise UntestedVersion(problem)
 
 
 class Scheduled(Protocol):
@@ -165,7 +210,7 @@ class _VirtualSelector(selectors.DefaultSelector):
         loop = self.loop
         if loop is None:
             raise RuntimeError("a _VirtualSelector steps SimPy only for the VirtualTimeLoop it was attached to")
-        loop._advance(timeout)  # noqa: SLF001 - the loop this selector serves
+        loop._advance(timeout)  # the loop this selector serves
         return []
 
 
@@ -184,6 +229,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         env = env if env is not None else VirtualEnvironment()
         selector = _VirtualSelector(env)
         super().__init__(selector)
+        try:
+            _check_versions()
+        except UntestedVersion:
+            self.close()
+            raise
         selector.loop = self
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
@@ -217,7 +267,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         now = self.env._time
         end = now + _resolution(now)
         sched = self._scheduled
-        while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # noqa: SLF001 - due timers join the run queue
+        while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # due timers join the run queue
             timer = heapq.heappop(sched)
             timer._scheduled = False  # type: ignore[attr-defined]
             ready.append(timer)
@@ -225,8 +275,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         try:
             for _ in range(len(ready)):
                 handle = ready.popleft()
-                if not handle._cancelled:  # noqa: SLF001
-                    handle._run()  # noqa: SLF001
+                if not handle._cancelled:
+                    handle._run()
         finally:
             self._phase = 0
 
@@ -238,7 +288,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if n > _REBUILD_COUNT and self._timer_cancelled_count / n > _REBUILD_FRACTION:
             kept = []
             for handle in sched:
-                if handle._cancelled:  # noqa: SLF001
+                if handle._cancelled:
                     handle._scheduled = False  # type: ignore[attr-defined]
                 else:
                     kept.append(handle)
@@ -246,7 +296,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._scheduled = kept
             self._timer_cancelled_count = 0
         else:
-            while sched and sched[0]._cancelled:  # noqa: SLF001
+            while sched and sched[0]._cancelled:
                 self._timer_cancelled_count -= 1
                 handle = heapq.heappop(sched)
                 handle._scheduled = False  # type: ignore[attr-defined]
@@ -340,8 +390,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             contextvars.copy_context().run(callback, *args)  # as a handle runs it: in a copy of the context
         except (SystemExit, KeyboardInterrupt):
             raise
-        except BaseException as exc:  # as asyncio's Handle._run: reported to the exception handler, the loop goes on
-            source = asyncio.format_helpers._format_callback_source(callback, args)  # noqa: SLF001
+        except BaseException as exc:  # noqa: BLE001 - as asyncio's Handle._run: reported to the exception handler, the loop goes on
+            source = asyncio.format_helpers._format_callback_source(callback, args)
             self.call_exception_handler({"message": f"Exception in callback {source}", "exception": exc})
         finally:
             self._running_now = False

@@ -9,7 +9,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netemu import clock
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
+
+
+def test_this_python_and_simpy_are_versions_the_clock_is_tested_on():
+    import importlib.metadata
+    import sys
+
+    problem = clock.untested_versions(sys.version_info[:3], importlib.metadata.version("simpy"))
+    assert problem is None, problem  # the loop uses asyncio's internals: test it here, then add the version
+
+
+def test_on_an_untested_version_the_loop_refuses_to_start_naming_the_versions(monkeypatch):
+    assert clock.untested_versions((3, 11, 7), "4.1.2") is None
+    problem = clock.untested_versions((3, 14, 0), "4.1.2")
+    assert problem is not None and "Python 3.11, 3.12, 3.13 with SimPy 4.1; this is Python 3.14.0 with SimPy 4.1.2" in problem
+    assert "SimPy 4.2.0" in (clock.untested_versions((3, 12, 1), "4.2.0") or "")
+    monkeypatch.setattr(clock, "TESTED_PYTHON", ())
+    clock._check_versions.cache_clear()
+    try:
+        with pytest.raises(clock.UntestedVersion, match="tested on Python  with SimPy 4.1"):
+            VirtualTimeLoop()
+        clock._check_versions.cache_clear()
+        monkeypatch.setenv("NETEMU_ALLOW_UNTESTED", "1")
+        VirtualTimeLoop().close()
+    finally:
+        clock._check_versions.cache_clear()
 
 
 @pytest.mark.asyncio
