@@ -412,7 +412,7 @@ class Network:
     def _arrive_copy(self, event: _Due) -> bool | None:
         """Deliver a duplicate: a second deliver record (``duplicate: true``) and a second Message of the
         same id; counted as `duplicates` of its link class, not as a message."""
-        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # noqa: SLF001 - our own event
+        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # our own event
         node, now = self.nodes[dst], self.env.now
         self._drops[cls, "duplicates"] += 1
         if not node.up or node.receiver is None:
@@ -428,13 +428,13 @@ class Network:
         self.env.schedule_at(_Due((self._lose_general,), (msg_id, reason, box, extra)), t)
 
     def _lose_general(self, event: _Due) -> None:
-        msg_id, reason, box, extra = event._value  # noqa: SLF001 - our own event
+        msg_id, reason, box, extra = event._value  # our own event
         if box is not None:
             box.take()
         self._drop(msg_id, reason, extra)
 
     def _lose(self, event: _Due) -> None:
-        self._drop(*event._value)  # noqa: SLF001 - our own event
+        self._drop(*event._value)  # our own event
 
     def _drop(self, msg_id: int, reason: str, extra: dict | None = None) -> None:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
@@ -458,7 +458,7 @@ class Network:
         ahead of every later event, and delivered after the woken code has run —
         the same interleaving, hence the same log, as one event per message.
         """
-        batch = event._value  # noqa: SLF001 - our own event
+        batch = event._value  # our own event
         last = len(batch) - 1
         for i, (msg_id, payload, box) in enumerate(batch):
             if self._deliver(msg_id, payload, box) is not False and i < last:
