@@ -129,12 +129,11 @@ class VirtualEnvironment(simpy.Environment):
     """A SimPy environment whose clock can also be advanced by asyncio timers.
 
     Time is a float from the start (SimPy's default is the int 0), so logs are uniform.
-    It keeps its own event queue: it implements what a SimPy environment implements —
-    `now`, `schedule`, `peek`, `step` (`simpy.core.BaseEnvironment`) — as SimPy's
-    `Environment` does, in the same order (time, priority, then scheduling order), and adds
-    `schedule_at` (an event at an instant: ``now + (t - now)`` can miss `t` by a float step),
-    `advance_to` (asyncio's timers move the clock) and `urgent_due` (what the loop's
-    `run_now` must know).  SimPy's events only call `schedule`.
+    It keeps its own event queue: it implements an environment's `now`, `schedule`, `peek`
+    and `step` as SimPy's `Environment` does, in the same order (time, priority, then
+    scheduling order), and adds `schedule_at` (an event at an instant: ``now + (t - now)``
+    can miss `t` by a float step), `advance_to` (asyncio's timers move the clock) and
+    `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
     """
 
     def __init__(self, initial_time: float = 0.0) -> None:
