@@ -29,8 +29,8 @@ costs what the loop iteration does.)
 
 That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
 handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
-do without them, at a price measured in docs/benchmarks.md: ×1.2–1.6 the CPU time of the
-cohort paths, where most of the engine's speed comes from `run_now`.  So the internals
+do without them, at a price measured in docs/benchmarks.md: ×1.1–1.7 the CPU time of the
+cohort paths, whose speed comes largely from `run_now`.  So the internals
 stay, pinned: the loop refuses to start on a Python or SimPy version it is not tested on
 (`untested_versions`; `NETEMU_ALLOW_UNTESTED=1` runs anyway).  SimPy is driven through
 its public interface only: `VirtualEnvironment` implements an environment's methods.
