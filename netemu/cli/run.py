@@ -132,7 +132,7 @@ def cmd_replay(args) -> int:
     trace = Trace.read(args.trace)
     overrides = [*args.overrides, f"run.seed={trace.header['seed']}"]
     sc = load_scenario(args.scenario, overrides)
-    if sc.table["run"]["runs"] > len(trace.header["runs"]):
+    if sc.settings.run.runs > len(trace.header["runs"]):
         overrides.append(f"run.runs={len(trace.header['runs'])}")
         sc = load_scenario(args.scenario, overrides)
     return _execute(sc, args, replay=trace, source=args.source)

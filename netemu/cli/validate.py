@@ -28,8 +28,8 @@ def cmd_validate(args) -> int:
             failed += 1
             print(printable_lines(exc), file=sys.stderr)
         else:
-            labels = ", ".join(a["label"] for a in sc.table["algorithm"])
-            print(printable(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})"))
+            s = sc.settings
+            print(printable(f"{path}: ok ({s.run.runs} run(s) x {s.run.rounds} rounds; algorithms: {', '.join(s.labels)})"))
             from netemu.scenario.build import script_hash
 
             for key, code in sc.code():

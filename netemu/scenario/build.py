@@ -8,8 +8,6 @@ data, participation draws and link fates (common random numbers).  The run seed 
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -32,10 +30,11 @@ from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
 from netemu.scenario.load import Scenario, algorithm_params, match_nodes
+from netemu.scenario.settings import thawed
 from netemu.world import World, fewer_collections
 
 __all__ = [
-    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "link_classes", "load_script", "release", "run_horizon", "run_seed",
+    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "release", "run_horizon", "run_seed",
     "script_hash", "topology_for_validation",
 ]
 
@@ -88,7 +87,7 @@ def release(graph: nx.DiGraph) -> None:
 
 
 def topology_for_validation(sc: Scenario) -> nx.DiGraph:
-    return build_graph(sc, Streams(sc.table["run"]["seed"]))
+    return build_graph(sc, Streams(sc.settings.run.seed))
 
 
 def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -> Any:
@@ -104,9 +103,9 @@ def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -
 
 def devices_of(sc: Scenario, graph: nx.DiGraph) -> dict[str, dict]:
     """The device of each client (i-th client, in topology order, gets device i mod n)."""
-    if not sc.table["devices"]["file"]:
+    if not sc.settings.devices.file:
         return {}
-    devices = read_devices(sc.resolve(sc.table["devices"]["file"]))["devices"]
+    devices = read_devices(sc.resolve(sc.settings.devices.file))["devices"]
     clients = [n for n, r in graph.nodes(data="role") if r == "client"]
     return {c: devices[i % len(devices)] for i, c in enumerate(clients)}
 
@@ -117,9 +116,9 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     set of components (`Link(shared=True)`: each link copies a stateful one before its
     first draw), so a million links do not hold a million copies of the same models; what
     a class's table says is read once per class, not once per link."""
-    overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
-    devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
-    classes = link_classes(sc.table)
+    overrides = {(o["src"], o["dst"]): thawed(o) for o in sc.settings.links.overrides}
+    devices = devices_of(sc, graph) if sc.settings.devices.bandwidth else {}
+    classes = {cls: thawed(t) for cls, t in sc.settings.links.by_class().items()}
     by_class: dict[str, tuple] = {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
@@ -136,17 +135,6 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
         out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
                              queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt)
     return out
-
-
-def link_classes(table: dict) -> dict[str, dict]:
-    """The link classes' tables: [links], after the classes `[topology] server_link` and
-    `access_points` stand for (both directions alike; a [links.<class>] table wins)."""
-    topo, out = table["topology"], {}
-    for key, up, down in (("server_link", "server_uplink", "server_downlink"), ("access_points", "ap_uplink", "ap_downlink")):
-        if key in topo:
-            t = {k: v for k, v in topo[key].items() if k != "clients_per_ap"}
-            out[up], out[down] = t, t
-    return {**out, **table["links"]}
 
 
 def _link_spec(sc: Scenario, table: dict) -> tuple:
@@ -187,7 +175,7 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
             if i not in models:
                 models[i] = _speed_model(sc, speed, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             if speed_draws is None:
-                speed_draws = (streams or Streams(sc.table["run"]["seed"])).keyed("speeds")
+                speed_draws = (streams or Streams(sc.settings.run.seed)).keyed("speeds")
             speed = models[i].draw(speed_draws.uniform(n))
         if n in device_speed:
             speed = device_speed[n]
@@ -260,36 +248,20 @@ def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
     return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
 
 
-def has_population(table: dict) -> bool:
-    """Whether [nodes] (or a group) draws or derives per-node speeds or participation (recorded in nodes.csv)."""
-    nodes = table["nodes"]
-    return any(isinstance(t.get(k), dict) for t in (nodes, *nodes["group"]) for k in ("speed", "participation"))
-
-
-_DEADLINE = re.compile(r"(time|timeout|deadline)$")  # algorithm parameters that bound a round's length
-
-
 def run_horizon(sc: Scenario) -> float:
     """The virtual time at which a run is stopped as "horizon reached": `run.max_time`, or
     (max_time = 0) per round one virtual day, or twice the algorithms' longest deadline
-    (a parameter named *time, *timeout or *deadline) when that is longer, after the last
-    scheduled event of the scenario (crash, recovery, outage end, `until`, the devices'
-    horizon).  It stops runs whose actors only wait on timers that lead nowhere."""
-    run = sc.table["run"]
-    if run["max_time"] > 0:
-        return run["max_time"]
-    times = [run["until"]]
-    times += [t for c in sc.table["nodes"]["crash"] for t in (c["at"], c["recover"])]
-    times += [w[1] for _, link in _link_items(sc) for w in link.get("outages", [])]
-    if sc.table["devices"]["file"]:
-        times.append(read_devices(sc.resolve(sc.table["devices"]["file"]))["horizon"])
-    deadlines = [v for a in sc.table["algorithm"] for k, v in a.items()
-                 if _DEADLINE.search(k) and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
-    return max(times) + max(DAY, 2 * max(deadlines, default=0.0)) * run["rounds"]
-
-
-def _link_items(sc: Scenario) -> list[tuple[str, dict]]:
-    return [*link_classes(sc.table).items(), *((f"link[{i}]", t) for i, t in enumerate(sc.table["link"]))]
+    (a parameter its spec declares one, netemu.config.deadline) when that is longer, after
+    the last scheduled event of the scenario (crash, recovery, outage end, `until`, the
+    devices' horizon).  It stops runs whose actors only wait on timers that lead nowhere."""
+    s = sc.settings
+    if s.run.max_time > 0:
+        return s.run.max_time
+    times = [s.run.until, *(c.at for c in s.nodes.crashes), *(c.recover for c in s.nodes.crashes if c.recover is not None), *s.links.outage_ends()]
+    if s.devices.file:
+        times.append(read_devices(sc.resolve(s.devices.file))["horizon"])
+    deadlines = [d for a in s.algorithms for d in a.deadlines]
+    return max(times) + max(DAY, 2 * max(deadlines, default=0.0)) * s.run.rounds
 
 
 class ScriptError(InputError):
@@ -391,7 +363,7 @@ def build_world(
 
 def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates: Fates,
            setup: Callable[[World], None] | None, work_seconds: float) -> World:
-    streams = Streams(run_seed(sc.table["run"]["seed"], run))
+    streams = Streams(run_seed(sc.settings.run.seed, run))
     graph = build_graph(sc, streams)
     entry = sc.table["algorithm"][algorithm]
     spec = plugins.algorithm(entry["name"])
@@ -410,10 +382,10 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
         model=NetModel(**(sc.table["network"] or {})),
         work_seconds=work_seconds,
     )
-    if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
-        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
+    if sc.settings.devices.file:  # offline outside each device's online intervals (periodic traces repeat)
+        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.settings.devices.file)))
     try:
-        spec.build(world, params, data, sc.table["run"]["rounds"])
+        spec.build(world, params, data, sc.settings.run.rounds)
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
         raise _entry_error(sc, algorithm, entry, exc) from None
     if setup is not None:

@@ -3,7 +3,8 @@
 Every problem is collected and reported together (`ScenarioError`), each naming the
 file, the dotted key, the value and what is accepted.  The result is a `Scenario`:
 the resolved table (defaults filled in, written to the run folder as scenario.toml)
-plus the file it came from.  The format is documented in docs/scenarios.md.  The checks
+plus the file it came from, and `settings`, the same parsed once into typed records
+(netemu.scenario.settings) that the layers running it read.  The format is documented in docs/scenarios.md.  The checks
 live beside this module: `fields` (the tables and their values; plug-in tables through
 `specs`), `limits` (sizes, nesting), `files` (what the scenario names on disk), `specs`
 (plug-ins and their parameters), `crosscheck` (what needs the topology).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from netemu import plugins
@@ -22,6 +24,7 @@ from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
+from netemu.scenario.settings import Settings, settings
 from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
 
 __all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
@@ -30,14 +33,19 @@ __all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario: `table` is the resolved TOML table, `path` its source file."""
+    """A validated scenario: `table` is the resolved TOML table, `path` its source file,
+    `settings` the table's typed records (made once, when `load_scenario` returns it)."""
 
     table: dict
     path: Path
 
+    @cached_property
+    def settings(self) -> Settings:
+        return settings(self.table)
+
     @property
     def name(self) -> str:
-        return self.table["run"]["name"] or self.path.stem
+        return self.settings.run.name or self.path.stem
 
     def resolve(self, relative: str) -> Path:
         """A path written in the scenario, relative to the scenario file."""
@@ -48,9 +56,9 @@ class Scenario:
         """(key, path) of the Python code shipped with the scenario that a run executes:
         its `script`, and what an algorithm's params declare by a `code()` method (e.g. a
         Flower `app_dir`).  `validate` executes none of it; `run` names it first."""
-        out = [("script", self.resolve(self.table["script"]).resolve())] if self.table["script"] else []
-        for i, alg in enumerate(self.table["algorithm"]):
-            params = algorithm_params(self.table, i, plugins.algorithm(alg["name"]), lambda p: str(self.resolve(p)))
+        out = [("script", self.resolve(self.settings.script).resolve())] if self.settings.script else []
+        for i, alg in enumerate(self.settings.algorithms):
+            params = algorithm_params(self.table, i, plugins.algorithm(alg.name), lambda p: str(self.resolve(p)))
             out += [(f"algorithm[{i}].{key}", Path(path).resolve()) for key, path in getattr(params, "code", list)()]
         return out
 
@@ -83,7 +91,9 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
         check_files(table, sc.resolve, issues)
     if issues.items:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])
-    return Scenario(table, path)
+    sc = Scenario(table, path)
+    sc.settings  # noqa: B018 - parsed now, once: a scenario returned is a typed one
+    return sc
 
 
 def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:
