@@ -5,7 +5,9 @@ environment realization.  The folder (docs/formats.md) holds scenario.toml,
 messages.jsonl, trace.msgpack, metrics.csv, summary.json and curves_*.png.  Whatever
 stops the run — the end, Ctrl-C, a failing actor, a deadlock — the folder is written
 with what was done, and summary.json says whether it is complete: per algorithm and
-run, the rounds planned and done and what stopped it (`run_outcome`).
+run, the rounds planned and done and what stopped it (`run_outcome`).  A run's lifecycle
+(started, each world started and ended, ended) is told as diagnostics events
+(netemu.diagnostics: `netemu --log-format json` prints them).
 
 This module runs; the rest is beside it: `runfolder` (the resolved scenario.toml, the folder's
 name, its metrics, privacy, summary and plot files), `outcome` (what summary.json says of the
@@ -23,6 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from netemu import __version__
+from netemu.diagnostics import event
 from netemu.errors import InputError, NetemuError, RunStopped
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
@@ -92,6 +95,8 @@ def execute(
     results = Results(labels)
     complete, stopped_by, head = False, None, {}  # head: summary.json's `compute` and `failure`
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    event("run.started", scenario=sc.name, folder=str(out), seed=s.run.seed, runs=s.run.runs, rounds=planned, algorithms=labels,
+          replay=str(replay.path) if replay is not None else None)
     writer = None
     with ExitStack() as stack:
         try:
@@ -137,6 +142,7 @@ def execute(
                         population.writerows((r, n.name, n.role, repr(n.speed), repr(n.participation)) for n in world.network.nodes.values())
                     raise_pending()  # a signal while the world was built (its loop, its actors)
                     bar.set_postfix_str(f"{label} run {r}")
+                    event("run.algorithm_started", algorithm=label, run=r)
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     failure: BaseException | None = None
                     try:
@@ -145,7 +151,9 @@ def execute(
                         failure = exc
                         raise
                     finally:
-                        results.add(label, r, world, run_outcome(world, r, planned, until, horizon, failure))
+                        outcome = run_outcome(world, r, planned, until, horizon, failure)
+                        results.add(label, r, world, outcome)
+                        event("run.algorithm_ended", algorithm=label, **outcome)
             raise_pending()  # a signal after the last world's loop, or while its results were gathered: not complete
             early = results.early()
             complete = not early
@@ -164,7 +172,13 @@ def execute(
                                       runs=s.run.runs, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head,
                                       tail={"replay": {"trace": str(replay.path), **replay.counts}} if replay is not None else None)
             write_results(out, results, summary, plots=s.output.plots, title=sc.name)
+            _ended(summary, out)
     return summary
+
+
+def _ended(summary: dict, out: Path) -> None:
+    event("run.ended", scenario=summary["scenario"], folder=str(out), complete=summary["complete"], stopped_by=summary["stopped_by"],
+          wall_time_s=summary["wall_time_s"], warnings=len(summary["warnings"]))
 
 
 def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
@@ -197,6 +211,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
                           network={"python": "a World built in Python: no scenario table describes its random models"})
     results, head = Results([label]), {}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    event("run.started", scenario=name, folder=str(out), seed=seed, runs=1, rounds=rounds, algorithms=[label], replay=None)
     failure: BaseException | None = None
     with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
         writer = TraceWriter(trace_file, trace_header)
@@ -221,4 +236,5 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
             summary = results.summary(scenario=name, complete=outcome["complete"], stopped_by=outcome["stopped_by"], planned=planned,
                                       seed=seed, runs=1, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head)
             write_results(out, results, summary, plots=True, title=name)
+            _ended(summary, out)
     return summary

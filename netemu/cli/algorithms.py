@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +27,7 @@ def _parameters(params: type, defaults: dict) -> str:
 
 
 def cmd_algorithms(args) -> int:
+    from netemu.diagnostics import event
     from netemu.plugins import algorithm, registry
 
     reg = registry()
@@ -45,6 +45,6 @@ def cmd_algorithms(args) -> int:
         for name, data in reg.data.items():
             print(f"{name}  ({reg.origin[('data kind', name)]})\n    {data.doc}\n    parameters: {_parameters(data.params, {})}")
     for line in reg.broken:
-        print(f"netemu: plug-in not loaded: {line}", file=sys.stderr)
+        event("plugin.not_loaded", f"netemu: plug-in not loaded: {line}", level="warning", detail=line)
     return 2 if reg.broken else 0
 
