@@ -27,6 +27,7 @@ def _parameters(params: type, defaults: dict) -> str:
 
 
 def cmd_algorithms(args) -> int:
+    from netemu.config import deadlines
     from netemu.diagnostics import event
     from netemu.plugins import algorithm, registry
 
@@ -40,6 +41,8 @@ def cmd_algorithms(args) -> int:
         for req in spec.requires:
             print(f"    needs: {req.needs}")
         print(f"    parameters: {_parameters(spec.params, spec.defaults)}")
+        if deadlines(spec.params):
+            print(f"    deadlines: {', '.join(deadlines(spec.params))} (the automatic horizon allows a round twice the longest)")
     if not args.names:
         print("\ndata kinds:")
         for name, data in reg.data.items():
