@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
 from netemu.scenario.load import Scenario, algorithm_params, match_nodes
-from netemu.scenario.settings import thawed
+from netemu.scenario.settings import Algorithm, thawed
 from netemu.world import World, fewer_collections
 
 __all__ = [
@@ -59,9 +59,9 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
 def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
     """The graph of the scenario's topology, built by its registered TopologySpec (file keys resolved),
     with routers before the servers for `server_link` / `access_points` (star and multi_server)."""
-    topo = sc.table["topology"]
-    spec = plugins.topology(topo["kind"])
-    params = {k: v for k, v in topo.items() if k not in ("kind", "server_link", "access_points")}
+    topo, shared = sc.settings.topology, sc.settings.links.shared
+    spec = plugins.topology(topo.kind)
+    params = thawed(topo.params)
     for key in spec.paths:
         params[key] = sc.resolve(params[key])
     try:
@@ -72,8 +72,8 @@ def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
         raise InputError(f"topology {spec.name!r}: build(params, streams) raised {type(exc).__name__}: {exc}") from None
     if not isinstance(g, nx.DiGraph):
         raise InputError(f"topology {spec.name!r}: build(params, streams) returned {type(g).__name__}, expected a networkx DiGraph")
-    if "server_link" in topo or "access_points" in topo:
-        g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
+    if shared:
+        g = T.behind_routers(g, server_link="server_link" in shared, clients_per_ap=shared.get("access_points", {}).get("clients_per_ap", 0))
     return g
 
 
@@ -152,17 +152,17 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
     A speed model draws each node's speed once, from the keyed stream ``speeds`` at the node's
     name (`streams`: the run's; run 0's when not given), so every algorithm of a run meets the
     same population; a participation model reads each client's sample count from `data`."""
-    nodes = sc.table["nodes"]
-    tables = [nodes, *nodes["group"]]
-    source = dict.fromkeys(graph.nodes, 0)  # node -> index in `tables` of the table that sets its behaviour
-    for i, group in enumerate(nodes["group"], 1):  # later groups win
-        for pattern in group["members"]:
+    nodes = sc.settings.nodes
+    tables = [nodes.default, *nodes.groups]
+    source = dict.fromkeys(graph.nodes, 0)  # node -> index in `tables` of the behaviour that sets its own
+    for i, group in enumerate(nodes.groups, 1):  # later groups win
+        for pattern in group.members:
             for n in match_nodes(pattern, list(graph.nodes)):
                 source[n] = i
     device_speed = {name: d["speed"] for name, d in devices_of(sc, graph).items() if "speed" in d}  # online intervals: attach_devices
     crashes: dict[str, list] = {}
-    for c in nodes["crash"]:
-        crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
+    for c in nodes.crashes:
+        crashes.setdefault(c.node, []).append((c.at, c.recover))
     speed_draws = None
     models: dict[int, Any] = {}  # table index -> its speed model or participation map, made once
     probs: dict[int, dict[str, float]] = {}
@@ -170,23 +170,23 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
     out = {}
     for n, i in source.items():
         t = tables[i]
-        speed, participation, completeness = t["speed"], t["participation"], t.get("completeness")
-        if isinstance(speed, dict):
+        speed, participation, completeness = t.speed, t.participation, t.completeness
+        if isinstance(speed, Mapping):
             if i not in models:
-                models[i] = _speed_model(sc, speed, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
+                models[i] = _speed_model(sc, thawed(speed), "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             if speed_draws is None:
                 speed_draws = (streams or Streams(sc.settings.run.seed)).keyed("speeds")
             speed = models[i].draw(speed_draws.uniform(n))
         if n in device_speed:
             speed = device_speed[n]
-        if isinstance(participation, dict):
+        if isinstance(participation, Mapping):
             if i not in probs:
-                probs[i] = _participation(sc, data, participation, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
+                probs[i] = _participation(sc, data, thawed(participation), "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             participation = probs[i].get(n, 1.0)  # a node without data (a server) always takes part
-        fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, dict)
+        fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, Mapping)
                     else (completeness["low"], completeness.get("high", 1.0)))
         crash = tuple(crashes.get(n, ()))
-        s = {"participation": participation, "speed": speed, "slowdown_sigma": t["slowdown_sigma"]}
+        s = {"participation": participation, "speed": speed, "slowdown_sigma": t.slowdown_sigma}
         key = (*((type(v), v) for v in s.values()), crash, fraction)
         b = alike.get(key)
         if b is None:
@@ -226,14 +226,14 @@ def client_labels(sc: Scenario, data: Any) -> tuple[dict[str, Any], int]:
     """Each client's training labels (integers 0 .. classes − 1) and the number of classes:
     `digits_fl` (its `classes`), `digits` (binary tasks: 2), `linear` with binary labels (2).
     An InputError for data without class labels per client."""
-    table = sc.table["data"] or {}
+    kind, params = (sc.settings.data.kind, sc.settings.data.params) if sc.settings.data else (None, {})
     parts = getattr(data, "parts", None)
     classes = getattr(data, "classes", None)
-    if classes is None and (getattr(data, "loss", None) == "logistic" or (table.get("kind") == "linear" and table.get("labels") == "binary")):
+    if classes is None and (getattr(data, "loss", None) == "logistic" or (kind == "linear" and params.get("labels") == "binary")):
         classes = 2
     if not isinstance(parts, dict) or not isinstance(classes, int):
         raise InputError(f"{sc.path}: nodes.participation: model = \"label\" needs each client's class labels, from a data kind "
-                         f"with labels per client ({', '.join(LABELLED_KINDS)}); data.kind = {table.get('kind')!r} has none")
+                         f"with labels per client ({', '.join(LABELLED_KINDS)}); data.kind = {kind!r} has none")
     return {name: np.asarray(part[1]).astype(np.int64) for name, part in parts.items()}, classes
 
 
@@ -242,7 +242,7 @@ def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
     client -> (X, y)); an InputError when the data has no partition to read them from."""
     parts = getattr(data, "parts", None)
     if not isinstance(parts, dict):
-        kind = (sc.table["data"] or {}).get("kind")
+        kind = sc.settings.data.kind if sc.settings.data else None
         raise InputError(f"{sc.path}: nodes.participation: model = \"data_size\" needs each client's sample count, from a data kind "
                          f"that partitions samples among clients (linear, clustered, federated); data.kind = {kind!r} has none")
     return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
@@ -330,10 +330,10 @@ def load_script(path: Path) -> Callable[[World], None]:
 
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     """The scenario's data (None without a [data] table: its algorithms need none)."""
-    if sc.table["data"] is None:
+    if sc.settings.data is None:
         return None
-    spec = plugins.data_kind(sc.table["data"]["kind"])
-    params = spec.params(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
+    spec = plugins.data_kind(sc.settings.data.kind)
+    params = spec.params(**thawed(sc.settings.data.params))
     if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
         params = params.with_paths(lambda p: str(sc.resolve(p)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server" and r not in ROUTER_ROLES]
@@ -365,8 +365,8 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
            setup: Callable[[World], None] | None, work_seconds: float) -> World:
     streams = Streams(run_seed(sc.settings.run.seed, run))
     graph = build_graph(sc, streams)
-    entry = sc.table["algorithm"][algorithm]
-    spec = plugins.algorithm(entry["name"])
+    entry = sc.settings.algorithms[algorithm]
+    spec = plugins.algorithm(entry.name)
     try:
         params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
         data = build_data(sc, graph, streams)  # before the world: a participation model reads the clients' sample counts
@@ -379,7 +379,7 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
         behaviours=build_behaviours(sc, graph, streams, data),
         log=log,
         fates=fates,
-        model=NetModel(**(sc.table["network"] or {})),
+        model=NetModel(**thawed(sc.settings.network or {})),
         work_seconds=work_seconds,
     )
     if sc.settings.devices.file:  # offline outside each device's online intervals (periodic traces repeat)
@@ -394,6 +394,6 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     return world
 
 
-def _entry_error(sc: Scenario, algorithm: int, entry: dict, exc: ConfigError) -> InputError:
+def _entry_error(sc: Scenario, algorithm: int, entry: Algorithm, exc: ConfigError) -> InputError:
     where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"
-    return InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}")
+    return InputError(f"{sc.path}: {where} ({entry.label}): {exc.accepts}")
