@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from netemu import plugins
@@ -34,14 +33,11 @@ __all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match
 @dataclass(frozen=True)
 class Scenario:
     """A validated scenario: `table` is the resolved TOML table, `path` its source file,
-    `settings` the table's typed records (made once, when `load_scenario` returns it)."""
+    `settings` the table's typed records."""
 
     table: dict
     path: Path
-
-    @cached_property
-    def settings(self) -> Settings:
-        return settings(self.table)
+    settings: Settings
 
     @property
     def name(self) -> str:
@@ -49,8 +45,7 @@ class Scenario:
 
     def resolve(self, relative: str) -> Path:
         """A path written in the scenario, relative to the scenario file."""
-        p = Path(relative)
-        return p if p.is_absolute() else self.path.parent / p
+        return _resolve(self.path, relative)
 
     def code(self) -> list[tuple[str, Path]]:
         """(key, path) of the Python code shipped with the scenario that a run executes:
@@ -63,6 +58,11 @@ class Scenario:
         return out
 
 
+def _resolve(path: Path, relative: str) -> Path:
+    p = Path(relative)
+    return p if p.is_absolute() else path.parent / p
+
+
 def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scenario:
     from netemu.scenario.build import release, topology_for_validation  # the one place that needs graphs
 
@@ -73,8 +73,9 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
     issues = Issues(file)
     raw, renamed_keys = shorthands(raw, issues)
     table = validate(SCHEMA, raw, "", issues)
-    if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, Scenario(table, path).resolve, issues):
-        sc = Scenario(table, path)
+    sc = None
+    if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, lambda p: _resolve(path, p), issues):
+        sc = Scenario(table, path, settings(table))
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
         params = check_algorithms(table, specs, lambda p: str(sc.resolve(p)), issues)
         check_heterogeneity(table, specs, issues)
@@ -89,10 +90,8 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
             check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
             release(graph)
         check_files(table, sc.resolve, issues)
-    if issues.items:
+    if issues.items or sc is None:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])
-    sc = Scenario(table, path)
-    sc.settings  # noqa: B018 - parsed now, once: a scenario returned is a typed one
     return sc
 
 
