@@ -69,6 +69,8 @@ def test_json_diagnostics_name_every_lifecycle_event_of_a_run(scenario, tmp_path
 def test_the_format_may_also_follow_the_command(scenario, tmp_path, capsys):
     assert main(["run", str(scenario), "--out", str(tmp_path / "out"), "--quiet", "--log-format", "json"]) == 0
     assert [e["event"] for e in json_lines(capsys.readouterr().err)][0] == "run.started"
+    assert main(["log", "summary", str(tmp_path / "none"), "--log-format", "json"]) == 2
+    assert [e["event"] for e in json_lines(capsys.readouterr().err)] == ["error"]
 
 
 def test_text_diagnostics_are_the_lines_people_read_and_no_lifecycle(scenario, tmp_path, capsys):

@@ -65,9 +65,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (run, log, sweep, devices, plot, report, algorithms, validate):
         command.register(sub)
-    for command_parser in sub.choices.values():  # also after the command: netemu run X --log-format json
+    for command_parser in _commands(parser):  # also after the command: netemu run X --log-format json
         command_parser.add_argument("--log-format", choices=FORMATS, default=argparse.SUPPRESS, help=LOG_FORMAT)
     return parser
+
+
+def _commands(parser: argparse.ArgumentParser):
+    """The parsers of `parser`'s commands and of theirs (netemu log summary, ...)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command_parser in action.choices.values():
+                yield command_parser
+                yield from _commands(command_parser)
 
 
 LOG_FORMAT = ("how netemu's own messages (warnings, progress, errors, a run's lifecycle) print on stderr: "
