@@ -103,10 +103,10 @@ def _execute(sc, args, replay=None, source=None) -> int:
     if not args.quiet:
         _print_summary(summary, out)
     for warning in summary["warnings"]:
-        event("warning", f"netemu: warning: {warning}", level="warning", folder=str(out))
+        event("warning", f"netemu: warning: {p(warning)}", level="warning", folder=str(out))
     if not summary["complete"]:
         if args.quiet:
-            event("run.incomplete", f"netemu: {_outcome_words(summary)}", level="warning", folder=str(out))
+            event("run.incomplete", f"netemu: {p(_outcome_words(summary))}", level="warning", folder=str(out))
         return EXIT_INCOMPLETE
     return EXIT_COMPLETE
 

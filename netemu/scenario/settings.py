@@ -19,7 +19,7 @@ from netemu import plugins
 from netemu.config import deadlines
 
 __all__ = ["Algorithm", "Behaviour", "Crash", "Data", "Devices", "Links", "Nodes", "Output", "Run", "Settings", "Topology",
-           "network_model", "settings"]
+           "network_model", "settings", "thawed"]
 
 
 def _frozen(x: Any) -> Any:
