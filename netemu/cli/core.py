@@ -86,7 +86,9 @@ LOG_FORMAT = ("how netemu's own messages (warnings, progress, errors, a run's li
 def _format_warning(message, category, filename, lineno, line=None) -> str:
     """netemu's own warnings as a `warning` event (`netemu: warning: ...`), others as Python shows them."""
     if category.__module__.startswith("netemu"):
-        return render("warning", f"netemu: warning: {message}", level="warning", category=category.__name__) + "\n"
+        from netemu.terminal import printable  # one line, as before
+
+        return render("warning", f"netemu: warning: {printable(message)}", level="warning", category=category.__name__) + "\n"
     return _python_format_warning(message, category, filename, lineno, line)
 
 
