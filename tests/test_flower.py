@@ -38,11 +38,11 @@ SPEED = 100.0  # work units per virtual second: a node of 240 examples trains 2 
 
 
 def digits_world(seed: int = 1, *, links=None, behaviours=None, log=None, server_app=SERVER, client_app=CLIENT,
-                 run_config=CONFIG, clients: int = K) -> World:
+                 run_config=CONFIG, clients: int = K, on_client_error: str = "reply") -> World:
     behaviours = behaviours or {}
     behaviours = {f"client-{k}": behaviours.get(f"client-{k}", NodeBehaviour(speed=SPEED)) for k in range(clients)}
     world = World(star(clients), seed=seed, links=links, behaviours=behaviours, log=log)
-    add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR)
+    add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR, on_client_error=on_client_error)
     return world
 
 
@@ -177,7 +177,7 @@ def test_logged_bytes_are_flowers_serialized_message_sizes():
 # ---------------------------------------------------------------- failures and bad input
 
 
-def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
+def test_with_on_client_error_stop_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
     failing = ClientApp()
     digits = digits_client_app()
 
@@ -188,7 +188,7 @@ def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_typ
         return digits(msg, context)
 
     buf = io.BytesIO()
-    world = digits_world(client_app=failing, log=MessageLog(buf))
+    world = digits_world(client_app=failing, log=MessageLog(buf), on_client_error="stop")
     with pytest.raises(FlowerAppFailed) as info:
         world.run()
     first = str(info.value).splitlines()[0]
@@ -461,7 +461,7 @@ def test_a_run_stopped_at_until_unwinds_the_server_app_and_restores_flowers_glob
     world = digits_world()
     result = world.run(until=7.0)  # inside round 2: the ServerApp is waiting in send_and_receive
     assert not result.complete and world.env.now == pytest.approx(7.0)
-    assert not world.actors["server"].app._thread.is_alive()
+    assert not world.actors["server"].turns.main.thread.is_alive()
     assert (random.getstate(), TaskIdentity._run_id, threading.active_count()) == before
 
 

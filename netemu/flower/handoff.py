@@ -44,6 +44,14 @@ class AppThread:
     def finished(self) -> bool:
         return self._finished
 
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
+
     # ------------------------------------------------------------ worker side
 
     def _main(self) -> None:
