@@ -35,10 +35,12 @@ from netemu.errors import InputError, RunStopped
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
 from netemu.flower.legacy import legacy_hooks
+from netemu.flower.spec import ON_CLIENT_ERROR
 from netemu.flower.turns import Turns
 from netemu.flower.waits import Replies
 from netemu.flower.wire import from_wire, new_message_id, to_wire
-from netemu.flower.work import WorkModel, WorkSeen
+from netemu.flower.tally import Tally
+from netemu.flower.work import WorkModel
 from netemu.rng import Streams
 from netemu.wire.codec import encode_from
 from netemu.world import World
@@ -47,7 +49,6 @@ __all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "ad
 
 FIRST_NODE_ID = 1000  # the i-th client node (topology order) is Flower node 1000 + i
 REPLY = "-reply"  # netemu message kind of a reply: the Flower message type + "-reply"
-ON_CLIENT_ERROR = ("reply", "stop")  # what a ClientApp that raises does: Flower's error reply, or stop the run
 EXCHANGES = ("train", "evaluate", "query")  # message categories whose exchanges are counted as metrics
 
 
@@ -189,7 +190,7 @@ class FlowerServer(Actor):
         self.run_config = dict(run_config)
         self.run_id = run_id
         self.turns: Turns | None = None
-        self.work_seen: WorkSeen | None = None  # replies with and without examples (set by add_flower)
+        self.tally = Tally()  # what the run counts for its summary (shared with the nodes by add_flower)
         self.grid: NetemuGrid | None = None
         self.ids: np.random.Generator | None = None
         self.context: Context | None = None  # the ServerApp's Context; Flower apps leave results in its `state`
@@ -209,11 +210,11 @@ class FlowerServer(Actor):
             finally:
                 turns.stop()
                 grid.close()
+        self._report_tally()
         if kind == "raised":
             line = (f"Flower ServerApp on node {self.name!r} raised {type(exc).__name__}: {_first_line(exc)} "
                     f"at virtual time {self.now:g} (last message type {self.last_category!r}, round {self.last_round})")
             raise FlowerAppFailed(line, "".join(traceback.format_exception(exc)))
-        self._report_work()
 
     async def _drive(self, turns: Turns) -> tuple[str, Any]:
         """Run the ServerApp's threads in turns; between turns, wait in virtual time until
@@ -286,11 +287,10 @@ class FlowerServer(Actor):
             self.report([(f"{category}_replies", sum(1 for r in replies if not r.has_error())),
                          (f"{category}_failures", sum(1 for r in replies if r.has_error()))], rnd)
 
-    def _report_work(self) -> None:
-        """Warn when no reply of the whole run reported its examples: the work model then
-        gave the ClientApps no compute time (only `per_message`)."""
-        if self.work_seen is not None and self.work_seen.replies and not self.work_seen.with_examples:
-            self.report([("warn_no_work_reported", 1.0)], self.last_round)
+    def _report_tally(self) -> None:
+        """The run's counted events as `warn_<what>` metrics, one row per round (`Tally`)."""
+        for name, rnd, value in self.tally.warnings():
+            self.report([(name, value)], self.last_round if rnd < 0 else rnd)
 
 
 class FlowerNode(Actor):
@@ -298,16 +298,16 @@ class FlowerNode(Actor):
 
     When the ClientApp (or one of its mods) raises, `on_error` decides: "reply" sends the
     error reply Flower's runtime sends (CLIENT_APP_RAISED_EXCEPTION, the reason in Flower's
-    format) and records the metric `warn_client_app_errors`; "stop" stops the run."""
+    format), logs a `flower_client_error` record and counts it (`Tally`); "stop" stops the run."""
 
     daemon = True
 
     def __init__(self, name: str, client_app: Any, node_id: int, node_config: Mapping[str, Any],
                  run_config: Mapping[str, Any], run_id: int, work: WorkModel, on_error: str = "reply",
-                 work_seen: WorkSeen | None = None) -> None:
+                 tally: Tally | None = None) -> None:
         super().__init__(name)
         self.client_app, self.node_id, self.work, self.on_error = client_app, node_id, work, on_error
-        self.work_seen = work_seen if work_seen is not None else WorkSeen()
+        self.tally = tally if tally is not None else Tally()
         # the node's Context lives as long as the run (Flower keeps `state` across messages)
         self.context = Context(run_id=run_id, node_id=node_id, node_config=dict(node_config), state=RecordDict(), run_config=dict(run_config))
         self._ids: np.random.Generator | None = None
@@ -323,8 +323,8 @@ class FlowerNode(Actor):
             ins = from_wire(msg.payload)
             reply = self._call(ins)
             if not reply.has_error():
-                self.work_seen.replies += 1
-                self.work_seen.with_examples += self.work.examples(reply) is not None
+                self.tally.replies += 1
+                self.tally.with_examples += self.work.examples(reply) is not None
                 await self.compute(self.work.work(ins, reply, self.context.run_config))
             meta = reply.metadata
             meta.created_at = self.now
@@ -346,7 +346,9 @@ class FlowerNode(Actor):
                 when = f"at virtual time {self.now:g} while handling a {kind!r} message (round {self.round})"
                 raise FlowerAppFailed(f"{where} raised {type(exc).__name__}: {_first_line(exc)} {when}",
                                       "".join(traceback.format_exception(exc))) from None
-            self.metric("warn_client_app_errors", 1.0)
+            self.tally.count("client_app_errors", self.round)
+            self.world.log(t=self.now, event="flower_client_error", node=self.name, message_id=ins.metadata.message_id,
+                           message_type=kind, error=f"{type(exc).__name__}: {_first_line(exc)}")
             reason = str(type(exc)) + ":<'" + str(exc) + "'>"  # Flower's format (flwr.supernode.runtime.run_clientapp)
             return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=ins)
         return reply
@@ -389,8 +391,7 @@ def add_flower(
     run_id = flower_run_id(world.streams.seed)
     nodes = flower_nodes(clients)
     server = FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console)
-    server.work_seen = WorkSeen()
     world.add(server)
     for node_id, (name, node_config) in nodes.items():
-        world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work, on_client_error, server.work_seen))
+        world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work, on_client_error, server.tally))
     return {i: name for i, (name, _) in nodes.items()}

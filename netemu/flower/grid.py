@@ -26,8 +26,8 @@ Semantics (docs/flower.md):
   get the same list at once, and their calls count for nothing; after the run they get
   Flower's RunNotRunningException, which ends them.
 * A reply that matches no instruction of the run (a ClientApp or mod that answered
-  another message) is dropped, as the SuperLink drops it, and counted in the metric
-  `warn_unmatched_replies`.
+  another message) is dropped, as the SuperLink drops it, and counted (the metric
+  `warn_unmatched_replies`, in the summary's warnings).
 
 Calls come from the ServerApp's threads, which take turns with the event loop
 (`turns.Turns`): one runs at a time, so the order of pushes, message ids and replies is
@@ -181,7 +181,7 @@ class NetemuGrid(Grid):
         if key in self._pending and key not in self._replies:
             self._replies[key] = reply
         elif key not in self._seen:
-            self._server.metric("warn_unmatched_replies", 1.0, round=self._server.last_round)
+            self._server.tally.count("unmatched_replies", self._server.last_round)
 
     def pool_joined(self) -> None:
         """The legacy server's pool of send_and_receive calls was joined: one exchange."""

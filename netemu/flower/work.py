@@ -25,7 +25,7 @@ from netemu.config import require
 if TYPE_CHECKING:  # needs no Flower at import: the spec (and netemu validate) use this class
     from flwr.app import Message
 
-__all__ = ["LEGACY_EXAMPLES_KEY", "WorkModel", "WorkSeen"]
+__all__ = ["LEGACY_EXAMPLES_KEY", "WorkModel"]
 
 LEGACY_EXAMPLES_KEY = "num_examples"  # FitRes / EvaluateRes.num_examples in a legacy reply's MetricRecord
 
@@ -74,11 +74,3 @@ class WorkModel:
         value = run_config.get(self.epochs_key)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0
 
-
-@dataclass
-class WorkSeen:
-    """How many replies of a run were sent, and how many reported their examples (the
-    summary warns when none did: the work model then gave no compute time)."""
-
-    replies: int = 0
-    with_examples: int = 0
