@@ -13,6 +13,7 @@ sends the reply back over its uplink.  Bytes on the links are Flower's serializa
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import random
 import threading
@@ -92,17 +93,40 @@ _ONE_FLOWER_RUN = threading.RLock()  # Flower's process state is global: one Flo
 
 
 @contextmanager
+def _torch_seeded(streams: Streams) -> Iterator[None]:
+    """When PyTorch is installed, its global generators (CPU, and CUDA if present) are
+    seeded from the named stream "flower/torch" for the run and restored after it.  PyTorch
+    is not a dependency; an app that wants bit-identical kernels also calls
+    `torch.use_deterministic_algorithms(True)` (docs/flower.md)."""
+    if importlib.util.find_spec("torch") is None:
+        yield
+        return
+    import torch
+
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    torch.manual_seed(int(streams.generator("flower/torch").integers(2**63)))
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+@contextmanager
 def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
     """Flower's process-wide state, set for one emulation and restored after it.
 
     Flower's strategies sample nodes with the `random` module; for the run they get a
     private `random.Random` seeded from a named netemu stream (other threads of the
     process, e.g. a Dask worker's, also draw from the global one, which would make the
-    sample depend on timing).  The global `random` and NumPy generators, which apps and
-    the DP strategies may use, are seeded from named streams too.  Only one side
-    (ServerApp or event loop) runs at a time, so the sequence of draws is deterministic.
-    TaskIdentity is what Flower stamps into the messages a ServerApp creates.  Flower
-    runs in other threads of the process wait for this one to end."""
+    sample depend on timing).  The global `random`, NumPy and (if installed) PyTorch
+    generators, which apps and the DP strategies may use, are seeded from named streams
+    too.  Only one thread of the ServerApp, or the event loop, runs at a time, so the
+    sequence of draws is deterministic.  TaskIdentity is what Flower stamps into the
+    messages a ServerApp creates.  Flower runs in other threads of the process wait for
+    this one to end."""
     with _ONE_FLOWER_RUN:
         saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
         saved_sampler = getattr(_strategy_utils, "random", None)
@@ -111,7 +135,8 @@ def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
         _strategy_utils.random = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
         try:
-            yield
+            with _torch_seeded(streams):
+                yield
         finally:
             _strategy_utils.random = saved_sampler
             random.setstate(saved[0])
