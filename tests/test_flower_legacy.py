@@ -193,3 +193,22 @@ def test_client_apps_that_take_seconds_of_wall_time_change_nothing(monkeypatch):
     assert time.monotonic() - started > 5.0  # Flower's poll ran at least once meanwhile
     assert sleepy == quick
     assert b"train" in quick and json.loads(quick.splitlines()[0])
+
+
+SECAGG = Path(__file__).resolve().parents[1] / "scenarios" / "flower_secagg.toml"
+
+
+def test_secagg_plus_with_dropouts_halts_the_rounds_it_cannot_complete_and_the_run_goes_on(tmp_path):
+    from netemu.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(SECAGG), "--out", str(out), "--set", "run.rounds=6", "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] and summary["outcome"]["flower-secagg"][0]["rounds_done"] == 6
+    loss = [float(line.split(",")[-1]) for line in (out / "metrics.csv").read_text().splitlines() if ",server_loss," in line]
+    steps = [b - a for a, b in zip(loss, loss[1:])]
+    assert any(s == 0 for s in steps) and any(s < 0 for s in steps)  # halted rounds keep the model; the others learn
+    assert any("client app errors" in w for w in summary["warnings"])  # SecAgg+ clients that miss shares raise, as in Flower
+    again = tmp_path / "again"
+    assert main(["run", str(SECAGG), "--out", str(again), "--set", "run.rounds=6", "--quiet"]) == 0
+    assert (out / "messages.jsonl").read_bytes() == (again / "messages.jsonl").read_bytes()
