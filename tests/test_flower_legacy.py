@@ -212,3 +212,21 @@ def test_secagg_plus_with_dropouts_halts_the_rounds_it_cannot_complete_and_the_r
     again = tmp_path / "again"
     assert main(["run", str(SECAGG), "--out", str(again), "--set", "run.rounds=6", "--quiet"]) == 0
     assert (out / "messages.jsonl").read_bytes() == (again / "messages.jsonl").read_bytes()
+
+
+def test_local_dp_mod_on_a_numpy_client_is_reproducible_with_the_seed(monkeypatch):
+    from flwr.client.mod import LocalDpMod
+    from flwr.clientapp import ClientApp
+
+    monkeypatch.syspath_prepend(APP_DIR)
+    from flower_digits.legacy import client_fn
+
+    def model(seed: int) -> list[np.ndarray]:
+        noisy = ClientApp(client_fn=client_fn, mods=[LocalDpMod(clipping_norm=10.0, sensitivity=10.0, epsilon=5.0, delta=1e-5)])
+        world = legacy_world(seed, client_app=noisy)
+        assert world.run().complete and curve(world, "train_replies") == [K] * ROUNDS
+        return final_model(world)
+
+    a, b, c = model(2), model(2), model(3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=True))  # the noise is drawn, from the run's streams
