@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 from flwr.app import Context, Error, Message, MetricRecord, RecordDict
-from flwr.common.constant import ErrorCode
-from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp.strategy import strategy_utils as _strategy_utils  # samples nodes with `random.sample`
 from flwr.supercore.logger import FLOWER_LOGGER
 from flwr.supercore.run import Run
@@ -37,10 +36,10 @@ from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
 from netemu.flower.legacy import legacy_hooks
 from netemu.flower.spec import ON_CLIENT_ERROR
+from netemu.flower.tally import Tally
 from netemu.flower.turns import Turns
 from netemu.flower.waits import Replies
 from netemu.flower.wire import from_wire, new_message_id, to_wire
-from netemu.flower.tally import Tally
 from netemu.flower.work import WorkModel
 from netemu.rng import Streams
 from netemu.wire.codec import encode_from

@@ -37,10 +37,6 @@ class AppThread:
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     @property
-    def ident(self) -> int | None:
-        return self._thread.ident
-
-    @property
     def finished(self) -> bool:
         return self._finished
 

@@ -64,10 +64,11 @@ class _Pool:
         self._server, self._limit = server, max_workers
         self._queue: deque[tuple[Future, Callable[[], Any]]] = deque()
         self._running = 0
+        self._order = itertools.count()  # submission order, which `_wait` returns results in
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
-        future.netemu_order = next(_ORDER)  # type: ignore[attr-defined]
+        future.netemu_order = next(self._order)  # type: ignore[attr-defined]
         self._queue.append((future, lambda: fn(*args, **kwargs)))
         self._start()
         return future
@@ -93,10 +94,10 @@ class _Pool:
             self._start()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        pending = [f for f, _ in self._queue]
+        """Nothing to wait for: Flower joins its tasks with `wait` first."""
         if cancel_futures:
-            for f in pending:
-                f.cancel()
+            for future, _ in self._queue:
+                future.cancel()
             self._queue.clear()
 
     def __enter__(self) -> _Pool:
@@ -104,9 +105,6 @@ class _Pool:
 
     def __exit__(self, *exc: Any) -> None:
         self.shutdown()
-
-
-_ORDER = itertools.count()  # submission order of pool tasks (only compared within one run)
 
 
 def _wait(server: FlowerServer, fs: Any, timeout: float | None = None, return_when: str = ALL_COMPLETED) -> DoneAndNotDoneFutures:
