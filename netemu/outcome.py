@@ -64,13 +64,20 @@ def run_outcome(world, run: int, planned: int, until: float, horizon: float, exc
 
 
 def run_warnings(label: str, messages: dict, final: dict, rows: list[tuple]) -> list[str]:
-    """Outcomes that are legal but rarely meant: nothing delivered, nobody took part, a NaN or infinite result."""
+    """Outcomes that are legal but rarely meant: nothing delivered, nobody took part, events an
+    algorithm counted in a `warn_<what>` metric (their total over the run, if not 0), a NaN or
+    infinite result."""
     out = []
     if messages["delivered"] == 0:
         out.append(f"{label}: no message was delivered ({messages['sent']} sent, {messages['dropped']} dropped)")
     participants = [v for alg, _r, _rnd, _t, name, v in rows if alg == label and name == "participants"]
     if participants and not any(participants):
         out.append(f"{label}: no participant in any round (metric participants = 0 throughout: no client took part or answered in time)")
+    counted: dict[str, float] = {}  # metrics named warn_<what>: events worth a look, counted over the run
+    for alg, _r, _rnd, _t, name, v in rows:
+        if alg == label and name.startswith("warn_"):
+            counted[name] = counted.get(name, 0.0) + v
+    out.extend(f"{label}: {name.removeprefix('warn_').replace('_', ' ')}: {n:g} (metric {name})" for name, n in sorted(counted.items()) if n)
     bad = [f"{name} is {v}" for name, v in final.get(label, {}).items() if not math.isfinite(v)]
     if bad:
         out.append(f"{label}: the final value of {', '.join(bad)}")
