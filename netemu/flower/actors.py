@@ -128,10 +128,11 @@ def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
     this one to end."""
     with _ONE_FLOWER_RUN:
         saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
-        saved_sampler = getattr(_strategy_utils, "random", None)
+        saved_sampler: Any = getattr(_strategy_utils, "random", None)
         random.seed(int(streams.generator("flower/random").integers(2**63)))
         np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
-        _strategy_utils.random = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        sampler = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        _strategy_utils.random = sampler  # type: ignore[assignment]  # in place of the module `random` it imported, for this run
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
         try:
             with _torch_seeded(streams):
@@ -159,6 +160,7 @@ class _StrategyMetrics(logging.Handler):
         if server.turns is None or server.turns.current() is None:  # another thread of the process
             return
         args = record.args
+        metrics: MetricRecord | None
         if isinstance(args, MetricRecord):  # logging unwraps a single mapping argument
             metrics = args
         else:
@@ -277,6 +279,7 @@ class FlowerServer(Actor):
 
     def ingest(self) -> None:
         """Take every reply delivered so far into the Grid."""
+        assert self.grid is not None
         while (msg := self.inbox.take(None)) is not None:
             self.grid.accept(from_wire(msg.payload))
 

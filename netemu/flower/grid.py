@@ -124,6 +124,7 @@ class NetemuGrid(Grid):
                 raise ValueError(f"push_messages: no Flower node {meta.dst_node_id} (the nodes are {sorted(server.nodes)})")
             if meta.reply_to_message_id != "" or not meta.ttl > 0:
                 raise ValueError(f"push_messages: invalid instruction message {msg!r}")
+            assert server.ids is not None  # drawn when the server starts
             msg.metadata.__dict__["_message_id"] = new_message_id(server.ids)
             meta.created_at = server.now
             self._pending[meta.message_id] = (self._seq, msg, node)
@@ -153,7 +154,9 @@ class NetemuGrid(Grid):
             self._server.wait(ids, until=until, any_reply=False)
         self._unavailable_nodes(ids)
         replies = self._take(ids)
-        if ids and self._server.turns.current() is self._server.turns.main:
+        turns = self._server.turns
+        assert turns is not None
+        if ids and turns.current() is turns.main:
             self._server.exchange_done(replies)
         elif ids:
             self._pool_replies.extend(replies)  # one exchange per join of the legacy pool (`pool_joined`)
@@ -251,5 +254,6 @@ class NetemuGrid(Grid):
         reply = Message(Error(code=code, reason=f"netemu at virtual time {now:g}: {reason}"), reply_to=msg)
         reply.metadata.created_at = now
         reply.metadata.ttl = max(self._expiry(msg) - now, 0.0)
+        assert self._server.ids is not None
         reply.metadata.__dict__["_message_id"] = new_message_id(self._server.ids)
         return reply

@@ -21,6 +21,7 @@ run, `legacy_hooks` changes these in Flower's modules (and restores them after):
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import random
@@ -79,7 +80,7 @@ class _Pool:
         while self._queue and (self._limit is None or self._running < self._limit):
             future, task = self._queue.popleft()
             self._running += 1
-            turns.spawn(lambda future=future, task=task: self._run(future, task), name=f"netemu-flower-pool-{future.netemu_order}")
+            turns.spawn(functools.partial(self._run, future, task), name=f"netemu-flower-pool-{future.netemu_order}")  # type: ignore[attr-defined]
 
     def _run(self, future: Future, task: Callable[[], Any]) -> None:
         future.set_running_or_notify_cancel()

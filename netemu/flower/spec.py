@@ -114,7 +114,7 @@ class FlowerParams:
 
 
 def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
-    from netemu.flower import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
+    from netemu.flower.actors import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
 
     run_config = {"num-server-rounds": rounds, **params.run_config}
     add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
