@@ -50,7 +50,7 @@ def _version() -> str:
         return "0.0.0+unknown"
 
 
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562: a public name is imported on first use
+def __getattr__(name: str):  # PEP 562: a public name is imported on first use
     """The public API; `netemu.run_folder(world_or_scenario, out)` = `netemu.runner.write_run_folder` (docs/actors.md)."""
     value: object
     if name in _HOME:

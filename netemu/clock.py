@@ -26,6 +26,14 @@ with `call_soon` (a cohort member or a gather step woken by a delivery: issue 15
 the order of everything — records, ids, timers — is that of the scheduled callback.
 (An actor's task woken by its future gains nothing from it: measured, the bookkeeping
 costs what the loop iteration does.)
+
+That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
+handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
+do without them, at a price measured in docs/benchmarks.md: ×1.1–1.7 the CPU time of the
+cohort paths, whose speed comes largely from `run_now`.  So the internals
+stay, pinned: the loop refuses to start on a Python or SimPy version it is not tested on
+(`untested_versions`; `NETEMU_ALLOW_UNTESTED=1` runs anyway).  SimPy is driven through
+its public interface only: `VirtualEnvironment` implements an environment's methods.
 """
 
 from __future__ import annotations
@@ -35,16 +43,24 @@ import asyncio.base_events
 import asyncio.format_helpers
 import collections
 import contextvars
+import functools
 import heapq
+import importlib.metadata
+import itertools
 import math
+import os
 import selectors
+import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import simpy
 import simpy.core
+from simpy.core import NORMAL, URGENT
 
-__all__ = ["Deadlock", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop"]
+from netemu.errors import EXIT_FAILED, NetemuError
+
+__all__ = ["Deadlock", "Scheduled", "UntestedVersion", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop", "untested_versions"]
 
 T = TypeVar("T")
 # asyncio's cap on one select() wait (one day); private, so typeshed has no stub for it
@@ -68,20 +84,113 @@ class Deadlock(RuntimeError):
     """Every coroutine waits and nothing is scheduled: the emulation cannot progress."""
 
 
+# The versions whose asyncio internals the loop is tested on (the upper bound of
+# requires-python), and the SimPy releases `VirtualEnvironment` is tested with (pyproject).
+TESTED_PYTHON = ((3, 11), (3, 12), (3, 13))
+TESTED_SIMPY = ((4, 1),)
+
+
+class UntestedVersion(NetemuError):
+    """The virtual-time loop would run on a Python or SimPy version it is not tested on."""
+
+    exit_code = EXIT_FAILED
+
+
+def untested_versions(python: tuple[int, ...], simpy_version: str) -> str | None:
+    """None if `python` (sys.version_info) and `simpy_version` are versions the clock is
+    tested on, else one line naming what is and what is tested."""
+    simpy_minor = tuple(int(p) for p in simpy_version.split(".")[:2] if p.isdigit())
+    if tuple(python[:2]) in TESTED_PYTHON and simpy_minor in TESTED_SIMPY:
+        return None
+    pythons = ", ".join(f"{a}.{b}" for a, b in TESTED_PYTHON)
+    simpys = ", ".join(f"{a}.{b}" for a, b in TESTED_SIMPY)
+    return (f"netemu's virtual-time loop uses asyncio's internals and is tested on Python {pythons} with SimPy {simpys}; "
+            f"this is Python {'.'.join(map(str, python[:3]))} with SimPy {simpy_version} (NETEMU_ALLOW_UNTESTED=1 runs anyway)")
+
+
+@functools.cache
+def _check_versions() -> None:
+    problem = untested_versions(sys.version_info[:3], importlib.metadata.version("simpy"))
+    if problem is not None and os.environ.get("NETEMU_ALLOW_UNTESTED") != "1":
+        raise UntestedVersion(problem)
+
+
+class Scheduled(Protocol):
+    """What `VirtualEnvironment` processes: a SimPy event, or anything with callbacks that
+    cannot fail (e.g. the network's `Due`)."""
+
+    callbacks: Any  # a list of callables, or None once processed
+
+    @property
+    def ok(self) -> bool: ...
+
+
 class VirtualEnvironment(simpy.Environment):
     """A SimPy environment whose clock can also be advanced by asyncio timers.
 
     Time is a float from the start (SimPy's default is the int 0), so logs are uniform.
+    It keeps its own event queue: it implements an environment's `now`, `schedule`, `peek`
+    and `step` as SimPy's `Environment` does, in the same order (time, priority, then
+    scheduling order), and adds `schedule_at` (an event at an instant: ``now + (t - now)``
+    can miss `t` by a float step), `advance_to` (asyncio's timers move the clock) and
+    `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
     """
 
     def __init__(self, initial_time: float = 0.0) -> None:
         super().__init__(float(initial_time))
+        self._time = float(initial_time)
+        self._events: list[tuple[float, int, int, Scheduled]] = []  # a heap
+        self._ids = itertools.count()  # scheduling order: ties of time and priority
+
+    @property
+    def now(self) -> float:
+        return self._time
+
+    def schedule(self, event: Scheduled, priority: int = NORMAL, delay: float = 0) -> None:
+        """Schedule `event` after `delay` with `priority` (URGENT before NORMAL at one instant)."""
+        heapq.heappush(self._events, (self._time + delay, priority, next(self._ids), event))
+
+    def schedule_at(self, event: Scheduled, t: float, priority: int = NORMAL) -> None:
+        """Schedule `event` at virtual time `t` exactly (not before now)."""
+        if t < self._time:
+            raise ValueError(f"cannot schedule an event at {t}, before the current time {self._time}")
+        heapq.heappush(self._events, (t, priority, next(self._ids), event))
+
+    def peek(self) -> float:
+        """The time of the next event (inf if there is none)."""
+        events = self._events
+        return events[0][0] if events else math.inf
+
+    def step(self) -> None:
+        """Process the next event: SimPy's `Environment.step`."""
+        try:
+            self._time, _, _, event = heapq.heappop(self._events)
+        except IndexError:
+            raise simpy.core.EmptySchedule from None
+        callbacks, event.callbacks = event.callbacks, None
+        try:
+            for callback in callbacks:
+                callback(event)
+        except simpy.core.StopSimulation:  # resumed later: the rest of its callbacks first
+            event.callbacks = callbacks[callbacks.index(callback) + 1 :]
+            self.schedule(event, -1)
+            raise
+        if not event.ok and not event.defused:  # type: ignore[attr-defined]  # a failed SimPy event nobody handled
+            value = event.value  # type: ignore[attr-defined]
+            exc = type(value)(*value.args)
+            exc.__cause__ = value
+            raise exc
+
+    def urgent_due(self) -> bool:
+        """Whether the next event is an URGENT one due now (e.g. a process just started)."""
+        events = self._events
+        return bool(events) and events[0][1] == URGENT and events[0][0] <= self._time
 
     def advance_to(self, t: float) -> None:
         """Move the clock to `t` without processing events (none may be due before `t`)."""
-        if t < self._now or t > self.peek():
-            raise ValueError(f"cannot advance virtual time from {self._now} to {t} (next event at {self.peek()})")
-        self._now = t
+        if t < self._time or t > self.peek():
+            raise ValueError(f"cannot advance virtual time from {self._time} to {t} (next event at {self.peek()})")
+        self._time = t
 
 
 class _VirtualSelector(selectors.DefaultSelector):
@@ -100,7 +209,7 @@ class _VirtualSelector(selectors.DefaultSelector):
         loop = self.loop
         if loop is None:
             raise RuntimeError("a _VirtualSelector steps SimPy only for the VirtualTimeLoop it was attached to")
-        loop._advance(timeout)  # noqa: SLF001 - the loop this selector serves
+        loop._advance(timeout)  # the loop this selector serves
         return []
 
 
@@ -119,6 +228,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         env = env if env is not None else VirtualEnvironment()
         selector = _VirtualSelector(env)
         super().__init__(selector)
+        try:
+            _check_versions()
+        except UntestedVersion:
+            self.close()
+            raise
         selector.loop = self
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
@@ -149,10 +263,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if timeout != 0:
             self._advance(timeout)
         ready = self._ready
-        now = self.env._now  # noqa: SLF001
+        now = self.env._time
         end = now + _resolution(now)
         sched = self._scheduled
-        while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # noqa: SLF001 - due timers join the run queue
+        while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # due timers join the run queue
             timer = heapq.heappop(sched)
             timer._scheduled = False  # type: ignore[attr-defined]
             ready.append(timer)
@@ -160,8 +274,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         try:
             for _ in range(len(ready)):
                 handle = ready.popleft()
-                if not handle._cancelled:  # noqa: SLF001
-                    handle._run()  # noqa: SLF001
+                if not handle._cancelled:
+                    handle._run()
         finally:
             self._phase = 0
 
@@ -173,7 +287,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if n > _REBUILD_COUNT and self._timer_cancelled_count / n > _REBUILD_FRACTION:
             kept = []
             for handle in sched:
-                if handle._cancelled:  # noqa: SLF001
+                if handle._cancelled:
                     handle._scheduled = False  # type: ignore[attr-defined]
                 else:
                     kept.append(handle)
@@ -181,7 +295,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._scheduled = kept
             self._timer_cancelled_count = 0
         else:
-            while sched and sched[0]._cancelled:  # noqa: SLF001
+            while sched and sched[0]._cancelled:
                 self._timer_cancelled_count -= 1
                 handle = heapq.heappop(sched)
                 handle._scheduled = False  # type: ignore[attr-defined]
@@ -201,7 +315,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         sched = self._scheduled
         if not sched:
             return None
-        wait = sched[0]._when - self.env._now  # type: ignore[attr-defined]  # noqa: SLF001
+        wait = sched[0]._when - self.env._time  # type: ignore[attr-defined]
         # min(max(0, wait), cap) without the two builtin calls: this runs after every SimPy step
         return (wait if wait < _MAXIMUM_SELECT_TIMEOUT else _MAXIMUM_SELECT_TIMEOUT) if wait > 0 else 0
 
@@ -262,23 +376,21 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._prune()  # the next iteration's start (a no-op for it if the callback is scheduled after all)
         sched = self._scheduled
         if sched:
-            now = self.env._now  # noqa: SLF001
+            now = self.env._time
             if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
                 return None
-        if phase == 1:
-            queue = self.env._queue  # noqa: SLF001
-            if queue and queue[0][1] == simpy.core.URGENT and queue[0][0] <= self.env._now:  # noqa: SLF001
-                # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
-                # in this step): scheduled, the callback's successors — the rest of a batch —
-                # would wait behind it; run at once, they would not
-                return None
+        if phase == 1 and self.env.urgent_due():
+            # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
+            # in this step): scheduled, the callback's successors — the rest of a batch —
+            # would wait behind it; run at once, they would not
+            return None
         self._running_now = True
         try:
             contextvars.copy_context().run(callback, *args)  # as a handle runs it: in a copy of the context
         except (SystemExit, KeyboardInterrupt):
             raise
-        except BaseException as exc:  # as asyncio's Handle._run: reported to the exception handler, the loop goes on
-            source = asyncio.format_helpers._format_callback_source(callback, args)  # noqa: SLF001
+        except BaseException as exc:  # noqa: BLE001 - as asyncio's Handle._run: reported to the exception handler, the loop goes on
+            source = asyncio.format_helpers._format_callback_source(callback, args)
             self.call_exception_handler({"message": f"Exception in callback {source}", "exception": exc})
         finally:
             self._running_now = False

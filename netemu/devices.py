@@ -174,21 +174,22 @@ def from_fedscale(
         raise DeviceError(f"{availability}: the availability trace has no client")
     if cap is not None and not cap:
         raise DeviceError(f"{capacity}: the capacity trace has no client")
+    avail_path, cap_path = Path(str(availability)), Path(str(capacity))  # named in errors (read only if given)
     devices: list[dict[str, Any]] = []
     notes: list[str] = []
     if pairing == "id":
         ids = set(map(str, avail or ())) | set(map(str, cap or ()))
         avail_s = {str(k): v for k, v in (avail or {}).items()}
         cap_s = {str(k): v for k, v in (cap or {}).items()}
-        _check_intervals(Path(str(availability)), ((rec, 1) for rec in avail_s.values()))
+        _check_intervals(avail_path, ((rec, 1) for rec in avail_s.values()))
         for cid in _sorted_ids(ids):
             d: dict[str, Any] = {"id": cid}
             if cid in avail_s:
-                d["online"], finish = _fedscale_online(Path(availability), cid, avail_s[cid], time_scale)
+                d["online"], finish = _fedscale_online(avail_path, cid, avail_s[cid], time_scale)
                 if periodic:
                     d["period"] = finish
             if cid in cap_s:
-                d.update(_fedscale_capacity(Path(capacity), cid, cap_s[cid], factor))
+                d.update(_fedscale_capacity(cap_path, cid, cap_s[cid], factor))
             devices.append(d)
         if avail is not None and cap is not None:
             lonely = sum(1 for d in devices if ("online" in d) != ("speed" in d))
@@ -200,9 +201,9 @@ def from_fedscale(
         if not 1 <= n <= LIMITS["devices"]:
             raise DeviceError(f"--count = {n}: accepted 1 .. {LIMITS['devices']}")
         keys = list(avail) if avail is not None else []
-        if keys:  # device i uses record (i + 1) % len(keys): key k serves n // K devices, one more for the first n % K of 1..n
+        if avail:  # device i uses record (i + 1) % len(keys): key k serves n // K devices, one more for the first n % K of 1..n
             K = len(keys)
-            _check_intervals(Path(str(availability)), ((avail[keys[c % K]], n // K + (1 if j < n % K else 0))
+            _check_intervals(avail_path, ((avail[keys[c % K]], n // K + (1 if j < n % K else 0))
                                                        for j, c in enumerate(range(1, K + 1))))
         missing_capacity = 0
         for i in range(n):
@@ -212,7 +213,7 @@ def from_fedscale(
                 key = keys[c % len(keys)]
                 d["id"] = f"{c}"
                 d["availability_id"] = str(key)
-                d["online"], finish = _fedscale_online(Path(availability), key, avail[key], time_scale)
+                d["online"], finish = _fedscale_online(avail_path, key, avail[key], time_scale)
                 if periodic:
                     d["period"] = finish
             if cap is not None:
@@ -222,9 +223,9 @@ def from_fedscale(
                     missing_capacity += 1
                     rec = {"computation": 1.0, "communication": 1.0}
                 d["capacity_id"] = str(mapped)
-                d.update(_fedscale_capacity(Path(capacity), mapped, rec, factor))
+                d.update(_fedscale_capacity(cap_path, mapped, rec, factor))
             devices.append(d)
-        if missing_capacity:
+        if cap is not None and missing_capacity:
             notes.append(f"{missing_capacity} of {n} clients found no capacity record under key c % {len(cap)} and got "
                          "FedScale's default (computation 1.0 ms, communication 1.0 kbps)")
     else:

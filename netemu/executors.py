@@ -61,7 +61,7 @@ def run_point(scenario: str, overrides: list[str], out: str) -> dict:
 
     try:
         summary = execute(load_scenario(scenario, overrides), Path(out), quiet=True)
-    except (Exception, SystemExit) as exc:  # the point failed (a script may even exit); the sweep goes on
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the point failed (a script may even exit); the sweep goes on
         partial = read_summary(Path(out)) or {}
         return {"status": "failed", "final": partial.get("final") or {}, "error": _one_line(exc)}
     complete = bool(summary.get("complete"))
@@ -233,7 +233,7 @@ def _execute_dask(todo: list[tuple], workers: int | None, address: str | None, t
         for fut in as_completed(futures):
             try:
                 result = _result(fut.result())
-            except Exception as exc:  # the worker died or the task could not run
+            except Exception as exc:  # noqa: BLE001 - the worker died or the task could not run
                 result = PointResult("failed", error=_one_line(exc))
             done(futures[fut], result)
     except BaseException:

@@ -15,6 +15,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -123,7 +124,8 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
     traffic: dict[tuple[str, str], Traffic] = defaultdict(Traffic)
     links: dict[str, Mean] = defaultdict(Mean)
     receivers: dict[str, Mean] = defaultdict(Mean)
-    pending: dict[tuple, Traffic] = {}
+    pending: dict[tuple, Traffic] = {}  # (ctx, id) of a message sent in the log -> its traffic
+    tr: Traffic | None
     busy: dict[tuple, _Busy] = {}
     active_rounds: dict[tuple, set] = defaultdict(set)  # (ctx, actor) -> rounds it sent in
     rounds: dict[tuple, set] = defaultdict(set)  # ctx -> rounds seen
@@ -233,7 +235,7 @@ def filter_records(
     for name, value in (("src", src), ("dst", dst), ("kind", kind), ("round", round), ("event", event),
                         ("algorithm", algorithm), ("run", run)):
         if value is not None:
-            tests.append(lambda r, name=name, value=value: r.get(name) == value)
+            tests.append(partial(_field_is, name, value))
     if actor is not None:
         tests.append(lambda r: actor in (r.get("src"), r.get("dst"), r.get("actor")))
     if since is not None:
@@ -243,13 +245,17 @@ def filter_records(
     return (r for r in read(path) if all(t(r) for t in tests))
 
 
+def _field_is(name: str, value: object, r: dict) -> bool:
+    return r.get(name) == value
+
+
 # ------------------------------------------------------------------ diff
 
 
 def diff(a: str | Path, b: str | Path) -> dict:
     """Where two logs first differ (line and both records), and how their totals differ."""
     first = None
-    totals = {"a": Counter(), "b": Counter()}
+    totals: dict[str, Counter[str]] = {"a": Counter(), "b": Counter()}
     ia, ib = read(a), read(b)
     n = 0
     while True:
@@ -341,7 +347,10 @@ def timeline(
     left = since if since is not None else 0.0
     right = until if until is not None else last
     sends_open: dict[int, dict] = {}
-    arrows, drops, spans, outages = [], [], [], []
+    arrows: list[tuple] = []  # (send t, src, delivery t, dst, reason), as draw_timeline takes them
+    drops: list[tuple] = []
+    spans: list[tuple] = []
+    outages: list[tuple] = []
     lanes: list[str] = []
     for n, r in _numbered(path):
         ctx = (r.get("algorithm"), r.get("run"))

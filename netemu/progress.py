@@ -3,8 +3,9 @@
 On a terminal `progress()` is a tqdm bar.  When stderr is not a terminal (CI logs,
 nohup, notebooks, pipes) a bar would be noise or nothing at all, so it prints a plain
 line — ``netemu: quickstart: 120/450 rounds (27 %), fedavg run 1`` — when it starts,
-at most every `interval` wall-clock seconds, and when it ends.  Wall-clock time only
-paces these lines; it never enters an emulation.
+at most every `interval` wall-clock seconds, and when it ends; so it does, terminal or not,
+when diagnostics are JSON lines (`netemu --log-format json`): each line is then a `progress`
+event (netemu.diagnostics).  Wall-clock time only paces these lines; it never enters an emulation.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ class PlainProgress:
         done = f"{self.n}/{self.total} {self.unit}s" if self.total else f"{self.n} {self.unit}s"
         pct = f" ({100 * self.n / self.total:.0f} %)" if self.total else ""
         extra = f", {self._postfix}" if self._postfix else ""
-        return printable(f"netemu: {self.label}: {done}{pct}{extra}")
+        return printable(f"netemu: {self.label}: {done}{pct}{extra}")  # one line, whatever the label holds
 
     def _print(self) -> None:
-        self.stream.write(self._line() + "\n")
-        self.stream.flush()
+        from netemu.diagnostics import event
+
+        event("progress", self._line(), stream=self.stream, label=self.label, done=self.n, total=self.total, unit=self.unit,
+              at=self._postfix or None)
         self._printed_n, self._last = self.n, time.monotonic()
 
     def _maybe_print(self) -> None:
@@ -72,14 +75,16 @@ class PlainProgress:
 
 def progress(total: int | None, *, quiet: bool = False, label: str = "", unit: str = "round",
              stream: IO[str] | None = None, interval: float = INTERVAL):
-    """A context-managed progress display: tqdm on a terminal, `PlainProgress` otherwise,
-    nothing (a disabled tqdm) with `quiet`."""
+    """A context-managed progress display: tqdm on a terminal (unless diagnostics are JSON
+    lines), `PlainProgress` otherwise, nothing (a disabled tqdm) with `quiet`."""
     from tqdm import tqdm
+
+    from netemu.diagnostics import json_format
 
     stream = stream if stream is not None else sys.stderr
     if quiet:
         return tqdm(total=total, disable=True)
     isatty = getattr(stream, "isatty", None)
-    if isatty is not None and isatty():
+    if isatty is not None and isatty() and not json_format():
         return tqdm(total=total, desc=label, unit=unit, file=stream, leave=False)
     return PlainProgress(total, label, unit, stream, interval)

@@ -13,6 +13,7 @@ from pathlib import Path
 import tomli_w
 
 from netemu import __version__, plugins
+from netemu.outcome import Results
 from netemu.report import plot_curves, write_metrics, write_privacy, write_summary
 from netemu.scenario.load import Scenario, algorithm_params
 
@@ -73,12 +74,12 @@ def scenario_hash(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def write_results(out: Path, rows: list[tuple], releases: list[tuple], summary: dict, *, plots: bool, title: str) -> None:
+def write_results(out: Path, results: Results, summary: dict, *, plots: bool, title: str) -> None:
     """metrics.csv, privacy.csv (when something was released), summary.json and, when there are
     metrics and `plots`, the curves: the files a run folder gets when its run ends, however."""
-    write_metrics(out / "metrics.csv", rows)
-    if releases:
-        write_privacy(out / "privacy.csv", releases)
+    write_metrics(out / "metrics.csv", results.rows)
+    if results.releases:
+        write_privacy(out / "privacy.csv", results.releases)
     write_summary(out / "summary.json", summary)
-    if rows and plots:
-        plot_curves(rows, out, title=title)
+    if results.rows and plots:
+        plot_curves(results.rows, out, title=title)

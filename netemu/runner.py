@@ -5,7 +5,9 @@ environment realization.  The folder (docs/formats.md) holds scenario.toml,
 messages.jsonl, trace.msgpack, metrics.csv, summary.json and curves_*.png.  Whatever
 stops the run — the end, Ctrl-C, a failing actor, a deadlock — the folder is written
 with what was done, and summary.json says whether it is complete: per algorithm and
-run, the rounds planned and done and what stopped it (`run_outcome`).
+run, the rounds planned and done and what stopped it (`run_outcome`).  A run's lifecycle
+(started, each world started and ended, ended) is told as diagnostics events
+(netemu.diagnostics: `netemu --log-format json` prints them).
 
 This module runs; the rest is beside it: `runfolder` (the resolved scenario.toml, the folder's
 name, its metrics, privacy, summary and plot files), `outcome` (what summary.json says of the
@@ -19,23 +21,23 @@ import math
 import sys
 import time
 import traceback
-from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
 from netemu import __version__
+from netemu.diagnostics import event
 from netemu.errors import InputError, NetemuError, RunStopped
 from netemu.log import MessageLog
 from netemu.net.network import draw_now
-from netemu.outcome import message_summary, privacy_summary, run_outcome, run_warnings, stop_reason
-from netemu.report import aggregate_metrics, final_values
+from netemu.outcome import Results, run_outcome, stop_reason
 from netemu.rng import Streams
 from netemu.runfolder import default_out_dir, resolved_toml, scenario_hash, write_results
 from netemu.calibration import REPETITIONS, calibrate
-from netemu.scenario.build import build_graph, build_world, has_population, load_script, release, run_horizon, run_seed
+from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
+from netemu.scenario.settings import network_model
 from netemu.signals import Terminated, raise_pending, stop_on_signals
-from netemu.trace import Trace, TraceWriter, network_model, topology_fingerprint
+from netemu.trace import Trace, TraceWriter, header, topology_fingerprint
 from netemu.world import World
 
 __all__ = ["Terminated", "default_out_dir", "execute", "resolved_toml", "run_outcome", "stop_on_signals", "write_run_folder"]
@@ -79,8 +81,9 @@ def execute(
 
     summary["complete"] is true only when every run of every algorithm did all its
     rounds; summary["outcome"] has, per algorithm, one entry per run (`run_outcome`)."""
+    s = sc.settings
     if replay is not None:
-        replay.check_scenario(sc.table)  # before anything is written
+        replay.check_scenario(network_model(s))  # before anything is written
     raise_pending()  # a signal while the scenario was read: no folder yet
     try:
         out.mkdir(parents=True, exist_ok=False)
@@ -88,59 +91,47 @@ def execute(
         raise InputError(f"the run folder {out} already exists; choose another --out or remove it") from None
     except OSError as exc:
         raise InputError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
-    run_cfg, algorithms = sc.table["run"], sc.table["algorithm"]
-    labels = [a["label"] for a in algorithms]
-    planned, until, horizon = run_cfg["rounds"], run_cfg["until"], run_horizon(sc)
-    rows: list[tuple] = []
-    counts: dict[str, Counter[tuple[str, str]]] = {label: Counter() for label in labels}
-    vtime: dict[str, list[float]] = {label: [] for label in labels}
-    privacy: dict[str, list[dict]] = {label: [] for label in labels}
-    outcome: dict[str, list[dict]] = {label: [] for label in labels}
-    releases: list[tuple] = []  # (algorithm, run, client, round, rho, rho so far)
-    summary = {"scenario": sc.name, "complete": False, "stopped_by": None, "rounds_planned": planned}
+    labels, planned, until, horizon = s.labels, s.run.rounds, s.run.until, run_horizon(sc)
+    results = Results(labels)
+    complete, stopped_by, head = False, None, {}  # head: summary.json's `compute` and `failure`
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    event("run.started", scenario=sc.name, folder=str(out), seed=s.run.seed, runs=s.run.runs, rounds=planned, algorithms=labels,
+          replay=str(replay.path) if replay is not None else None)
     writer = None
     with ExitStack() as stack:
         try:
             text = resolved_toml(sc)
             (out / "scenario.toml").write_text(text)
             fingerprints = []  # one topology at a time: a kept graph per run costs ~1 kB per node
-            for r in range(run_cfg["runs"]):
-                g = build_graph(sc, Streams(run_seed(run_cfg["seed"], r)))
+            for r in range(s.run.runs):
+                g = build_graph(sc, Streams(run_seed(s.run.seed, r)))
                 if replay is not None:
                     replay.check_topology(r, g)
                 fingerprints.append(topology_fingerprint(g))
                 release(g)  # freed now, not at a full garbage collection (a networkx graph is a reference cycle)
                 raise_pending()  # safe points (netemu.signals): between graphs, worlds and runs
             del g
-            setup = load_script(sc.resolve(sc.table["script"])) if sc.table["script"] else None
+            setup = load_script(sc.resolve(s.script)) if s.script else None
             raise_pending()
             calibration: dict[str, float] = {}
-            if sc.table["nodes"]["compute"] == "measured":  # seconds per work unit: timed now, or the replayed trace's
+            if s.nodes.compute == "measured":  # seconds per work unit: timed now, or the replayed trace's
                 recorded = replay.header.get("calibration") if replay is not None else None
                 calibration = calibrate(sc, recorded if isinstance(recorded, dict) else None)
-                summary["compute"] = {"mode": "measured", "seconds_per_work_unit": calibration, "repetitions": REPETITIONS,
-                                      "replayed": sorted(k for k in calibration if isinstance(recorded, dict) and k in recorded)}
+                head["compute"] = {"mode": "measured", "seconds_per_work_unit": calibration, "repetitions": REPETITIONS,
+                                   "replayed": sorted(k for k in calibration if isinstance(recorded, dict) and k in recorded)}
                 raise_pending()
-            header = {
-                "netemu": __version__,
-                "scenario": sc.name,
-                "scenario_hash": scenario_hash(text),
-                "seed": run_cfg["seed"],
-                "algorithms": labels,
-                "runs": [{"seed": run_seed(run_cfg["seed"], r), "topology": f} for r, f in enumerate(fingerprints)],
-                "network": network_model(sc.table),
-                **({"calibration": calibration} if calibration else {}),
-            }
-            log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if sc.table["output"]["log"] else None
+            trace_header = header(version=__version__, scenario=sc.name, scenario_hash=scenario_hash(text), seed=s.run.seed,
+                                  algorithms=labels, runs=[(run_seed(s.run.seed, r), f) for r, f in enumerate(fingerprints)],
+                                  network=network_model(s), calibration=calibration)
+            log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if s.output.log else None
             base_log = MessageLog(log_file)
             stack.callback(base_log.flush)
-            writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), header) if sc.table["output"]["trace"] else None
-            population = csv.writer(stack.enter_context(open(out / "nodes.csv", "w", newline=""))) if has_population(sc.table) else None
+            writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), trace_header) if s.output.trace else None
+            population = csv.writer(stack.enter_context(open(out / "nodes.csv", "w", newline=""))) if s.nodes.population else None
             if population is not None:
                 population.writerow(("run", "node", "role", "speed", "participation"))
-            bar = stack.enter_context(_progress(run_cfg["runs"] * len(labels) * planned, quiet, sc.name))
-            for r in range(run_cfg["runs"]):
+            bar = stack.enter_context(_progress(s.run.runs * len(labels) * planned, quiet, sc.name))
+            for r in range(s.run.runs):
                 for a, label in enumerate(labels):
                     raise_pending()  # a signal the last world's loop ended too soon to raise
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
@@ -151,6 +142,7 @@ def execute(
                         population.writerows((r, n.name, n.role, repr(n.speed), repr(n.participation)) for n in world.network.nodes.values())
                     raise_pending()  # a signal while the world was built (its loop, its actors)
                     bar.set_postfix_str(f"{label} run {r}")
+                    event("run.algorithm_started", algorithm=label, run=r)
                     world.on_round = lambda _round, bar=bar: bar.update(1)
                     failure: BaseException | None = None
                     try:
@@ -159,49 +151,34 @@ def execute(
                         failure = exc
                         raise
                     finally:
-                        rows.extend(aggregate_metrics(label, r, world.metrics))
-                        counts[label].update(world.network.counts)  # (link class, what) -> n
-                        counts[label].update((m["link"], "in_flight") for m in world.network.in_flight())
-                        vtime[label].append(world.env.now)
-                        privacy[label].append(world.privacy.summary())
-                        releases.extend((label, r, *rel) for rel in world.privacy.releases())
-                        outcome[label].append(run_outcome(world, r, planned, until, horizon, failure))
+                        outcome = run_outcome(world, r, planned, until, horizon, failure)
+                        results.add(label, r, world, outcome)
+                        event("run.algorithm_ended", algorithm=label, **outcome)
             raise_pending()  # a signal after the last world's loop, or while its results were gathered: not complete
-            early = [(label, o) for label in labels for o in outcome[label] if not o["complete"]]
-            summary["complete"] = not early
+            early = results.early()
+            complete = not early
             if early:
                 label, o = early[0]
-                summary["stopped_by"] = f"{label} run {o['run']}: {o['stopped_by']}"
+                stopped_by = f"{label} run {o['run']}: {o['stopped_by']}"
         except BaseException as exc:
-            summary["stopped_by"] = stop_reason(exc)
+            stopped_by = stop_reason(exc)
             if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback, for whoever debugs it
-                summary["failure"] = details
+                head["failure"] = details
             raise
         finally:
             if writer is not None:
-                writer.close(summary["complete"])
-            final = final_values(rows)
-            messages = {label: message_summary(c) for label, c in counts.items()}
-            summary.update(
-                {
-                    "netemu": __version__,
-                    "seed": run_cfg["seed"],
-                    "runs": run_cfg["runs"],
-                    "algorithms": labels,
-                    "outcome": outcome,
-                    "final": final,
-                    "messages": messages,
-                    "virtual_time": vtime,
-                    "wall_time_s": round(time.perf_counter() - wall_time_start, 3),
-                    "warnings": [w for label in labels if outcome[label] for w in run_warnings(label, messages[label], final, rows)],
-                }
-            )
-            if any(any(runs) for runs in privacy.values()):
-                summary["privacy"] = {label: privacy_summary(runs) for label, runs in privacy.items()}
-            if replay is not None:
-                summary["replay"] = {"trace": str(replay.path), **replay.counts}
-            write_results(out, rows, releases, summary, plots=sc.table["output"]["plots"], title=sc.name)
+                writer.close(complete)
+            summary = results.summary(scenario=sc.name, complete=complete, stopped_by=stopped_by, planned=planned, seed=s.run.seed,
+                                      runs=s.run.runs, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head,
+                                      tail={"replay": {"trace": str(replay.path), **replay.counts}} if replay is not None else None)
+            write_results(out, results, summary, plots=s.output.plots, title=sc.name)
+            _ended(summary, out)
     return summary
+
+
+def _ended(summary: dict, out: Path) -> None:
+    event("run.ended", scenario=summary["scenario"], folder=str(out), complete=summary["complete"], stopped_by=summary["stopped_by"],
+          wall_time_s=summary["wall_time_s"], warnings=len(summary["warnings"]))
 
 
 def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
@@ -228,15 +205,16 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
     if world.env.now > 0 or world.metrics or world.network.counts:
         raise InputError(f"{out}: this World has already run; build a new one and pass it before calling run()")
     out.mkdir(parents=True)
-    graph, seed = world.network.graph, world.streams.seed
-    header = {"netemu": __version__, "scenario": name or out.name, "scenario_hash": "", "seed": seed, "algorithms": [label],
-              "network": {"python": "a World built in Python: no scenario table describes its random models"},
-              "runs": [{"seed": seed, "topology": topology_fingerprint(graph)}]}
-    summary: dict = {"scenario": name or out.name, "complete": False, "stopped_by": None}
+    name, seed = name or out.name, world.streams.seed
+    trace_header = header(version=__version__, scenario=name, scenario_hash="", seed=seed, algorithms=[label],
+                          runs=[(seed, topology_fingerprint(world.network.graph))],
+                          network={"python": "a World built in Python: no scenario table describes its random models"})
+    results, head = Results([label]), {}
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
+    event("run.started", scenario=name, folder=str(out), seed=seed, runs=1, rounds=rounds, algorithms=[label], replay=None)
     failure: BaseException | None = None
     with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
-        writer = TraceWriter(trace_file, header)
+        writer = TraceWriter(trace_file, trace_header)
         log = MessageLog(log_file).bind(algorithm=label, run=0)
         world.log = world.network.emit = log
         inner = world.network.fates
@@ -247,25 +225,16 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
         except BaseException as exc:
             failure = exc
             if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback
-                summary["failure"] = details
+                head["failure"] = details
             raise
         finally:
             planned = rounds if rounds is not None else world.rounds_done
             outcome = run_outcome(world, 0, planned, until or 0.0, max_time or math.inf, failure)
-            summary.update({"complete": outcome["complete"], "stopped_by": outcome["stopped_by"], "rounds_planned": planned})
-            writer.close(summary["complete"])
+            writer.close(outcome["complete"])
             log.flush()
-            rows = aggregate_metrics(label, 0, world.metrics)
-            counts = Counter(world.network.counts)
-            counts.update((m["link"], "in_flight") for m in world.network.in_flight())
-            final, messages = final_values(rows), {label: message_summary(counts)}
-            summary.update({"netemu": __version__, "seed": seed, "runs": 1, "algorithms": [label], "outcome": {label: [outcome]},
-                            "final": final, "messages": messages, "virtual_time": {label: [world.env.now]},
-                            "wall_time_s": round(time.perf_counter() - wall_time_start, 3),
-                            "warnings": run_warnings(label, messages[label], final, rows)})
-            privacy = world.privacy.summary()
-            if privacy:
-                summary["privacy"] = {label: privacy_summary([privacy])}
-            releases = [(label, 0, *rel) for rel in world.privacy.releases()]
-            write_results(out, rows, releases, summary, plots=True, title=name or out.name)
+            results.add(label, 0, world, outcome)
+            summary = results.summary(scenario=name, complete=outcome["complete"], stopped_by=outcome["stopped_by"], planned=planned,
+                                      seed=seed, runs=1, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head)
+            write_results(out, results, summary, plots=True, title=name)
+            _ended(summary, out)
     return summary

@@ -104,7 +104,7 @@ def _latin1(path: Path):
 _NDARRAY = ("numpy", "ndarray")  # what a pickle's reference to numpy.ndarray becomes: never callable
 
 
-class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpickler, on purpose
+class _DataUnpickler(pickle._Unpickler):  # the pure-Python unpickler, on purpose
     """Constructs only plain data; any other global in the pickle is refused, unexecuted.
 
     Built on the pure-Python unpickler: its memo is a dict and it reads lengths from the
@@ -115,7 +115,7 @@ class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpic
         super().__init__(io.BytesIO(data))
         self.path = path
 
-    def find_class(self, module: str, name: str):  # noqa: D102 - pickle's hook
+    def find_class(self, module: str, name: str):  # pickle's hook
         import numpy as np
 
         if module in ("numpy.core.multiarray", "numpy._core.multiarray") and name == "_reconstruct":
@@ -135,7 +135,7 @@ class _DataUnpickler(pickle._Unpickler):  # noqa: SLF001 - the pure-Python unpic
         raise DeviceError(f"{self.path}: refused to load {module}.{name} from a pickle: a trace holds only "
                           "dicts, lists, tuples, numbers, strings, booleans, None and numeric NumPy values")
 
-    def persistent_load(self, pid):  # noqa: D102 - pickle's hook
+    def persistent_load(self, pid):  # pickle's hook
         raise DeviceError(f"{self.path}: refused a persistent id in a pickle")
 
 

@@ -5,8 +5,9 @@ A trace is a msgpack stream (schema in docs/formats.md):
 1. header map: ``format`` = "netemu-trace", ``version`` (3), ``checksum`` =
    "blake2b-256", ``netemu`` version, ``scenario`` name, ``scenario_hash``, ``seed``,
    ``algorithms`` (labels), ``runs``: per Monte Carlo run its ``seed`` and ``topology``
-   fingerprint, and ``network``: the random models the fates were drawn from
-   (`network_model`);
+   fingerprint, and ``network``: the random models the fates were drawn from (what the
+   scenario layer says they are, `netemu.scenario.settings.network_model`); with measured
+   compute times, ``calibration``;
 2. the body, in draw order: one entry per fate, keyed ``("msg", src, dst, round,
    index)`` -> (drop reason or None, delay), ``("participation", node, round)`` ->
    bool, ``("compute", node, round, index)`` -> slowdown factor, ``("completeness",
@@ -30,10 +31,10 @@ Both also take the participation fates of a round as one batch (`many`, see
 trust: damage (checksum, shape of every entry), truncation, another format version;
 it decodes with limits so that a crafted file cannot make it allocate more than a
 small multiple of its own size.  `check_scenario` refuses a scenario whose random
-models differ from those the trace was drawn from.
+network models differ from those the trace was drawn from.
 
 The code is in three modules, re-exported here: `netemu.traceheader` (format constants,
-the header and what it records of the network), `netemu.tracewriter` (`TraceWriter`)
+the header), `netemu.tracewriter` (`TraceWriter`)
 and `netemu.tracereader` (`Trace`), over `netemu.tracebody` (the entries' encoding).
 """
 
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 from netemu.errors import TraceError
 from netemu.tracereader import Trace
-from netemu.traceheader import FORMAT, VERSION, VERSIONS, network_model, topology_fingerprint
+from netemu.traceheader import FORMAT, VERSION, VERSIONS, header, topology_fingerprint
 from netemu.tracewriter import TraceWriter
 
-__all__ = ["FORMAT", "VERSION", "VERSIONS", "Trace", "TraceError", "TraceWriter", "network_model", "topology_fingerprint"]
+__all__ = ["FORMAT", "VERSION", "VERSIONS", "Trace", "TraceError", "TraceWriter", "header", "topology_fingerprint"]

@@ -1,5 +1,6 @@
-"""The trace file's frame and header: format constants, what a header records of a run's
-network (`network_model`, `topology_fingerprint`), and reading and checking a header.
+"""The trace file's frame and header: format constants, the header a run records (`header`,
+`topology_fingerprint`; what it records of the scenario's network models it is given), and
+reading and checking a header.
 
 Shared by the writer (`netemu.tracewriter`) and the reader (`netemu.tracereader`);
 `netemu.trace` re-exports the public names.  The format is in docs/formats.md.
@@ -32,48 +33,15 @@ def topology_fingerprint(graph: nx.DiGraph) -> str:
     return hashlib.blake2b(msgpack.packb([nodes, edges]), digest_size=12).hexdigest()
 
 
-_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "clients_per_ap")  # not drawn, not in the trace: free to differ on replay
-
-
-def network_model(table: dict) -> dict:
-    """The random models of a resolved scenario table whose draws a trace records.
-
-    Link latency, jitter and loss (per class and per-link overrides), and the nodes'
-    participation, slowdown, speed model and completeness (with their groups).
-    Deterministic parts — bandwidth, outages, plain speeds, crashes, algorithms, rounds,
-    the compute mode — are left out: a replay may change them (that is what a what-if
-    replay is for).  A latency or speed read from a file is named by the file's name
-    only, so a run folder replays on another machine.
-    """
-
-    def link(t: dict) -> dict:
-        # duplicate and corrupt are drawn; at 0 (their default) they draw nothing, so a trace recorded
-        # before they existed still matches its scenario
-        out = {k: v for k, v in t.items() if k not in _DETERMINISTIC_LINK_KEYS and not (k in ("duplicate", "corrupt") and not v)}
-        latency = out.get("latency")
-        if isinstance(latency, dict) and latency.get("file"):
-            out["latency"] = {**latency, "file": Path(latency["file"]).name}
-        return out
-
-    def behaviour(t: dict) -> dict:
-        out = {k: t[k] for k in ("name", "members", "participation", "slowdown_sigma") if k in t}
-        # a speed model draws the population (a plain speed is deterministic: free to differ); completeness is
-        # drawn below 1 (absent, or 1, draws nothing, so traces recorded before it existed still match)
-        speed = t.get("speed")
-        if isinstance(speed, dict):
-            out["speed"] = {**speed, "file": Path(speed["file"]).name} if speed.get("file") else speed
-        if t.get("completeness") not in (None, 1.0):
-            out["completeness"] = t["completeness"]
-        return out
-
-    nodes = table.get("nodes", {})
-    shared = {f"topology.{k}": link(t) for k, t in sorted(table.get("topology", {}).items()) if k in ("server_link", "access_points")}
-    return {
-        "links": {cls: link(t) for cls, t in sorted(table.get("links", {}).items())},
-        **({"shared_links": shared} if shared else {}),
-        "link": [link(t) for t in table.get("link", [])],
-        "nodes": {**behaviour(nodes), "group": [behaviour(g) for g in nodes.get("group", [])]},
-    }
+def header(*, version: str, scenario: str, scenario_hash: str, seed: int, algorithms: list[str],
+           runs: list[tuple[int, str]], network: dict, calibration: dict[str, float] | None = None) -> dict:
+    """A trace header (without the format keys `TraceWriter` adds): the netemu `version` that wrote
+    it, the scenario's name and hash, the root seed, the algorithms' labels, each Monte Carlo
+    run's (seed, topology fingerprint), the random `network` models whose draws it records and,
+    when compute times were measured, the `calibration` (seconds per work unit by algorithm)."""
+    return {"netemu": version, "scenario": scenario, "scenario_hash": scenario_hash, "seed": seed, "algorithms": algorithms,
+            "runs": [{"seed": s, "topology": f} for s, f in runs], "network": network,
+            **({"calibration": calibration} if calibration else {})}
 
 
 def _flatten(x: Any, prefix: str = "") -> dict[str, Any]:

@@ -25,7 +25,7 @@ import numpy as np
 from netemu.errors import TraceError
 from netemu.net.network import Fates
 from netemu.tracebody import MAX_ITEMS, Decoder2, Decoder3, Problem
-from netemu.traceheader import _MISSING, CHECKSUM, _end_prefix, _flatten, _read_header, _same, _show, network_model, topology_fingerprint
+from netemu.traceheader import _MISSING, CHECKSUM, _end_prefix, _flatten, _read_header, _same, _show, topology_fingerprint
 
 _ENTRY_MAX = 2**20  # bytes held while decoding one entry of the body (an entry is 3 to 20 bytes; 50 in version 2)
 _NAME_MAX = 2**16  # characters of a node name or algorithm label in the body
@@ -129,10 +129,11 @@ class Trace:
             )
         return cls(path, header, fates, first, complete=complete)
 
-    def check_scenario(self, table: dict) -> None:
-        """Refuse a scenario whose random network models differ from the recorded ones
-        (the fates would come from other distributions); name the keys that differ."""
-        recorded, now = _flatten(self.header["network"]), _flatten(network_model(table))
+    def check_scenario(self, network: dict) -> None:
+        """Refuse a scenario whose random network models (`network`, what a header records:
+        netemu.scenario.settings.network_model) differ from the recorded ones (the fates
+        would come from other distributions); name the keys that differ."""
+        recorded, now = _flatten(self.header["network"]), _flatten(network)
         differ = [k for k in sorted(recorded.keys() | now.keys()) if not _same(recorded.get(k, _MISSING), now.get(k, _MISSING))]
         if differ:
             shown = "; ".join(

@@ -137,7 +137,7 @@ def test_a_delivery_that_wakes_a_receiver_lets_it_run_before_the_next_one():
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 7), delay=st.sampled_from([0.0, 0.5, 2.0]),
        loss=st.sampled_from([0.0, 0.5]))
 def test_batched_and_one_by_one_runs_are_identical_for_any_seed(seed, n, delay, loss):
-    link = lambda: Link(Constant(delay), loss=Bernoulli(loss) if loss else None)  # noqa: E731
+    link = lambda: Link(Constant(delay), loss=Bernoulli(loss) if loss else None)
     assert run("batch", link, n=n, rounds=3, seed=seed) == run("one by one", link, n=n, rounds=3, seed=seed)
 
 

@@ -9,7 +9,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from netemu import clock
 from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
+
+
+def test_this_python_and_simpy_are_versions_the_clock_is_tested_on():
+    import importlib.metadata
+    import sys
+
+    problem = clock.untested_versions(sys.version_info[:3], importlib.metadata.version("simpy"))
+    assert problem is None, problem  # the loop uses asyncio's internals: test it here, then add the version
+
+
+def test_on_an_untested_version_the_loop_refuses_to_start_naming_the_versions(monkeypatch):
+    assert clock.untested_versions((3, 11, 7), "4.1.2") is None
+    problem = clock.untested_versions((3, 14, 0), "4.1.2")
+    assert problem is not None and "Python 3.11, 3.12, 3.13 with SimPy 4.1; this is Python 3.14.0 with SimPy 4.1.2" in problem
+    assert "SimPy 4.2.0" in (clock.untested_versions((3, 12, 1), "4.2.0") or "")
+    monkeypatch.setattr(clock, "TESTED_PYTHON", ())
+    clock._check_versions.cache_clear()
+    try:
+        with pytest.raises(clock.UntestedVersion, match="tested on Python  with SimPy 4.1"):
+            VirtualTimeLoop()
+        clock._check_versions.cache_clear()
+        monkeypatch.setenv("NETEMU_ALLOW_UNTESTED", "1")
+        VirtualTimeLoop().close()
+    finally:
+        clock._check_versions.cache_clear()
 
 
 @pytest.mark.asyncio
@@ -89,6 +115,66 @@ def test_simpy_events_and_asyncio_timers_interleave_in_time_order():
     run(main(), env)
     assert [s[1] for s in seen] == [0.5, 1.0, 1.5, 2.0, 3.0]
     assert all(s[1] == s[2] for s in seen)
+
+
+def _simpy_story(env, plan: list[list[tuple[float, bool]]]) -> list[tuple[float, str]]:
+    """Processes that wait the delays of `plan` (and trigger an event others wait on, when
+    asked), each writing (time, what) when it resumes; then a failing event and
+    `run(until=...)`.  What happened, in order."""
+    seen: list[tuple[float, str]] = []
+    shared = env.event()
+    shared.callbacks.append(lambda ev: seen.append((env.now, f"shared {ev.value}")))
+
+    def proc(i, steps):
+        for j, (delay, trigger) in enumerate(steps):
+            yield env.timeout(delay)
+            seen.append((env.now, f"p{i}.{j}"))
+            if trigger and not shared.triggered:
+                shared.succeed(i)
+                env.process(child(i))  # an Initialize event: URGENT, now
+
+    def child(i):
+        seen.append((env.now, f"child of p{i}"))
+        yield env.timeout(0)
+
+    for i, steps in enumerate(plan):
+        env.process(proc(i, steps))
+    horizon = sum(d for steps in plan for d, _ in steps) / 2 + 1
+    env.run(until=horizon)
+    seen.append((env.now, "until"))
+    env.run()
+    bad = env.event()
+    bad.fail(ValueError("boom"))
+    try:
+        env.run()
+    except ValueError as exc:
+        seen.append((env.now, f"raised {exc}"))
+    return seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, 2.5]), st.booleans()), max_size=5), max_size=6))
+def test_the_virtual_environment_processes_events_in_simpys_order(plan):
+    import simpy
+
+    assert _simpy_story(VirtualEnvironment(), plan) == _simpy_story(simpy.Environment(0.0), plan)
+
+
+def test_an_event_scheduled_at_an_instant_lands_on_it_where_a_delay_from_now_cannot():
+    now, t = 16.25, 3224237085417721.5
+    assert now + (t - now) != t  # SimPy's schedule(event, delay=t - now) would miss t by a float step
+    env = VirtualEnvironment(now)
+    seen: list[float] = []
+
+    class At:  # anything with callbacks that cannot fail (`netemu.clock.Scheduled`)
+        ok = True
+        callbacks = [lambda ev: seen.append(env.now)]
+
+    env.schedule_at(At(), t)
+    env.run()
+    assert seen == [t]
+    with pytest.raises(ValueError, match="before the current time"):
+        env.schedule_at(At(), t - 1)
 
 
 def test_waiting_forever_with_nothing_scheduled_is_a_deadlock_not_a_hang():

@@ -38,11 +38,11 @@ SPEED = 100.0  # work units per virtual second: a node of 240 examples trains 2 
 
 
 def digits_world(seed: int = 1, *, links=None, behaviours=None, log=None, server_app=SERVER, client_app=CLIENT,
-                 run_config=CONFIG, clients: int = K) -> World:
+                 run_config=CONFIG, clients: int = K, on_client_error: str = "reply", work: WorkModel | None = None) -> World:
     behaviours = behaviours or {}
     behaviours = {f"client-{k}": behaviours.get(f"client-{k}", NodeBehaviour(speed=SPEED)) for k in range(clients)}
     world = World(star(clients), seed=seed, links=links, behaviours=behaviours, log=log)
-    add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR)
+    add_flower(world, server_app, client_app, run_config=run_config, app_dir=APP_DIR, on_client_error=on_client_error, work=work)
     return world
 
 
@@ -177,7 +177,7 @@ def test_logged_bytes_are_flowers_serialized_message_sizes():
 # ---------------------------------------------------------------- failures and bad input
 
 
-def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
+def test_with_on_client_error_stop_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_type():
     failing = ClientApp()
     digits = digits_client_app()
 
@@ -188,7 +188,7 @@ def test_a_client_app_that_raises_stops_the_run_naming_node_time_and_message_typ
         return digits(msg, context)
 
     buf = io.BytesIO()
-    world = digits_world(client_app=failing, log=MessageLog(buf))
+    world = digits_world(client_app=failing, log=MessageLog(buf), on_client_error="stop")
     with pytest.raises(FlowerAppFailed) as info:
         world.run()
     first = str(info.value).splitlines()[0]
@@ -461,7 +461,7 @@ def test_a_run_stopped_at_until_unwinds_the_server_app_and_restores_flowers_glob
     world = digits_world()
     result = world.run(until=7.0)  # inside round 2: the ServerApp is waiting in send_and_receive
     assert not result.complete and world.env.now == pytest.approx(7.0)
-    assert not world.actors["server"].app._thread.is_alive()
+    assert not world.actors["server"].turns.main.thread.is_alive()
     assert (random.getstate(), TaskIdentity._run_id, threading.active_count()) == before
 
 
@@ -504,3 +504,81 @@ def test_validate_and_no_scripts_never_execute_a_flower_app_shipped_with_the_sce
     scenario.write_text(scenario.read_text().replace("evilpkg.server:app", "evilpkg.nothere:app", 1))
     assert main(["validate", str(scenario)]) == 2  # a module that does not exist is still refused by validate
     assert "no module 'evilpkg.nothere' in app_dir" in capsys.readouterr().err and not marker.exists()
+
+
+# ---------------------------------------------------------------- failures as Flower reports them
+
+
+def _raising_on(partition: int, round: int) -> ClientApp:
+    failing = ClientApp()
+    digits = digits_client_app()
+
+    @failing.train()
+    def train(msg: Message, context: Context) -> Message:
+        if context.node_config["partition-id"] == partition and msg.content["config"]["server-round"] == round:
+            raise ValueError("out of memory on this device")
+        return digits(msg, context)
+
+    return failing
+
+
+def test_a_client_app_that_raises_sends_flowers_error_reply_and_the_round_goes_on():
+    buf = io.BytesIO()
+    world = digits_world(client_app=_raising_on(2, 2), log=MessageLog(buf))
+    result = world.run()
+    assert result.complete
+    assert curve(world, "train_failures") == [0, 1, 0, 0] and curve(world, "train_replies") == [K, K - 1, K, K]
+    records = [json.loads(line) for line in buf.getvalue().splitlines()]
+    [error] = [r for r in records if r["event"] == "flower_client_error"]
+    assert (error["node"], error["error"]) == ("client-2", "ValueError: out of memory on this device")
+    [reply] = [r for r in records if r["event"] == "flower" and r["error"]]
+    assert reply["src"] == "client-2" and reply["message_id"] != error["message_id"]
+    assert [(r, v) for _, r, _, name, v in world.metrics if name == "warn_client_app_errors"] == [(2, 1.0)]
+
+
+def test_the_summary_warns_of_client_app_errors_and_unmatched_replies(tmp_path):
+    from netemu.runner import write_run_folder
+
+    wrong = ClientApp()
+    digits = digits_client_app()
+
+    @wrong.train()
+    def train(msg: Message, context: Context) -> Message:
+        if context.node_config["partition-id"] == 1:
+            raise RuntimeError("broken")
+        reply = digits(msg, context)
+        if context.node_config["partition-id"] == 4:  # a mod that answers another message than the one it got
+            return Message(reply.content, reply_to=Message(RecordDict(), 1004, "train"))
+        return reply
+
+    summary = write_run_folder(digits_world(client_app=wrong), tmp_path / "run")
+    assert summary["complete"]
+    assert "python: client app errors: 4 (metric warn_client_app_errors)" in summary["warnings"]
+    assert "python: unmatched replies: 4 (metric warn_unmatched_replies)" in summary["warnings"]
+
+
+def test_on_client_error_is_checked_naming_the_setting():
+    from netemu.config import ConfigError
+    from netemu.flower import FlowerParams
+
+    with pytest.raises(ConfigError) as info:
+        FlowerParams(server_app=SERVER, client_app=CLIENT, app_dir=APP_DIR, on_client_error="ignore")
+    assert info.value.field == "on_client_error" and "'reply'" in info.value.accepts
+
+
+def test_an_app_that_reports_no_examples_is_warned_of_in_the_summary(tmp_path):
+    from netemu.runner import write_run_folder
+
+    world = digits_world(work=WorkModel(examples_key="samples"))  # the app reports "num-examples", not "samples"
+    summary = write_run_folder(world, tmp_path / "run")
+    assert world.env.now == 0.0  # no work reported: no compute time
+    assert "python: no work reported: 1 (metric warn_no_work_reported)" in summary["warnings"]
+    assert not any("no work" in w for w in write_run_folder(digits_world(), tmp_path / "plain")["warnings"])
+
+
+def test_the_work_model_reads_the_legacy_num_examples():
+    with flower_process_state(Streams(0), run_id=1):
+        ins = Message(RecordDict({"config": ConfigRecord({"local-epochs": 3})}), 1001, "train")
+        legacy = Message(RecordDict({"fitres.num_examples": MetricRecord({"num_examples": 10})}), reply_to=ins)
+        assert WorkModel().work(ins, legacy, {}) == 3 * 10
+        assert WorkModel().examples(Message(RecordDict({"m": MetricRecord({"loss": 1.0})}), reply_to=ins)) is None

@@ -21,6 +21,7 @@ from netemu.runner import execute
 from netemu.scenario.build import build_behaviours, build_data, build_graph, build_world
 from netemu.scenario.load import parse_scenario
 from netemu.scenario.schema import ScenarioError
+from netemu.scenario.settings import network_model
 from netemu.trace import Trace
 from netemu.world import World
 
@@ -387,14 +388,14 @@ def test_a_replay_refuses_another_completeness_or_speed_model_but_not_another_pl
     trace = Trace.read(tmp_path / "a" / "trace.msgpack")
     assert trace.header["network"]["nodes"]["speed"] == {"model": "pareto", "alpha": 2.0}
     with pytest.raises(Exception, match=r"nodes.completeness.low: 0.3 in the trace, 0.4 in the scenario"):
-        trace.check_scenario(scenario(tmp_path, nodes.format(speed='{ model = "pareto", alpha = 2.0 }', low=0.4), name="b.toml").table)
+        trace.check_scenario(network_model(scenario(tmp_path, nodes.format(speed='{ model = "pareto", alpha = 2.0 }', low=0.4), name="b.toml").settings))
     with pytest.raises(Exception, match=r"nodes.speed.alpha: 2.0 in the trace, 3.0 in the scenario"):
-        trace.check_scenario(scenario(tmp_path, nodes.format(speed='{ model = "pareto", alpha = 3.0 }', low=0.3), name="c.toml").table)
+        trace.check_scenario(network_model(scenario(tmp_path, nodes.format(speed='{ model = "pareto", alpha = 3.0 }', low=0.3), name="c.toml").settings))
     with pytest.raises(Exception, match=r"nodes.speed"):
-        trace.check_scenario(scenario(tmp_path, nodes.format(speed="5.0", low=0.3), name="d.toml").table)
+        trace.check_scenario(network_model(scenario(tmp_path, nodes.format(speed="5.0", low=0.3), name="d.toml").settings))
     plain = '[nodes]\nspeed = {}'
     execute(scenario(tmp_path, plain.format(5.0), name="e.toml"), tmp_path / "e", quiet=True)
-    Trace.read(tmp_path / "e" / "trace.msgpack").check_scenario(scenario(tmp_path, plain.format(9.0), name="f.toml").table)
+    Trace.read(tmp_path / "e" / "trace.msgpack").check_scenario(network_model(scenario(tmp_path, plain.format(9.0), name="f.toml").settings))
 
 
 def test_completeness_entries_are_checked_when_read(tmp_path):

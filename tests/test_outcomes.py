@@ -118,6 +118,42 @@ def test_the_automatic_horizon_is_one_virtual_day_per_round_after_the_last_sched
     assert run_horizon(load_scenario(write(tmp_path), ["run.max_time=inf"])) == float("inf")
 
 
+def test_the_built_in_algorithms_declare_as_deadlines_the_parameters_once_found_by_name():
+    # the automatic horizon used to find deadlines by name; every shipped algorithm (and the example
+    # plug-in, when installed) now declares them, and the declared set is what the name rule found
+    import dataclasses
+    import re
+
+    from netemu.config import deadlines
+    from netemu.plugins import registry
+
+    by_name = re.compile(r"(time|timeout|deadline)$")
+    for name, spec in registry().algorithms.items():
+        named = {f.name for f in dataclasses.fields(spec.params) if by_name.search(f.name)}
+        assert set(deadlines(spec.params)) == named, name
+
+
+def test_the_horizon_reads_declared_deadlines_not_parameter_names(tmp_path, monkeypatch):
+    import dataclasses
+    import types
+
+    from netemu.algorithms.base import AlgorithmSpec
+    from netemu.algorithms.fedavg import SPEC, FedAvgParams
+    from netemu.config import deadline
+
+    @dataclasses.dataclass(frozen=True)
+    class Params(FedAvgParams):
+        wait: float = deadline(1e5)  # a deadline without a deadline's name
+        lead_time: float = 1e6  # a name the old rule took, not declared
+
+    plugin = types.ModuleType("renamed_plugin")
+    plugin.SPEC = AlgorithmSpec("renamed", Params, SPEC.build, datasets=SPEC.datasets, roles=SPEC.roles, requires=SPEC.requires)
+    monkeypatch.setitem(sys.modules, "renamed_plugin", plugin)
+    sc = load_scenario(write(tmp_path, SCENARIO.replace('name = "fedavg"', 'name = "renamed_plugin:SPEC"')))
+    assert sc.settings.algorithms[0].deadlines == (2.0, 1e5)
+    assert run_horizon(sc) == 8 * 2e5  # twice the longest declared deadline per round (more than a day)
+
+
 def test_a_run_with_no_participant_warns(tmp_path, capsys):
     assert run(write(tmp_path), tmp_path / "out", "--set", "nodes.participation=0") == EXIT_COMPLETE
     warning = "fedavg: no participant in any round (metric participants = 0 throughout: no client took part or answered in time)"

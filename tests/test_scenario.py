@@ -53,6 +53,23 @@ def test_a_minimal_scenario_is_completed_with_defaults(tmp_path):
     assert sc.name == "s"
 
 
+def test_a_scenario_is_parsed_once_into_typed_read_only_records(tmp_path):
+    import dataclasses
+
+    path = tmp_path / "s.toml"
+    path.write_text(BASE + '[[nodes.crash]]\nnode = "client-1"\nat = 2.0\n[links.uplink]\noutages = [[1.0, 4.0]]\n'
+                    '[nodes.speed]\nmodel = "pareto"\nalpha = 2.0\n')
+    s = load_scenario(path).settings
+    assert (s.run.rounds, s.run.runs, s.run.seed, s.topology.kind, s.topology.params["clients"]) == (3, 1, 0, "star", 4)
+    assert s.labels == ["fedavg"] and s.algorithms[0].params["lr"] == 0.05 and s.algorithms[0].deadlines == (10.0,)
+    assert s.nodes.crashes[0].recover is None and s.nodes.population and s.nodes.compute == "work"
+    assert s.links.outage_ends() == [4.0] and s.data is not None and s.data.kind == "linear"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.run.rounds = 4  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        s.links.classes["uplink"]["bandwidth"] = 1.0  # type: ignore[index]
+
+
 def test_data_may_be_left_out_only_when_every_algorithm_needs_none(tmp_path):
     issue = one_problem(BASE.replace('[data]\nkind = "linear"\n', ""), tmp_path)
     assert issue.key == "data" and "algorithm[0] = 'fedavg' learns the scenario's data" in issue.accepts

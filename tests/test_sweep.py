@@ -277,7 +277,7 @@ def check_interrupted(out, code, err, seconds, expected_code=130, what="interrup
 
     started = [p for p in out.iterdir() if p.is_dir()]
     assert len(started) <= 2  # the two running points; the queued ones never started
-    size = lambda: sum(f.stat().st_size for d in started for f in d.iterdir())  # noqa: E731
+    size = lambda: sum(f.stat().st_size for d in started for f in d.iterdir())
     before = size()
     time.sleep(1.5)  # a running point writes its log at ~1 MB/s: the workers are gone if nothing grows
     assert size() == before

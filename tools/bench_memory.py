@@ -98,7 +98,7 @@ def components(clients: int) -> dict:
         tracemalloc.stop()
         log_file.close()
         trace_file.close()
-    per = lambda b: round(b / clients, 1)  # noqa: E731
+    per = lambda b: round(b / clients, 1)
     graph_bytes = m1 - m0
     out["bytes_per_client"] = {
         "graph (freed after the build)": per(graph_bytes),

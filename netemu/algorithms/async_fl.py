@@ -51,7 +51,7 @@ from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.algorithms.fedavg import local_steps, median_step
 from netemu.cohort import Cohort, Member
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.coordination import gather, sample
 from netemu.kernels.linear import gradient_steps, mse
 from netemu.kernels.staleness import buffered_step, mix, staleness_weight, weighted_delta_step
@@ -72,7 +72,7 @@ class AsyncFLParams:
     aggregation: str = "buffer"  # "buffer" (FedBuff), "mix" (FedAsync), "sync" (rounds with a deadline)
     lr: float = 0.1  # clients' gradient step
     local_steps: int = 5
-    round_time: float = 5.0  # virtual seconds: a sync round's deadline, an async run's metric period
+    round_time: float = deadline(5.0)  # virtual seconds: a sync round's deadline, an async run's metric period
     concurrency: int = 0  # buffer / mix: clients training at once (0: all)
     buffer: int = 5  # FedBuff's K
     server_lr: float = 1.0  # FedBuff's η_g

@@ -22,7 +22,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.cohort import Cohort, Member, add_clients
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
 from netemu.net.network import Message
@@ -38,7 +38,7 @@ __all__ = ["FedAvgParams", "SPEC", "local_steps", "median_step"]
 class FedAvgParams:
     lr: float = 0.05
     local_steps: int = 5
-    round_time: float = 10.0
+    round_time: float = deadline(10.0)
 
     def __post_init__(self) -> None:
         require(self.lr > 0, "lr", "> 0")

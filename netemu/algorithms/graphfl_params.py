@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from netemu.config import ConfigError, require
+from netemu.config import ConfigError, deadline, require
 from netemu.kernels.classifiers import MLP, MLPBN, Softmax
 from netemu.kernels.cnn import CNN, square_side
 
@@ -53,7 +53,7 @@ class GraphFLParams:
     join_weight: float = 0.01  # edge weight between components, disconnected = "join"
     normalize: str = "rows"  # soft filter: "rows" | "paper" (G-Fedfilt eqs. 43–46)
     sparsity: float = 1.0  # share of update entries sent (1 = dense)
-    deadline: float = 60.0  # virtual seconds the server waits for updates
+    deadline: float = deadline(60.0)  # virtual seconds the server waits for updates
     late: str = "drop"  # "drop" | "carry"
     work_per_sample: float = 0.002  # compute work per sample and epoch (without a system model)
     system: str = "none"  # "none" | "table3": devices drawn from G-Fedfilt's Table III

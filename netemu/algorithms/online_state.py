@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.kernels.online import rff, rff_features, selection_shift
 from netemu.wire.partial import PartialModel
 
@@ -41,7 +41,7 @@ class OnlineFLParams:
     aggregation: str = "delay_groups"  # eqs. (4.13)-(4.14), or "pooled": eq. (6) over all arrived updates
     rff_dim: int = 200
     kernel_width: float = 1.0
-    iteration_time: float = 1.0
+    iteration_time: float = deadline(1.0)
 
     def __post_init__(self) -> None:
         require(self.mu > 0, "mu", "> 0")

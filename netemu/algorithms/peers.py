@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netemu.actors import Actor
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.coordination import gather
 
 __all__ = ["ACK_WINDOW", "ExchangeParams", "Exchanged", "Peer", "peer_names"]
@@ -59,7 +59,7 @@ ACK_WINDOW = 16  # iterations covered by each receipt bitmap ("got")
 @dataclass(frozen=True)
 class ExchangeParams:
     sync: bool = True
-    timeout: float = 30.0  # virtual seconds a synchronous peer waits for its neighbours
+    timeout: float = deadline(30.0)  # virtual seconds a synchronous peer waits for its neighbours
     missing: str = "reuse"  # "reuse" the last model of a late neighbour, or "exclude" it
 
     def __post_init__(self) -> None:

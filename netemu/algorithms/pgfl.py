@@ -55,7 +55,7 @@ import numpy as np
 from netemu.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
 from netemu.cohort import Cohort, Member, add_clients
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.coordination import Port, gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
 from netemu.net.network import Message
@@ -80,8 +80,8 @@ class PGFLParams:
     grad_bound: float = 1.0  # C_k of Assumption 3, in the sensitivity 2 C_k/(ρ D_k)
     personalized: bool = True  # False: GFL, one model for every cluster
     inter_server: bool = True  # False: ClusterFL, servers never exchange
-    client_timeout: float = 60.0  # virtual seconds a server waits for its clients' updates
-    server_timeout: float = 30.0  # virtual seconds a server waits for its neighbours' aggregates
+    client_timeout: float = deadline(60.0)  # virtual seconds a server waits for its clients' updates
+    server_timeout: float = deadline(30.0)  # virtual seconds a server waits for its neighbours' aggregates
     missing: str = "reuse"  # a late neighbour's aggregate: "reuse" the last received, or "exclude"
     newton_steps: int = 8  # logistic primal update (5.4)
     work_per_sample: float = 1.0  # compute work of a primal update per training sample

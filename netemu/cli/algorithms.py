@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +27,8 @@ def _parameters(params: type, defaults: dict) -> str:
 
 
 def cmd_algorithms(args) -> int:
+    from netemu.config import deadlines
+    from netemu.diagnostics import event
     from netemu.plugins import algorithm, registry
 
     reg = registry()
@@ -40,11 +41,13 @@ def cmd_algorithms(args) -> int:
         for req in spec.requires:
             print(f"    needs: {req.needs}")
         print(f"    parameters: {_parameters(spec.params, spec.defaults)}")
+        if deadlines(spec.params):
+            print(f"    deadlines: {', '.join(deadlines(spec.params))} (the automatic horizon allows a round twice the longest)")
     if not args.names:
         print("\ndata kinds:")
         for name, data in reg.data.items():
             print(f"{name}  ({reg.origin[('data kind', name)]})\n    {data.doc}\n    parameters: {_parameters(data.params, {})}")
     for line in reg.broken:
-        print(f"netemu: plug-in not loaded: {line}", file=sys.stderr)
+        event("plugin.not_loaded", f"netemu: plug-in not loaded: {line}", level="warning", detail=line)
     return 2 if reg.broken else 0
 

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import math
-import sys
 
 
 def announce_script(sc, args) -> None:
     """Say which Python code shipped with the scenario a run will execute (its script, a Flower
     app_dir: path and BLAKE2 hash), or refuse it with --no-scripts."""
+    from netemu.diagnostics import event
     from netemu.errors import InputError
     from netemu.scenario.build import script_hash
-    from netemu.terminal import printable
 
     for key, path in sc.code():
         if getattr(args, "no_scripts", False):
             raise InputError(f"{sc.path}: {key} = {str(path)!r}: refused by --no-scripts (a scenario that ships Python code runs it)")
         what = "the Python script" if key == "script" else f"Python code from ({key})"
-        print(printable(f"netemu: this scenario executes {what} {path} (blake2b {script_hash(path)})"), file=sys.stderr)
+        digest = script_hash(path)
+        event("run.executes_code", f"netemu: this scenario executes {what} {path} (blake2b {digest})", key=key, path=str(path), blake2b=digest)
 
 
 

@@ -1,5 +1,6 @@
 """The top-level `netemu` parser and `main`: the one place where errors meant for people
-(the `NetemuError` family) become a `netemu: ...` line and an exit code, without a traceback."""
+(the `NetemuError` family) become a `netemu: ...` line (an `error` event) and an exit code,
+without a traceback, and where `--log-format` chooses how diagnostics print (netemu.diagnostics)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import warnings
 
 from netemu import __version__
 from netemu.cli import algorithms, devices, log, plot, report, run, sweep, validate
+from netemu.diagnostics import FORMATS, event, render, using
 
 __all__ = ["main"]
 
@@ -59,18 +61,34 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"netemu {__version__}")
+    parser.add_argument("--log-format", choices=FORMATS, default="text", help=LOG_FORMAT)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (run, log, sweep, devices, plot, report, algorithms, validate):
         command.register(sub)
+    for command_parser in _commands(parser):  # also after the command: netemu run X --log-format json
+        command_parser.add_argument("--log-format", choices=FORMATS, default=argparse.SUPPRESS, help=LOG_FORMAT)
     return parser
 
 
-def _format_warning(message, category, filename, lineno, line=None) -> str:
-    """netemu's own warnings as one plain line (`netemu: warning: ...`), others as Python shows them."""
-    if category.__module__.startswith("netemu"):
-        from netemu.terminal import printable
+def _commands(parser: argparse.ArgumentParser):
+    """The parsers of `parser`'s commands and of theirs (netemu log summary, ...)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command_parser in action.choices.values():
+                yield command_parser
+                yield from _commands(command_parser)
 
-        return f"netemu: warning: {printable(message)}\n"
+
+LOG_FORMAT = ("how netemu's own messages (warnings, progress, errors, a run's lifecycle) print on stderr: "
+              "text (default) for people, json for programs (one object per line)")
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """netemu's own warnings as a `warning` event (`netemu: warning: ...`), others as Python shows them."""
+    if category.__module__.startswith("netemu"):
+        from netemu.terminal import printable  # one line, as before
+
+        return render("warning", f"netemu: warning: {printable(message)}", level="warning", category=category.__name__) + "\n"
     return _python_format_warning(message, category, filename, lineno, line)
 
 
@@ -80,16 +98,15 @@ _python_format_warning = warnings.formatwarning
 def main(argv: list[str] | None = None) -> int:
     from netemu.errors import NetemuError
 
-    warnings.formatwarning = _format_warning
     args = _parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
-        from netemu.terminal import printable_lines  # names from shared files never reach the terminal raw
-
-        print("netemu: " + printable_lines(exc), file=sys.stderr)
-        return exc.exit_code
+    warnings.formatwarning = _format_warning  # Python prints the warnings (and tests record them) as before
+    with using(args.log_format):
+        try:
+            return args.func(args)
+        except BrokenPipeError:  # the reader (e.g. `| head`) has gone: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
+            event("error", f"netemu: {exc}", level="error", error=type(exc).__name__, exit_code=exc.exit_code)
+            return exc.exit_code
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from netemu.cli.common import announce_script
+from netemu.diagnostics import event
 from netemu.scenario import load_scenario
-from netemu.terminal import printable as p, printable_lines as pl  # a folder or name from the command line or a scenario, escaped for the terminal
+from netemu.terminal import printable as p  # a folder or name from the command line or a scenario, escaped for the terminal
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -74,7 +74,8 @@ def _execute(sc, args, replay=None, source=None) -> int:
 
     out = args.out or default_out_dir(sc)
     if out.exists():
-        print(f"netemu: the run folder {p(out)} already exists; choose another --out or remove it", file=sys.stderr)
+        event("error", f"netemu: the run folder {p(out)} already exists; choose another --out or remove it", level="error",
+              error="InputError", exit_code=2)
         return 2
     announce_script(sc, args)
     try:
@@ -84,24 +85,28 @@ def _execute(sc, args, replay=None, source=None) -> int:
         ignore_signals()  # a second signal while this is reported: no traceback
         terminated = isinstance(exc, Terminated)
         what = "terminated (SIGTERM)" if terminated else "\nnetemu: interrupted"
-        print(f"{'netemu: ' if terminated else ''}{what}; {_folder_state(out)}", file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        code = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        event("run.interrupted", f"{'netemu: ' if terminated else ''}{what}; {_folder_state(out)}", level="error",
+              signal="SIGTERM" if terminated else "SIGINT", folder=str(out), exit_code=code)
+        return code
     except RunStopped as exc:
         more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
-        print(f"netemu: the emulation stopped: {pl(exc)}\nthe run folder {p(out)} holds everything logged until then{more}", file=sys.stderr)
+        event("error", f"netemu: the emulation stopped: {exc}\nthe run folder {p(out)} holds everything logged until then{more}",
+              level="error", error=type(exc).__name__, folder=str(out), exit_code=exc.exit_code)
         return exc.exit_code
     except NetemuError as exc:
         if not out.is_dir():
             raise
-        print(f"netemu: {pl(exc)}\nthe run folder {p(out)} is incomplete (summary.json: complete = false)", file=sys.stderr)
+        event("error", f"netemu: {exc}\nthe run folder {p(out)} is incomplete (summary.json: complete = false)", level="error",
+              error=type(exc).__name__, folder=str(out), exit_code=exc.exit_code)
         return exc.exit_code
     if not args.quiet:
         _print_summary(summary, out)
     for warning in summary["warnings"]:
-        print(f"netemu: warning: {p(warning)}", file=sys.stderr)
+        event("warning", f"netemu: warning: {p(warning)}", level="warning", folder=str(out))
     if not summary["complete"]:
         if args.quiet:
-            print(f"netemu: {p(_outcome_words(summary))}", file=sys.stderr)
+            event("run.incomplete", f"netemu: {p(_outcome_words(summary))}", level="warning", folder=str(out))
         return EXIT_INCOMPLETE
     return EXIT_COMPLETE
 
@@ -132,7 +137,7 @@ def cmd_replay(args) -> int:
     trace = Trace.read(args.trace)
     overrides = [*args.overrides, f"run.seed={trace.header['seed']}"]
     sc = load_scenario(args.scenario, overrides)
-    if sc.table["run"]["runs"] > len(trace.header["runs"]):
+    if sc.settings.run.runs > len(trace.header["runs"]):
         overrides.append(f"run.runs={len(trace.header['runs'])}")
         sc = load_scenario(args.scenario, overrides)
     return _execute(sc, args, replay=trace, source=args.source)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from netemu.cli.common import announce_script
@@ -43,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_sweep(args) -> int:
     import signal
 
+    from netemu.diagnostics import event
     from netemu.errors import EXIT_COMPLETE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_TERMINATED
     from netemu.progress import progress as progress_display
     from netemu.sweep import TLS, SweepError, SweepInterrupted, parse_grid, sweep
@@ -88,12 +88,13 @@ def cmd_sweep(args) -> int:
     failed, incomplete, total = result.count("failed"), result.count("incomplete"), len(result.points)
     for name, p in result.points.items():
         if p.status != "complete" and not args.quiet:
-            print(f"  {name}: {p.status}: {p.error}", file=sys.stderr)
+            event("sweep.point", f"  {name}: {p.status}: {p.error}", level="warning", point=name, status=p.status, error=p.error)
     if not args.quiet:
         print(f"sweep folder: {out}\nsummary: {result.path}")
     line = f"{total} point{'s' if total != 1 else ''}: {total - failed - incomplete} complete, {incomplete} incomplete, {failed} failed"
     if failed or incomplete:
-        print(f"netemu: sweep: {line} (see {result.path})", file=sys.stderr)
+        event("sweep.ended", f"netemu: sweep: {line} (see {result.path})", level="warning", total=total, failed=failed,
+              incomplete=incomplete, summary=str(result.path))
     elif not args.quiet:
         print(line)
     return EXIT_FAILED if failed else EXIT_INCOMPLETE if incomplete else EXIT_COMPLETE

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from netemu.scenario import load_scenario
@@ -17,8 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args) -> int:
+    from netemu.diagnostics import event
     from netemu.errors import NetemuError
-    from netemu.terminal import printable, printable_lines  # names and values from the file never reach the terminal raw
+    from netemu.terminal import printable  # names and values from the file never reach the terminal raw
 
     failed = 0
     for path in args.scenarios:
@@ -26,10 +26,10 @@ def cmd_validate(args) -> int:
             sc = load_scenario(path, args.overrides)
         except NetemuError as exc:
             failed += 1
-            print(printable_lines(exc), file=sys.stderr)
+            event("error", str(exc), level="error", error=type(exc).__name__, scenario=str(path))
         else:
-            labels = ", ".join(a["label"] for a in sc.table["algorithm"])
-            print(printable(f"{path}: ok ({sc.table['run']['runs']} run(s) x {sc.table['run']['rounds']} rounds; algorithms: {labels})"))
+            s = sc.settings
+            print(printable(f"{path}: ok ({s.run.runs} run(s) x {s.run.rounds} rounds; algorithms: {', '.join(s.labels)})"))
             from netemu.scenario.build import script_hash
 
             for key, code in sc.code():

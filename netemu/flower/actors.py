@@ -13,6 +13,7 @@ sends the reply back over its uplink.  Bytes on the links are Flower's serializa
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import random
 import threading
@@ -22,8 +23,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from flwr.app import Context, Message, MetricRecord, RecordDict
-from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.app import Context, Error, Message, MetricRecord, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
 from flwr.serverapp.strategy import strategy_utils as _strategy_utils  # samples nodes with `random.sample`
 from flwr.supercore.logger import FLOWER_LOGGER
 from flwr.supercore.run import Run
@@ -33,7 +34,11 @@ from netemu.actors import Actor
 from netemu.errors import InputError, RunStopped
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
-from netemu.flower.handoff import AppThread
+from netemu.flower.legacy import legacy_hooks
+from netemu.flower.spec import ON_CLIENT_ERROR
+from netemu.flower.tally import Tally
+from netemu.flower.turns import Turns
+from netemu.flower.waits import Replies
 from netemu.flower.wire import from_wire, new_message_id, to_wire
 from netemu.flower.work import WorkModel
 from netemu.rng import Streams
@@ -44,6 +49,7 @@ __all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "ad
 
 FIRST_NODE_ID = 1000  # the i-th client node (topology order) is Flower node 1000 + i
 REPLY = "-reply"  # netemu message kind of a reply: the Flower message type + "-reply"
+EXCHANGES = ("train", "evaluate", "query")  # message categories whose exchanges are counted as metrics
 
 
 class FlowerAppFailed(RunStopped):
@@ -86,26 +92,51 @@ _ONE_FLOWER_RUN = threading.RLock()  # Flower's process state is global: one Flo
 
 
 @contextmanager
+def _torch_seeded(streams: Streams) -> Iterator[None]:
+    """When PyTorch is installed, its global generators (CPU, and CUDA if present) are
+    seeded from the named stream "flower/torch" for the run and restored after it.  PyTorch
+    is not a dependency; an app that wants bit-identical kernels also calls
+    `torch.use_deterministic_algorithms(True)` (docs/flower.md)."""
+    if importlib.util.find_spec("torch") is None:
+        yield
+        return
+    import torch
+
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    torch.manual_seed(int(streams.generator("flower/torch").integers(2**63)))
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+@contextmanager
 def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
     """Flower's process-wide state, set for one emulation and restored after it.
 
     Flower's strategies sample nodes with the `random` module; for the run they get a
     private `random.Random` seeded from a named netemu stream (other threads of the
     process, e.g. a Dask worker's, also draw from the global one, which would make the
-    sample depend on timing).  The global `random` and NumPy generators, which apps and
-    the DP strategies may use, are seeded from named streams too.  Only one side
-    (ServerApp or event loop) runs at a time, so the sequence of draws is deterministic.
-    TaskIdentity is what Flower stamps into the messages a ServerApp creates.  Flower
-    runs in other threads of the process wait for this one to end."""
+    sample depend on timing).  The global `random`, NumPy and (if installed) PyTorch
+    generators, which apps and the DP strategies may use, are seeded from named streams
+    too.  Only one thread of the ServerApp, or the event loop, runs at a time, so the
+    sequence of draws is deterministic.  TaskIdentity is what Flower stamps into the
+    messages a ServerApp creates.  Flower runs in other threads of the process wait for
+    this one to end."""
     with _ONE_FLOWER_RUN:
         saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
-        saved_sampler = getattr(_strategy_utils, "random", None)
+        saved_sampler: Any = getattr(_strategy_utils, "random", None)
         random.seed(int(streams.generator("flower/random").integers(2**63)))
         np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
-        _strategy_utils.random = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        sampler = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        _strategy_utils.random = sampler  # type: ignore[assignment]  # in place of the module `random` it imported, for this run
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
         try:
-            yield
+            with _torch_seeded(streams):
+                yield
         finally:
             _strategy_utils.random = saved_sampler
             random.setstate(saved[0])
@@ -126,9 +157,10 @@ class _StrategyMetrics(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         server = self.server
-        if server.app is None or threading.get_ident() != server.app.ident:
+        if server.turns is None or server.turns.current() is None:  # another thread of the process
             return
         args = record.args
+        metrics: MetricRecord | None
         if isinstance(args, MetricRecord):  # logging unwraps a single mapping argument
             metrics = args
         else:
@@ -143,11 +175,7 @@ class _StrategyMetrics(logging.Handler):
         else:
             prefix, rnd = "server", server.last_round
         values = [(f"{prefix}_{key}", v) for key, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-        if rnd == 0:
-            server.initial_metrics(values)
-        else:
-            for name, value in values:
-                server.metric(name, value, round=rnd)
+        server.report(values, rnd)
 
 
 @contextmanager
@@ -187,7 +215,8 @@ class FlowerServer(Actor):
         self.nodes = dict(nodes)  # Flower node id -> netemu node
         self.run_config = dict(run_config)
         self.run_id = run_id
-        self.app: AppThread | None = None
+        self.turns: Turns | None = None
+        self.tally = Tally()  # what the run counts for its summary (shared with the nodes by add_flower)
         self.grid: NetemuGrid | None = None
         self.ids: np.random.Generator | None = None
         self.context: Context | None = None  # the ServerApp's Context; Flower apps leave results in its `state`
@@ -200,34 +229,57 @@ class FlowerServer(Actor):
         run.override_config = dict(self.run_config)
         grid = self.grid = NetemuGrid(self, run)
         context = self.context = Context(run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(self.run_config))
-        app = self.app = AppThread(lambda: self.server_app(grid, context), name=f"netemu-flower-{self.name}")
-        with flower_process_state(world.streams, self.run_id), _capture_metrics(self):
+        turns = self.turns = Turns(lambda: self.server_app(grid, context), name=f"netemu-flower-{self.name}")
+        with flower_process_state(world.streams, self.run_id), _capture_metrics(self), legacy_hooks(self):
             try:
-                state = app.start()
-                while state[0] == "call":
-                    await self._wait(*state[1])
-                    state = app.resume(None)
+                kind, exc = await self._drive(turns)
             finally:
-                app.stop()
-        if state[0] == "raised":
-            exc = state[1]
+                turns.stop()
+                grid.close()
+        self._report_tally()
+        if kind == "raised":
             line = (f"Flower ServerApp on node {self.name!r} raised {type(exc).__name__}: {_first_line(exc)} "
                     f"at virtual time {self.now:g} (last message type {self.last_category!r}, round {self.last_round})")
             raise FlowerAppFailed(line, "".join(traceback.format_exception(exc)))
 
-    # ---------------------------------------------------------- for the Grid (app thread)
+    async def _drive(self, turns: Turns) -> tuple[str, Any]:
+        """Run the ServerApp's threads in turns; between turns, wait in virtual time until
+        a blocked thread's request is met (a reply, an expiry, a deadline) and wake it."""
+        grid = self.grid
+        assert grid is not None
+        while True:
+            turns.run_ready()
+            if turns.outcome is not None:
+                return turns.outcome
+            self.ingest()
+            grid.expire(self.now)
+            blocked = turns.blocked()
+            met = [thread for thread, request in blocked if request.met(grid, self.now)]
+            for thread in met:
+                turns.wake(thread)
+            if met:
+                continue
+            deadlines = [d for _, request in blocked if (d := request.deadline(grid, self.now)) is not None]
+            if not any(isinstance(request, Replies) for _, request in blocked) and not deadlines:
+                raise RuntimeError(f"the ServerApp's threads wait for each other: {[r for _, r in blocked]}")
+            msg = await self.recv(until=min(deadlines, default=None))
+            if msg is not None:
+                grid.accept(from_wire(msg.payload))
+
+    # ---------------------------------------------------------- for the Grid (the app's threads)
 
     def transmit(self, node: str, msg: Message, round: int) -> None:
         _transmit(self, node, msg, round, msg.metadata.message_type)
 
     def wait(self, ids: list[str], *, until: float | None, any_reply: bool) -> None:
-        """Block the ServerApp until replies for `ids` are in (all, or any one), the
-        virtual time `until` passes, or their TTLs run out."""
-        assert self.app is not None
-        self.app.call((ids, until, any_reply))
+        """Block the calling thread of the ServerApp until replies for `ids` are in (all,
+        or any one), the virtual time `until` passes, or their TTLs run out."""
+        assert self.turns is not None
+        self.turns.call(Replies(ids, until, any_reply))
 
     def ingest(self) -> None:
         """Take every reply delivered so far into the Grid."""
+        assert self.grid is not None
         while (msg := self.inbox.take(None)) is not None:
             self.grid.accept(from_wire(msg.payload))
 
@@ -246,40 +298,43 @@ class FlowerServer(Actor):
         if not seen:
             world.rounds_seen.discard(0)
 
+    def report(self, values: list[tuple[str, float]], round: int) -> None:
+        """Metrics of `round` (round 0: before the first round, `initial_metrics`)."""
+        if round == 0:
+            self.initial_metrics(values)
+        else:
+            for name, value in values:
+                self.metric(name, value, round=round)
+
     def exchange_done(self, replies: list[Message]) -> None:
-        """Per send_and_receive: how many replies carried content, how many were errors."""
+        """Per exchange (a send_and_receive, or the legacy server's pool of them): how many
+        replies carried content, how many were errors (train and evaluate messages)."""
         category, rnd = self.last_category, self.last_round
-        self.metric(f"{category}_replies", sum(1 for r in replies if not r.has_error()), round=rnd)
-        self.metric(f"{category}_failures", sum(1 for r in replies if r.has_error()), round=rnd)
+        if category in EXCHANGES:
+            self.report([(f"{category}_replies", sum(1 for r in replies if not r.has_error())),
+                         (f"{category}_failures", sum(1 for r in replies if r.has_error()))], rnd)
 
-    # ---------------------------------------------------------- event loop side
-
-    async def _wait(self, ids: list[str], until: float | None, any_reply: bool) -> None:
-        grid = self.grid
-        while True:
-            self.ingest()
-            grid.expire(self.now)
-            out = grid.outstanding(ids)
-            if not out or (any_reply and len(out) < len(ids)):
-                return
-            if until is not None and self.now >= until:
-                return
-            expiry = grid.next_expiry(ids)
-            deadline = expiry if until is None else min(until, expiry)
-            msg = await self.recv(until=deadline)
-            if msg is not None:
-                grid.accept(from_wire(msg.payload))
+    def _report_tally(self) -> None:
+        """The run's counted events as `warn_<what>` metrics, one row per round (`Tally`)."""
+        for name, rnd, value in self.tally.warnings():
+            self.report([(name, value)], self.last_round if rnd < 0 else rnd)
 
 
 class FlowerNode(Actor):
-    """One Flower node: its ClientApp, Context and work model on a netemu client node."""
+    """One Flower node: its ClientApp, Context and work model on a netemu client node.
+
+    When the ClientApp (or one of its mods) raises, `on_error` decides: "reply" sends the
+    error reply Flower's runtime sends (CLIENT_APP_RAISED_EXCEPTION, the reason in Flower's
+    format), logs a `flower_client_error` record and counts it (`Tally`); "stop" stops the run."""
 
     daemon = True
 
     def __init__(self, name: str, client_app: Any, node_id: int, node_config: Mapping[str, Any],
-                 run_config: Mapping[str, Any], run_id: int, work: WorkModel) -> None:
+                 run_config: Mapping[str, Any], run_id: int, work: WorkModel, on_error: str = "reply",
+                 tally: Tally | None = None) -> None:
         super().__init__(name)
-        self.client_app, self.node_id, self.work = client_app, node_id, work
+        self.client_app, self.node_id, self.work, self.on_error = client_app, node_id, work, on_error
+        self.tally = tally if tally is not None else Tally()
         # the node's Context lives as long as the run (Flower keeps `state` across messages)
         self.context = Context(run_id=run_id, node_id=node_id, node_config=dict(node_config), state=RecordDict(), run_config=dict(run_config))
         self._ids: np.random.Generator | None = None
@@ -294,25 +349,35 @@ class FlowerNode(Actor):
                 continue  # dropped out of this round: no reply, the strategy's timeout handles it
             ins = from_wire(msg.payload)
             reply = self._call(ins)
-            await self.compute(self.work.work(ins, reply, self.context.run_config))
+            if not reply.has_error():
+                self.tally.replies += 1
+                self.tally.with_examples += self.work.examples(reply) is not None
+                await self.compute(self.work.work(ins, reply, self.context.run_config))
             meta = reply.metadata
             meta.created_at = self.now
             meta.ttl = ins.metadata.created_at + ins.metadata.ttl - self.now
             meta.__dict__["_message_id"] = new_message_id(self._ids)
-            _transmit(self, msg.src, reply, msg.round, meta.message_type + REPLY)
+            _transmit(self, msg.src, reply, msg.round, ins.metadata.message_type + REPLY)
 
     def _call(self, ins: Message) -> Message:
+        """The ClientApp's reply to `ins`; a reply to another message is sent as it is (the
+        Grid drops it, as the SuperLink does, and counts it)."""
         kind = ins.metadata.message_type
-        where = f"Flower ClientApp on node {self.name!r} (Flower node {self.node_id})"
-        when = f"at virtual time {self.now:g} while handling a {kind!r} message (round {self.round})"
         try:
             reply = self.client_app(ins, self.context)
-        except Exception as exc:  # noqa: BLE001 - the app's error stops the run, reported with its context
-            raise FlowerAppFailed(f"{where} raised {type(exc).__name__}: {_first_line(exc)} {when}",
-                                  "".join(traceback.format_exception(exc))) from None
-        if not isinstance(reply, Message) or reply.metadata.reply_to_message_id != ins.metadata.message_id:
-            raise FlowerAppFailed(f"{where} returned {type(reply).__name__}, not a reply to the message, {when}",
-                                  "a ClientApp must return Message(content, reply_to=message)")
+            if not isinstance(reply, Message):
+                raise TypeError(f"the ClientApp returned {type(reply).__name__}, not a Message (Message(content, reply_to=message))")
+        except Exception as exc:  # noqa: BLE001 - Flower's runtime turns it into an error reply; "stop" reports it
+            if self.on_error == "stop":
+                where = f"Flower ClientApp on node {self.name!r} (Flower node {self.node_id})"
+                when = f"at virtual time {self.now:g} while handling a {kind!r} message (round {self.round})"
+                raise FlowerAppFailed(f"{where} raised {type(exc).__name__}: {_first_line(exc)} {when}",
+                                      "".join(traceback.format_exception(exc))) from None
+            self.tally.count("client_app_errors", self.round)
+            self.world.log(t=self.now, event="flower_client_error", node=self.name, message_id=ins.metadata.message_id,
+                           message_type=kind, error=f"{type(exc).__name__}: {_first_line(exc)}")
+            reason = str(type(exc)) + ":<'" + str(exc) + "'>"  # Flower's format (flwr.supernode.runtime.run_clientapp)
+            return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=ins)
         return reply
 
 
@@ -330,10 +395,12 @@ def add_flower(
     work: WorkModel | None = None,
     app_dir: str | None = None,
     console: int | None = None,
+    on_client_error: str = "reply",
 ) -> dict[int, str]:
     """Put a Flower ServerApp on the world's one server node and a Flower node with the
     ClientApp on every client node.  Apps are objects or "package.module:attribute".
     `console` (a logging level) quiets Flower's console output below it during the run.
+    `on_client_error`: "reply" (a ClientApp that raises sends Flower's error reply) or "stop" (the run stops).
     Returns Flower node id -> netemu node."""
     server_app = load_server_app(server_app, setting="server_app", app_dir=app_dir)
     client_app = load_client_app(client_app, setting="client_app", app_dir=app_dir)
@@ -344,11 +411,14 @@ def add_flower(
     clients = [n for n, node in roles.items() if node.role == "client"]
     if not clients:
         raise InputError("a Flower app needs client nodes (role client) in the topology")
+    if on_client_error not in ON_CLIENT_ERROR:
+        raise InputError(f"on_client_error = {on_client_error!r}: accepted: {' or '.join(map(repr, ON_CLIENT_ERROR))}")
     run_config = dict(run_config or {})
     work = work or WorkModel()
     run_id = flower_run_id(world.streams.seed)
     nodes = flower_nodes(clients)
-    world.add(FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console))
+    server = FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console)
+    world.add(server)
     for node_id, (name, node_config) in nodes.items():
-        world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work))
+        world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work, on_client_error, server.tally))
     return {i: name for i, (name, _) in nodes.items()}

@@ -22,10 +22,21 @@ Semantics (docs/flower.md):
   yet it first waits in virtual time for the next reply or expiry (a polling
   ServerApp therefore advances the emulation instead of spinning).
 * `get_node_ids()` lists every Flower node of the topology (the SuperLink's registry).
+  Flower's own background threads (the legacy node-registry poll, every 5 s of wall time)
+  get the same list at once, and their calls count for nothing; after the run they get
+  Flower's RunNotRunningException, which ends them.
+* A reply that matches no instruction of the run (a ClientApp or mod that answered
+  another message) is dropped, as the SuperLink drops it, and counted (the metric
+  `warn_unmatched_replies`, in the summary's warnings).
+
+Calls come from the ServerApp's threads, which take turns with the event loop
+(`turns.Turns`): one runs at a time, so the order of pushes, message ids and replies is
+the program's own.  Pushes and waits from any other thread are refused.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -33,7 +44,7 @@ from flwr.app import Error, Message, RecordDict
 from flwr.common.constant import ErrorCode
 from flwr.proto.node_pb2 import NodeInfo  # pylint: disable=E0611
 from flwr.serverapp import Grid
-from flwr.supercore.run import Run
+from flwr.supercore.run import Run, RunNotRunningException
 
 from netemu.errors import InputError
 from netemu.flower.wire import new_message_id
@@ -41,9 +52,15 @@ from netemu.flower.wire import new_message_id
 if TYPE_CHECKING:
     from netemu.flower.actors import FlowerServer
 
-__all__ = ["NetemuGrid"]
+__all__ = ["NetemuGrid", "node_up"]
 
 _NODE_POLLS_LIMIT = 3  # consecutive get_node_ids() calls without a send: the app waits for nodes that never come
+
+
+def node_up(server: FlowerServer, node: str) -> bool:
+    """Whether netemu node `node` is up (not crashed, not offline in its device trace): the
+    one place the Grid reads node liveness."""
+    return server.world.network.nodes[node].up
 
 
 class NetemuGrid(Grid):
@@ -57,6 +74,9 @@ class NetemuGrid(Grid):
         self._pending: dict[str, tuple[int, Message, str]] = {}  # message id -> (seq, instruction, node name)
         self._replies: dict[str, Message] = {}  # instruction message id -> its reply
         self.exchanges = 0  # push batches so far (the netemu round of messages that carry no round)
+        self._seen: set[str] = set()  # every instruction id of the run (a late reply is not an unmatched one)
+        self._pool_replies: list[Message] = []  # replies taken by the legacy pool's threads since their last join
+        self._closed = False
 
     # ------------------------------------------------------------ Grid API
 
@@ -73,6 +93,10 @@ class NetemuGrid(Grid):
         return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
 
     def get_node_ids(self) -> Iterable[int]:
+        if self._closed:
+            raise RunNotRunningException  # ends Flower's background polling thread
+        if not self._scheduled():
+            return list(self._server.nodes)  # a background thread of Flower's: it decides nothing, counts for nothing
         self._node_polls += 1
         if self._node_polls > _NODE_POLLS_LIMIT:
             raise InputError(
@@ -86,6 +110,7 @@ class NetemuGrid(Grid):
         return [NodeInfo(node_id=node_id) for node_id in self.get_node_ids()]
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        self._require_scheduled("push_messages")
         self._node_polls = 0
         self.exchanges += 1
         server = self._server
@@ -99,19 +124,22 @@ class NetemuGrid(Grid):
                 raise ValueError(f"push_messages: no Flower node {meta.dst_node_id} (the nodes are {sorted(server.nodes)})")
             if meta.reply_to_message_id != "" or not meta.ttl > 0:
                 raise ValueError(f"push_messages: invalid instruction message {msg!r}")
+            assert server.ids is not None  # drawn when the server starts
             msg.metadata.__dict__["_message_id"] = new_message_id(server.ids)
             meta.created_at = server.now
             self._pending[meta.message_id] = (self._seq, msg, node)
+            self._seen.add(meta.message_id)
             self._seq += 1
             ids.append(meta.message_id)
             server.last_category, server.last_round = meta.message_type.split(".", 1)[0], self.round_of(msg)
-            if not server.world.network.nodes[node].up:
+            if not node_up(server, node):
                 self._replies[meta.message_id] = self._error_reply(msg, ErrorCode.NODE_UNAVAILABLE, f"node {node!r} is down")
                 continue
             server.transmit(node, msg, self.round_of(msg))
         return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        self._require_scheduled("pull_messages")
         ids = self._in_push_order(message_ids)
         self._ingest()
         if ids and not any(i in self._replies for i in ids) and any(i in self._pending for i in ids):
@@ -126,8 +154,12 @@ class NetemuGrid(Grid):
             self._server.wait(ids, until=until, any_reply=False)
         self._unavailable_nodes(ids)
         replies = self._take(ids)
-        if ids:
+        turns = self._server.turns
+        assert turns is not None
+        if ids and turns.current() is turns.main:
             self._server.exchange_done(replies)
+        elif ids:
+            self._pool_replies.extend(replies)  # one exchange per join of the legacy pool (`pool_joined`)
         return replies
 
     # ------------------------------------------------------------ used by the server actor
@@ -146,10 +178,23 @@ class NetemuGrid(Grid):
         return self.exchanges
 
     def accept(self, reply: Message) -> None:
-        """A reply delivered to the server node: keep it if its instruction still waits."""
+        """A reply delivered to the server node: keep it if its instruction still waits;
+        drop it if it answers no instruction of the run, and count that."""
         key = reply.metadata.reply_to_message_id
         if key in self._pending and key not in self._replies:
             self._replies[key] = reply
+        elif key not in self._seen:
+            self._server.tally.count("unmatched_replies", self._server.last_round)
+
+    def pool_joined(self) -> None:
+        """The legacy server's pool of send_and_receive calls was joined: one exchange."""
+        replies, self._pool_replies = self._pool_replies, []
+        if replies:
+            self._server.exchange_done(replies)
+
+    def close(self) -> None:
+        """The run is over: Flower's background threads get RunNotRunningException."""
+        self._closed = True
 
     def outstanding(self, ids: list[str]) -> list[str]:
         return [i for i in ids if i in self._pending and i not in self._replies]
@@ -172,6 +217,15 @@ class NetemuGrid(Grid):
     def _expiry(msg: Message) -> float:
         return msg.metadata.created_at + msg.metadata.ttl
 
+    def _scheduled(self) -> bool:
+        turns = self._server.turns
+        return turns is not None and turns.current() is not None
+
+    def _require_scheduled(self, call: str) -> None:
+        if not self._scheduled():
+            raise InputError(f"Grid.{call} called from thread {threading.current_thread().name!r}, which netemu does not run in "
+                             "turns with the emulation: call the Grid from the ServerApp's own thread (or Flower's legacy server pool)")
+
     def _ingest(self) -> None:
         self._server.ingest()
         self.expire(self._server.now)
@@ -181,10 +235,9 @@ class NetemuGrid(Grid):
         return sorted(known, key=lambda i: self._pending[i][0])
 
     def _unavailable_nodes(self, ids: list[str]) -> None:
-        network = self._server.world.network
         for key in self.outstanding(ids):
             msg, node = self._pending[key][1:]
-            if not network.nodes[node].up:
+            if not node_up(self._server, node):
                 self._replies[key] = self._error_reply(msg, ErrorCode.NODE_UNAVAILABLE, f"node {node!r} is down")
 
     def _take(self, ids: list[str]) -> list[Message]:
@@ -201,5 +254,6 @@ class NetemuGrid(Grid):
         reply = Message(Error(code=code, reason=f"netemu at virtual time {now:g}: {reason}"), reply_to=msg)
         reply.metadata.created_at = now
         reply.metadata.ttl = max(self._expiry(msg) - now, 0.0)
+        assert self._server.ids is not None
         reply.metadata.__dict__["_message_id"] = new_message_id(self._server.ids)
         return reply

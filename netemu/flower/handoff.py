@@ -37,12 +37,16 @@ class AppThread:
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 
     @property
-    def ident(self) -> int | None:
-        return self._thread.ident
-
-    @property
     def finished(self) -> bool:
         return self._finished
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._thread
 
     # ------------------------------------------------------------ worker side
 

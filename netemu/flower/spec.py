@@ -10,6 +10,7 @@ The Flower family as an algorithm spec, for the plug-in registry (a scenario's t
     app_dir = "../examples/flower-digits"        # relative to the scenario
     run_config = { "local-epochs" = 2, "round-timeout" = 30.0 }
     console = "info"                             # show Flower's INFO output (default: warnings and errors)
+    on_client_error = "reply"                    # a ClientApp that raises sends Flower's error reply ("stop": the run stops)
 
 `run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
 A Flower app loads its own data: a scenario needs no `[data]` table.  This module imports
@@ -31,6 +32,8 @@ from netemu.world import World
 
 __all__ = ["CONSOLE_LEVELS", "SPEC", "FlowerParams", "build"]
 
+#: what `on_client_error` accepts: Flower's error reply (as its runtime sends), or stop the run
+ON_CLIENT_ERROR = ("reply", "stop")
 #: what `console` accepts: Flower's INFO output (every round's summary) is hidden by default
 CONSOLE_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -54,6 +57,7 @@ class FlowerParams:
     evaluate_per_example: float = 0.1
     per_message: float = 0.0
     console: str = "warning"
+    on_client_error: str = "reply"
 
     def __post_init__(self) -> None:
         require(_is_ref(self.server_app), "server_app", "'package.module:attribute' naming a flwr.serverapp.ServerApp")
@@ -63,6 +67,8 @@ class FlowerParams:
             require(isinstance(value, (bool, int, float, str)), f"run_config.{key}", "a bool, integer, float or string")
         require(self.console in CONSOLE_LEVELS, "console", f"one of {', '.join(CONSOLE_LEVELS)} (the least severe Flower "
                 "log record shown on the console during the run)")
+        require(self.on_client_error in ON_CLIENT_ERROR, "on_client_error", "'reply' (a ClientApp that raises sends Flower's "
+                "error reply, counted in the summary's warnings) or 'stop' (the run stops)")
         self.work()  # checks the work-model fields
         if not self.app_dir or Path(self.app_dir).is_absolute():  # a relative one waits for with_paths (the scenario's folder)
             self._check_apps()
@@ -108,11 +114,11 @@ class FlowerParams:
 
 
 def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
-    from netemu.flower import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
+    from netemu.flower.actors import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
 
     run_config = {"num-server-rounds": rounds, **params.run_config}
     add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
-               app_dir=params.app_dir or None, console=CONSOLE_LEVELS[params.console])
+               app_dir=params.app_dir or None, console=CONSOLE_LEVELS[params.console], on_client_error=params.on_client_error)
 
 
 SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__,

@@ -9,7 +9,8 @@ slowdown, groups, device traces) before its reply leaves.  The work of one messa
                               0                            otherwise)
 
 where `examples` is the value the ClientApp reports under `examples_key` in its reply's
-MetricRecord (Flower's convention: "num-examples") and `epochs` is the value of
+MetricRecord (Flower's convention: "num-examples"; a legacy `NumPyClient`'s reply carries
+it as "num_examples", read when `examples_key` is absent), 0 if neither is there, and `epochs` is the value of
 `epochs_key` in the instruction's ConfigRecord, else in the run config, else 1.
 Nothing here reads a clock.
 """
@@ -24,7 +25,9 @@ from netemu.config import require
 if TYPE_CHECKING:  # needs no Flower at import: the spec (and netemu validate) use this class
     from flwr.app import Message
 
-__all__ = ["WorkModel"]
+__all__ = ["LEGACY_EXAMPLES_KEY", "WorkModel"]
+
+LEGACY_EXAMPLES_KEY = "num_examples"  # FitRes / EvaluateRes.num_examples in a legacy reply's MetricRecord
 
 
 @dataclass(frozen=True)
@@ -49,16 +52,18 @@ class WorkModel:
             per_example = self.evaluate_per_example
         else:
             per_example = 0.0
-        return self.per_message + per_example * self._examples(reply)
+        return self.per_message + per_example * (self.examples(reply) or 0.0)
 
-    def _examples(self, reply: Message) -> float:
+    def examples(self, reply: Message) -> float | None:
+        """The examples `reply` reports (`examples_key`, else the legacy "num_examples"), None if it reports none."""
         if not reply.has_content():
-            return 0.0
-        for record in reply.content.metric_records.values():
-            value = record.get(self.examples_key)
-            if isinstance(value, (int, float)):
-                return float(value)
-        return 0.0
+            return None
+        for key in (self.examples_key, LEGACY_EXAMPLES_KEY):
+            for record in reply.content.metric_records.values():
+                value = record.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    return float(value)
+        return None
 
     def _epochs(self, instruction: Message, run_config: dict[str, Any]) -> float:
         if instruction.has_content():
@@ -68,3 +73,4 @@ class WorkModel:
                     return float(value)
         value = run_config.get(self.epochs_key)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 1.0
+

@@ -17,13 +17,13 @@ _MISSING = object()
 
 
 class Due:
-    """A scheduled arrival or loss, in the SimPy queue where a `Timeout` would be (same time,
-    priority and event id, so the same order), at ~60 bytes rather than ~600: a broadcast
-    to a million clients puts a million of them there at once.  SimPy's step needs only
-    `callbacks` and `_ok`; it never fails."""
+    """A scheduled arrival or loss, in the event queue where a `Timeout` would be (same time,
+    priority and scheduling order, so the same order), at ~60 bytes rather than ~600: a
+    broadcast to a million clients puts a million of them there at once.  Processing it
+    needs only `callbacks` and `ok` (`netemu.clock.Scheduled`); it never fails."""
 
     __slots__ = ("_value", "callbacks")
-    _ok = True
+    ok = True
 
     def __init__(self, callbacks: tuple, value: Any) -> None:
         self.callbacks: tuple | None = callbacks  # a tuple shared by the events of a send: SimPy only reads it

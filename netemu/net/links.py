@@ -293,9 +293,9 @@ class Link:
                 self._round, self._count = round, 1
                 return 0
             indices = self._indices = RoundCounter()
-        indices._round, indices._count = self._round, self._count  # noqa: SLF001 - the counter this link keeps in its slots
-        index = indices._switch(round)  # noqa: SLF001 - `next` for a round other than its last one
-        self._round, self._count = indices._round, indices._count  # noqa: SLF001
+        indices._round, indices._count = self._round, self._count  # the counter this link keeps in its slots
+        index = indices._switch(round)  # `next` for a round other than its last one
+        self._round, self._count = indices._round, indices._count
         return index
 
     def draw_fate(self, draws: KeyedDraws, round: int, index: int) -> tuple[str | None, float]:

@@ -17,20 +17,18 @@ the nodes' behaviour and state in `netemu.net.nodes`; all are re-exported here.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
-import simpy
-import simpy.core
-from simpy.core import NORMAL
+from simpy.core import NORMAL, URGENT
 
+from netemu.clock import VirtualEnvironment
 from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.net.fates import Fates, ManyFates, draw_now, fates_many
@@ -47,6 +45,7 @@ from netemu.wire.codec import decode, header_size
 __all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
 
 _DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
+_NO_DRAWS = cast(KeyedDraws, None)  # the draws of a link that is not `random`: its models draw nothing
 
 
 class NetworkError(InputError):
@@ -74,7 +73,7 @@ class Message:
 class Network:
     def __init__(
         self,
-        env: simpy.Environment,
+        env: VirtualEnvironment,
         graph: nx.DiGraph,
         streams: Streams,
         *,
@@ -253,7 +252,7 @@ class Network:
         todo = np.flatnonzero((probs > 0) & (probs < 1))
         if not todo.size:
             return out
-        drawn, p, draws = [names[i] for i in todo], probs[todo], self._participation_draws
+        drawn, p, draws = [names[i] for i in todo.tolist()], probs[todo], self._participation_draws
 
         def draw(index: np.ndarray) -> np.ndarray:
             return draws.uniforms([(drawn[i], round) for i in index.tolist()]) < p[index]
@@ -314,11 +313,13 @@ class Network:
         """
         env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
         links, draws_of = self.links, self._draws
-        queue, eid, push = env._queue, env._eid, heapq.heappush  # noqa: SLF001 - what env.timeout does, without its object
+        schedule = env.schedule  # what env.timeout does, without its object
         link_draws = self._link_draws
         arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
-        shared = payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None
+        # one bytes-like payload shared by all, or one per destination
+        shared = cast("bytes | None", payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None)
+        each = cast("Sequence[bytes]", payloads)
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
@@ -326,9 +327,9 @@ class Network:
         for i, dst in enumerate(dsts):
             link = links.get((src, dst))
             if link is None or general:
-                ids.append(self._send_general(src, dst, kind, round, shared if shared is not None else payloads[i], box, now))
+                ids.append(self._send_general(src, dst, kind, round, shared if shared is not None else each[i], box, now))
                 continue
-            payload = shared if shared is not None else payloads[i]
+            payload = shared if shared is not None else each[i]
             msg_id = self._next_id
             self._next_id = msg_id + 1
             ids.append(msg_id)
@@ -355,7 +356,7 @@ class Network:
                 else:
                     reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
             else:
-                reason, delay = link.draw_fate(None, round, index)
+                reason, delay = link.draw_fate(_NO_DRAWS, round, index)
             busy = link.busy_until
             tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
             link.busy_until = tx_end
@@ -369,14 +370,14 @@ class Network:
                     batch.append((msg_id, payload, box))
                 else:
                     batches[at] = batch = [(msg_id, payload, box)]
-                    push(queue, (at, NORMAL, next(eid), _Due(arrive, batch)))  # = env.timeout(wait, batch)
+                    schedule(_Due(arrive, batch), NORMAL, wait)  # = env.timeout(wait, batch), due at `at`
                 if reason == "duplicate":
                     self.copy_at(at, msg_id, payload)
                     batches.pop(at, None)  # later arrivals at that instant come after the copy
             else:
                 wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
                 batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
-                push(queue, (now + wait, NORMAL, next(eid), _Due(lose, (msg_id, reason))))
+                schedule(_Due(lose, (msg_id, reason)), NORMAL, wait)
         return ids
 
     def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes, box: _Shared | None, now: float) -> int:
@@ -402,16 +403,16 @@ class Network:
     def arrive_at(self, t: float, msg_id: int, payload: bytes, box: _Shared | None, extra: dict) -> None:
         """Deliver general message `msg_id` at `t`, its deliver record with `extra` fields."""
         self._extras[msg_id] = extra
-        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._arrive,), [(msg_id, payload, box)])))  # noqa: SLF001
+        self.env.schedule_at(_Due((self._arrive,), [(msg_id, payload, box)]), t)
 
     def copy_at(self, t: float, msg_id: int, payload: bytes) -> None:
         """A duplicate of message `msg_id` arrives at `t`, right after the message itself (netem's duplicate)."""
-        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._arrive_copy,), (msg_id, payload, self._pending[msg_id]))))  # noqa: SLF001
+        self.env.schedule_at(_Due((self._arrive_copy,), (msg_id, payload, self._pending[msg_id])), t)
 
     def _arrive_copy(self, event: _Due) -> bool | None:
         """Deliver a duplicate: a second deliver record (``duplicate: true``) and a second Message of the
         same id; counted as `duplicates` of its link class, not as a message."""
-        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # noqa: SLF001 - our own event
+        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # our own event
         node, now = self.nodes[dst], self.env.now
         self._drops[cls, "duplicates"] += 1
         if not node.up or node.receiver is None:
@@ -424,16 +425,16 @@ class Network:
 
     def drop_at(self, t: float, msg_id: int, reason: str, box: _Shared | None, extra: dict) -> None:
         """Drop general message `msg_id` at `t` with `reason`, its record with `extra` fields (the hop)."""
-        heapq.heappush(self.env._queue, (t, NORMAL, next(self.env._eid), _Due((self._lose_general,), (msg_id, reason, box, extra))))  # noqa: SLF001
+        self.env.schedule_at(_Due((self._lose_general,), (msg_id, reason, box, extra)), t)
 
     def _lose_general(self, event: _Due) -> None:
-        msg_id, reason, box, extra = event._value  # noqa: SLF001 - our own event
+        msg_id, reason, box, extra = event._value  # our own event
         if box is not None:
             box.take()
         self._drop(msg_id, reason, extra)
 
     def _lose(self, event: _Due) -> None:
-        self._drop(*event._value)  # noqa: SLF001 - our own event
+        self._drop(*event._value)  # our own event
 
     def _drop(self, msg_id: int, reason: str, extra: dict | None = None) -> None:
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
@@ -457,11 +458,11 @@ class Network:
         ahead of every later event, and delivered after the woken code has run —
         the same interleaving, hence the same log, as one event per message.
         """
-        batch = event._value  # noqa: SLF001 - our own event
+        batch = event._value  # our own event
         last = len(batch) - 1
         for i, (msg_id, payload, box) in enumerate(batch):
             if self._deliver(msg_id, payload, box) is not False and i < last:
-                self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), simpy.core.URGENT)
+                self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), URGENT)
                 return
 
     def _deliver(self, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:

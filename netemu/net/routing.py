@@ -70,7 +70,7 @@ class Routes:
             return comp
         comp = {}
         seen, frontier = {router}, [router]
-        undirected = lambda r: (*self._rsucc.get(r, ()), *self._rpred.get(r, ()))  # noqa: E731
+        undirected = lambda r: (*self._rsucc.get(r, ()), *self._rpred.get(r, ()))
         while frontier:
             nxt = []
             for r in frontier:

@@ -25,13 +25,11 @@ since it was first sent (then dropped, reason ``timeout``).
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Hashable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from simpy.core import NORMAL
 
 from netemu.net.fates import draw_now
 from netemu.net.inflight import Due
@@ -91,9 +89,7 @@ class Transfers:
     # ------------------------------------------------------------ scheduling
 
     def _at(self, t: float, callback: Any, value: Any) -> None:
-        env = self.net.env
-        queue: list = env._queue  # noqa: SLF001
-        heapq.heappush(queue, (t, NORMAL, next(env._eid), Due((callback,), value)))  # noqa: SLF001 - = env.timeout(t - now)
+        self.net.env.schedule_at(Due((callback,), value), t)
 
     # ------------------------------------------------------------ sending
 
@@ -145,7 +141,7 @@ class Transfers:
         with the transfers already on it (max-min), and its window bound."""
         model = self.model
         rate = model.bound(rtt)
-        on = self.flows._on_link  # noqa: SLF001 - read only: how many transfers each link carries
+        on = self.flows._on_link  # read only: how many transfers each link carries
         for _, _, link in tr.hops:
             if link.bandwidth is not None:
                 share = link.bandwidth / 8.0
@@ -157,13 +153,13 @@ class Transfers:
     # ------------------------------------------------------------ store and forward
 
     def _hop(self, event: Due) -> None:
-        tr, h = event._value  # noqa: SLF001 - our own event
+        tr, h = event._value  # our own event
         self._hop_now(tr, h)
 
     def _hop_now(self, tr: _Transit, h: int) -> None:
         now = self.net.env.now
         u, v, link = tr.hops[h]
-        if link._outages and link.is_down(now):  # noqa: SLF001
+        if link._outages and link.is_down(now):
             self._fail(tr, h, "outage", now)
             return
         busy = link.busy_until
@@ -184,12 +180,12 @@ class Transfers:
     # ------------------------------------------------------------ max-min flows
 
     def _join(self, event: Due) -> None:
-        self._join_now(event._value)  # noqa: SLF001
+        self._join_now(event._value)
 
     def _join_now(self, tr: _Transit) -> None:
         now = self.net.env.now
         for h, (_, _, link) in enumerate(tr.hops):
-            if link._outages and link.is_down(now):  # noqa: SLF001
+            if link._outages and link.is_down(now):
                 self._fail(tr, h, "outage", now)
                 return
         tr.joined = now
@@ -217,7 +213,7 @@ class Transfers:
             self._at(max(at, self.net.env.now), self._wakeup, self._wakes)
 
     def _wakeup(self, event: Due) -> None:
-        if event._value != self._wakes:  # noqa: SLF001 - a wake-up the rates have moved since
+        if event._value != self._wakes:  # a wake-up the rates have moved since
             return
         self._wake = math.inf
         now = self.net.env.now
@@ -248,7 +244,7 @@ class Transfers:
     def _done(self, tr: _Transit, now: float) -> None:
         """The flow of `tr` sent its last byte at `now`: outages it met, then its fates."""
         for h, (_, _, link) in enumerate(tr.hops):
-            if link._outages and any(s < now and e > tr.joined for s, e in link.outages):  # noqa: SLF001
+            if link._outages and any(s < now and e > tr.joined for s, e in link.outages):
                 self._fail(tr, h, "outage", now)
                 return
         for h, (reason, _) in enumerate(tr.fates):
@@ -286,7 +282,7 @@ class Transfers:
         self._at(again, self._retry, tr)
 
     def _retry(self, event: Due) -> None:
-        self._attempt(event._value)  # noqa: SLF001
+        self._attempt(event._value)
 
     def _extra(self, tr: _Transit) -> dict[str, Any]:
         """The extra fields of `tr`'s records (one dict per hop count and attempt, shared: never changed)."""

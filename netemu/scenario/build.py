@@ -8,10 +8,8 @@ data, participation draws and link fates (common random numbers).  The run seed 
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +30,11 @@ from netemu.net.routing import ROUTER_ROLES
 from netemu.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
 from netemu.scenario.load import Scenario, algorithm_params, match_nodes
+from netemu.scenario.settings import Algorithm, thawed
 from netemu.world import World, fewer_collections
 
 __all__ = [
-    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "link_classes", "load_script", "release", "run_horizon", "run_seed",
+    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "release", "run_horizon", "run_seed",
     "script_hash", "topology_for_validation",
 ]
 
@@ -60,9 +59,9 @@ def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
 def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
     """The graph of the scenario's topology, built by its registered TopologySpec (file keys resolved),
     with routers before the servers for `server_link` / `access_points` (star and multi_server)."""
-    topo = sc.table["topology"]
-    spec = plugins.topology(topo["kind"])
-    params = {k: v for k, v in topo.items() if k not in ("kind", "server_link", "access_points")}
+    topo, shared = sc.settings.topology, sc.settings.links.shared
+    spec = plugins.topology(topo.kind)
+    params = thawed(topo.params)
     for key in spec.paths:
         params[key] = sc.resolve(params[key])
     try:
@@ -73,8 +72,8 @@ def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
         raise InputError(f"topology {spec.name!r}: build(params, streams) raised {type(exc).__name__}: {exc}") from None
     if not isinstance(g, nx.DiGraph):
         raise InputError(f"topology {spec.name!r}: build(params, streams) returned {type(g).__name__}, expected a networkx DiGraph")
-    if "server_link" in topo or "access_points" in topo:
-        g = T.behind_routers(g, server_link="server_link" in topo, clients_per_ap=topo.get("access_points", {}).get("clients_per_ap", 0))
+    if shared:
+        g = T.behind_routers(g, server_link="server_link" in shared, clients_per_ap=shared.get("access_points", {}).get("clients_per_ap", 0))
     return g
 
 
@@ -88,7 +87,7 @@ def release(graph: nx.DiGraph) -> None:
 
 
 def topology_for_validation(sc: Scenario) -> nx.DiGraph:
-    return build_graph(sc, Streams(sc.table["run"]["seed"]))
+    return build_graph(sc, Streams(sc.settings.run.seed))
 
 
 def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -> Any:
@@ -104,9 +103,9 @@ def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -
 
 def devices_of(sc: Scenario, graph: nx.DiGraph) -> dict[str, dict]:
     """The device of each client (i-th client, in topology order, gets device i mod n)."""
-    if not sc.table["devices"]["file"]:
+    if not sc.settings.devices.file:
         return {}
-    devices = read_devices(sc.resolve(sc.table["devices"]["file"]))["devices"]
+    devices = read_devices(sc.resolve(sc.settings.devices.file))["devices"]
     clients = [n for n, r in graph.nodes(data="role") if r == "client"]
     return {c: devices[i % len(devices)] for i, c in enumerate(clients)}
 
@@ -117,9 +116,9 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     set of components (`Link(shared=True)`: each link copies a stateful one before its
     first draw), so a million links do not hold a million copies of the same models; what
     a class's table says is read once per class, not once per link."""
-    overrides = {(o["src"], o["dst"]): o for o in sc.table["link"]}
-    devices = devices_of(sc, graph) if sc.table["devices"]["bandwidth"] else {}
-    classes = link_classes(sc.table)
+    overrides = {(o["src"], o["dst"]): thawed(o) for o in sc.settings.links.overrides}
+    devices = devices_of(sc, graph) if sc.settings.devices.bandwidth else {}
+    classes = {cls: thawed(t) for cls, t in sc.settings.links.by_class().items()}
     by_class: dict[str, tuple] = {}
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
@@ -138,17 +137,6 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     return out
 
 
-def link_classes(table: dict) -> dict[str, dict]:
-    """The link classes' tables: [links], after the classes `[topology] server_link` and
-    `access_points` stand for (both directions alike; a [links.<class>] table wins)."""
-    topo, out = table["topology"], {}
-    for key, up, down in (("server_link", "server_uplink", "server_downlink"), ("access_points", "ap_uplink", "ap_downlink")):
-        if key in topo:
-            t = {k: v for k, v in topo[key].items() if k != "clients_per_ap"}
-            out[up], out[down] = t, t
-    return {**out, **table["links"]}
-
-
 def _link_spec(sc: Scenario, table: dict) -> tuple:
     """(latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt) of a link class's (or an overridden link's) table."""
     jitter = table.get("jitter")
@@ -164,17 +152,17 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
     A speed model draws each node's speed once, from the keyed stream ``speeds`` at the node's
     name (`streams`: the run's; run 0's when not given), so every algorithm of a run meets the
     same population; a participation model reads each client's sample count from `data`."""
-    nodes = sc.table["nodes"]
-    tables = [nodes, *nodes["group"]]
-    source = dict.fromkeys(graph.nodes, 0)  # node -> index in `tables` of the table that sets its behaviour
-    for i, group in enumerate(nodes["group"], 1):  # later groups win
-        for pattern in group["members"]:
+    nodes = sc.settings.nodes
+    tables = [nodes.default, *nodes.groups]
+    source = dict.fromkeys(graph.nodes, 0)  # node -> index in `tables` of the behaviour that sets its own
+    for i, group in enumerate(nodes.groups, 1):  # later groups win
+        for pattern in group.members:
             for n in match_nodes(pattern, list(graph.nodes)):
                 source[n] = i
     device_speed = {name: d["speed"] for name, d in devices_of(sc, graph).items() if "speed" in d}  # online intervals: attach_devices
     crashes: dict[str, list] = {}
-    for c in nodes["crash"]:
-        crashes.setdefault(c["node"], []).append((c["at"], c["recover"] if c["recover"] >= 0 else None))
+    for c in nodes.crashes:
+        crashes.setdefault(c.node, []).append((c.at, c.recover))
     speed_draws = None
     models: dict[int, Any] = {}  # table index -> its speed model or participation map, made once
     probs: dict[int, dict[str, float]] = {}
@@ -182,23 +170,23 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
     out = {}
     for n, i in source.items():
         t = tables[i]
-        speed, participation, completeness = t["speed"], t["participation"], t.get("completeness")
-        if isinstance(speed, dict):
+        speed, participation, completeness = t.speed, t.participation, t.completeness
+        if isinstance(speed, Mapping):
             if i not in models:
-                models[i] = _speed_model(sc, speed, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
+                models[i] = _speed_model(sc, thawed(speed), "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             if speed_draws is None:
-                speed_draws = (streams or Streams(sc.table["run"]["seed"])).keyed("speeds")
+                speed_draws = (streams or Streams(sc.settings.run.seed)).keyed("speeds")
             speed = models[i].draw(speed_draws.uniform(n))
         if n in device_speed:
             speed = device_speed[n]
-        if isinstance(participation, dict):
+        if isinstance(participation, Mapping):
             if i not in probs:
-                probs[i] = _participation(sc, data, participation, "nodes" if i == 0 else f"nodes.group[{i - 1}]")
+                probs[i] = _participation(sc, data, thawed(participation), "nodes" if i == 0 else f"nodes.group[{i - 1}]")
             participation = probs[i].get(n, 1.0)  # a node without data (a server) always takes part
-        fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, dict)
+        fraction = ((1.0, 1.0) if completeness is None else (completeness, completeness) if not isinstance(completeness, Mapping)
                     else (completeness["low"], completeness.get("high", 1.0)))
         crash = tuple(crashes.get(n, ()))
-        s = {"participation": participation, "speed": speed, "slowdown_sigma": t["slowdown_sigma"]}
+        s = {"participation": participation, "speed": speed, "slowdown_sigma": t.slowdown_sigma}
         key = (*((type(v), v) for v in s.values()), crash, fraction)
         b = alike.get(key)
         if b is None:
@@ -238,14 +226,14 @@ def client_labels(sc: Scenario, data: Any) -> tuple[dict[str, Any], int]:
     """Each client's training labels (integers 0 .. classes − 1) and the number of classes:
     `digits_fl` (its `classes`), `digits` (binary tasks: 2), `linear` with binary labels (2).
     An InputError for data without class labels per client."""
-    table = sc.table["data"] or {}
+    kind, params = (sc.settings.data.kind, sc.settings.data.params) if sc.settings.data else (None, {})
     parts = getattr(data, "parts", None)
     classes = getattr(data, "classes", None)
-    if classes is None and (getattr(data, "loss", None) == "logistic" or (table.get("kind") == "linear" and table.get("labels") == "binary")):
+    if classes is None and (getattr(data, "loss", None) == "logistic" or (kind == "linear" and params.get("labels") == "binary")):
         classes = 2
     if not isinstance(parts, dict) or not isinstance(classes, int):
         raise InputError(f"{sc.path}: nodes.participation: model = \"label\" needs each client's class labels, from a data kind "
-                         f"with labels per client ({', '.join(LABELLED_KINDS)}); data.kind = {table.get('kind')!r} has none")
+                         f"with labels per client ({', '.join(LABELLED_KINDS)}); data.kind = {kind!r} has none")
     return {name: np.asarray(part[1]).astype(np.int64) for name, part in parts.items()}, classes
 
 
@@ -254,42 +242,26 @@ def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
     client -> (X, y)); an InputError when the data has no partition to read them from."""
     parts = getattr(data, "parts", None)
     if not isinstance(parts, dict):
-        kind = (sc.table["data"] or {}).get("kind")
+        kind = sc.settings.data.kind if sc.settings.data else None
         raise InputError(f"{sc.path}: nodes.participation: model = \"data_size\" needs each client's sample count, from a data kind "
                          f"that partitions samples among clients (linear, clustered, federated); data.kind = {kind!r} has none")
     return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
 
 
-def has_population(table: dict) -> bool:
-    """Whether [nodes] (or a group) draws or derives per-node speeds or participation (recorded in nodes.csv)."""
-    nodes = table["nodes"]
-    return any(isinstance(t.get(k), dict) for t in (nodes, *nodes["group"]) for k in ("speed", "participation"))
-
-
-_DEADLINE = re.compile(r"(time|timeout|deadline)$")  # algorithm parameters that bound a round's length
-
-
 def run_horizon(sc: Scenario) -> float:
     """The virtual time at which a run is stopped as "horizon reached": `run.max_time`, or
     (max_time = 0) per round one virtual day, or twice the algorithms' longest deadline
-    (a parameter named *time, *timeout or *deadline) when that is longer, after the last
-    scheduled event of the scenario (crash, recovery, outage end, `until`, the devices'
-    horizon).  It stops runs whose actors only wait on timers that lead nowhere."""
-    run = sc.table["run"]
-    if run["max_time"] > 0:
-        return run["max_time"]
-    times = [run["until"]]
-    times += [t for c in sc.table["nodes"]["crash"] for t in (c["at"], c["recover"])]
-    times += [w[1] for _, link in _link_items(sc) for w in link.get("outages", [])]
-    if sc.table["devices"]["file"]:
-        times.append(read_devices(sc.resolve(sc.table["devices"]["file"]))["horizon"])
-    deadlines = [v for a in sc.table["algorithm"] for k, v in a.items()
-                 if _DEADLINE.search(k) and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)]
-    return max(times) + max(DAY, 2 * max(deadlines, default=0.0)) * run["rounds"]
-
-
-def _link_items(sc: Scenario) -> list[tuple[str, dict]]:
-    return [*link_classes(sc.table).items(), *((f"link[{i}]", t) for i, t in enumerate(sc.table["link"]))]
+    (a parameter its spec declares one, netemu.config.deadline) when that is longer, after
+    the last scheduled event of the scenario (crash, recovery, outage end, `until`, the
+    devices' horizon).  It stops runs whose actors only wait on timers that lead nowhere."""
+    s = sc.settings
+    if s.run.max_time > 0:
+        return s.run.max_time
+    times = [s.run.until, *(c.at for c in s.nodes.crashes), *(c.recover for c in s.nodes.crashes if c.recover is not None), *s.links.outage_ends()]
+    if s.devices.file:
+        times.append(read_devices(sc.resolve(s.devices.file))["horizon"])
+    deadlines = [d for a in s.algorithms for d in a.deadlines]
+    return max(times) + max(DAY, 2 * max(deadlines, default=0.0)) * s.run.rounds
 
 
 class ScriptError(InputError):
@@ -358,10 +330,10 @@ def load_script(path: Path) -> Callable[[World], None]:
 
 def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     """The scenario's data (None without a [data] table: its algorithms need none)."""
-    if sc.table["data"] is None:
+    if sc.settings.data is None:
         return None
-    spec = plugins.data_kind(sc.table["data"]["kind"])
-    params = spec.params(**{k: v for k, v in sc.table["data"].items() if k != "kind"})
+    spec = plugins.data_kind(sc.settings.data.kind)
+    params = spec.params(**thawed(sc.settings.data.params))
     if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
         params = params.with_paths(lambda p: str(sc.resolve(p)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server" and r not in ROUTER_ROLES]
@@ -391,10 +363,10 @@ def build_world(
 
 def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates: Fates,
            setup: Callable[[World], None] | None, work_seconds: float) -> World:
-    streams = Streams(run_seed(sc.table["run"]["seed"], run))
+    streams = Streams(run_seed(sc.settings.run.seed, run))
     graph = build_graph(sc, streams)
-    entry = sc.table["algorithm"][algorithm]
-    spec = plugins.algorithm(entry["name"])
+    entry = sc.settings.algorithms[algorithm]
+    spec = plugins.algorithm(entry.name)
     try:
         params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
         data = build_data(sc, graph, streams)  # before the world: a participation model reads the clients' sample counts
@@ -407,13 +379,13 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
         behaviours=build_behaviours(sc, graph, streams, data),
         log=log,
         fates=fates,
-        model=NetModel(**(sc.table["network"] or {})),
+        model=NetModel(**thawed(sc.settings.network or {})),
         work_seconds=work_seconds,
     )
-    if sc.table["devices"]["file"]:  # offline outside each device's online intervals (periodic traces repeat)
-        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.table["devices"]["file"])))
+    if sc.settings.devices.file:  # offline outside each device's online intervals (periodic traces repeat)
+        attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.settings.devices.file)))
     try:
-        spec.build(world, params, data, sc.table["run"]["rounds"])
+        spec.build(world, params, data, sc.settings.run.rounds)
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
         raise _entry_error(sc, algorithm, entry, exc) from None
     if setup is not None:
@@ -422,6 +394,6 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     return world
 
 
-def _entry_error(sc: Scenario, algorithm: int, entry: dict, exc: ConfigError) -> InputError:
+def _entry_error(sc: Scenario, algorithm: int, entry: Algorithm, exc: ConfigError) -> InputError:
     where = "run.rounds" if exc.field == "rounds" else f"algorithm[{algorithm}].{exc.field}"
-    return InputError(f"{sc.path}: {where} ({entry['label']}): {exc.accepts}")
+    return InputError(f"{sc.path}: {where} ({entry.label}): {exc.accepts}")

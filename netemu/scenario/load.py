@@ -3,7 +3,8 @@
 Every problem is collected and reported together (`ScenarioError`), each naming the
 file, the dotted key, the value and what is accepted.  The result is a `Scenario`:
 the resolved table (defaults filled in, written to the run folder as scenario.toml)
-plus the file it came from.  The format is documented in docs/scenarios.md.  The checks
+plus the file it came from, and `settings`, the same parsed once into typed records
+(netemu.scenario.settings) that the layers running it read.  The format is documented in docs/scenarios.md.  The checks
 live beside this module: `fields` (the tables and their values; plug-in tables through
 `specs`), `limits` (sizes, nesting), `files` (what the scenario names on disk), `specs`
 (plug-ins and their parameters), `crosscheck` (what needs the topology).
@@ -22,6 +23,7 @@ from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
+from netemu.scenario.settings import Settings, settings
 from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
 
 __all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
@@ -30,29 +32,35 @@ __all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario: `table` is the resolved TOML table, `path` its source file."""
+    """A validated scenario: `table` is the resolved TOML table, `path` its source file,
+    `settings` the table's typed records."""
 
     table: dict
     path: Path
+    settings: Settings
 
     @property
     def name(self) -> str:
-        return self.table["run"]["name"] or self.path.stem
+        return self.settings.run.name or self.path.stem
 
     def resolve(self, relative: str) -> Path:
         """A path written in the scenario, relative to the scenario file."""
-        p = Path(relative)
-        return p if p.is_absolute() else self.path.parent / p
+        return _resolve(self.path, relative)
 
     def code(self) -> list[tuple[str, Path]]:
         """(key, path) of the Python code shipped with the scenario that a run executes:
         its `script`, and what an algorithm's params declare by a `code()` method (e.g. a
         Flower `app_dir`).  `validate` executes none of it; `run` names it first."""
-        out = [("script", self.resolve(self.table["script"]).resolve())] if self.table["script"] else []
-        for i, alg in enumerate(self.table["algorithm"]):
-            params = algorithm_params(self.table, i, plugins.algorithm(alg["name"]), lambda p: str(self.resolve(p)))
+        out = [("script", self.resolve(self.settings.script).resolve())] if self.settings.script else []
+        for i, alg in enumerate(self.settings.algorithms):
+            params = algorithm_params(self.table, i, plugins.algorithm(alg.name), lambda p: str(self.resolve(p)))
             out += [(f"algorithm[{i}].{key}", Path(path).resolve()) for key, path in getattr(params, "code", list)()]
         return out
+
+
+def _resolve(path: Path, relative: str) -> Path:
+    p = Path(relative)
+    return p if p.is_absolute() else path.parent / p
 
 
 def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scenario:
@@ -65,8 +73,9 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
     issues = Issues(file)
     raw, renamed_keys = shorthands(raw, issues)
     table = validate(SCHEMA, raw, "", issues)
-    if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, Scenario(table, path).resolve, issues):
-        sc = Scenario(table, path)
+    sc = None
+    if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, lambda p: _resolve(path, p), issues):
+        sc = Scenario(table, path, settings(table))
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]
         params = check_algorithms(table, specs, lambda p: str(sc.resolve(p)), issues)
         check_heterogeneity(table, specs, issues)
@@ -81,9 +90,9 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
             check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
             release(graph)
         check_files(table, sc.resolve, issues)
-    if issues.items:
+    if issues.items or sc is None:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])
-    return Scenario(table, path)
+    return sc
 
 
 def load_scenario(path: str | Path, overrides: Sequence[str] = ()) -> Scenario:

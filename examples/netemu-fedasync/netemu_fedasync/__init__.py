@@ -26,7 +26,7 @@ import numpy as np
 
 from netemu import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.config import require
+from netemu.config import deadline, require
 from netemu.coordination import gather, send_each
 from netemu.kernels.linear import gradient_steps, mse
 from netemu.net.network import Message
@@ -42,7 +42,7 @@ class FedAsyncParams:
     b: int = 4  # hinge: staleness tolerated at full weight
     lr: float = 0.05
     local_steps: int = 5
-    round_time: float = 10.0  # virtual seconds per metric round (FedAvg's time base)
+    round_time: float = deadline(10.0)  # virtual seconds per metric round (FedAvg's time base)
     patience: int = 3  # rounds without an answer before a client is sent the model again
 
     def __post_init__(self) -> None:
