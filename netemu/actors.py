@@ -20,7 +20,7 @@ logic, written as callbacks on the same port instead of a coroutine per client
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from netemu.net.network import Message
@@ -136,18 +136,18 @@ class Actor:
         return self.port.send_many(dsts, kind, payloads, round=round)
 
     @overload
-    async def recv(self, kind: Kinds = None, timeout: None = None, *, until: None = None) -> Message: ...
+    def recv(self, kind: Kinds = None, timeout: None = None, *, until: None = None) -> Awaitable[Message]: ...
 
     @overload
-    async def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Message | None: ...
+    def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Awaitable[Message | None]: ...
 
-    async def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Message | None:
-        """The next delivered message of `kind` (a name, a tuple of names, or None for any).
+    def recv(self, kind: Kinds = None, timeout: float | None = None, *, until: float | None = None) -> Awaitable[Message | None]:
+        """(Awaited) the next delivered message of `kind` (a name, a tuple of names, or None for any).
 
         Waits at most `timeout` virtual seconds, or until virtual time `until`;
         returns None when that passes with nothing received.
         """
-        return await self.port.wait(kind, until=until, timeout=timeout)
+        return self.port.wait(kind, until=until, timeout=timeout)
 
     async def collect(self, kind: Kinds, handle: Callable[[Message], object], done: Callable[[], bool],
                       ends: Callable[[Message], bool] | None, *, until: float | None = None) -> None:
@@ -158,13 +158,14 @@ class Actor:
 
     # -------------------------------------------------------------- time
 
-    async def compute(self, work: float) -> float:
-        """Spend the virtual time `work` needs on this node (work / speed, the straggler
-        model, times the node's random slowdown if any); returns the duration."""
-        return await self.port.compute(work)
+    def compute(self, work: float) -> Awaitable[float]:
+        """(Awaited) spend the virtual time `work` needs on this node (work / speed, the
+        straggler model, times the node's random slowdown if any); returns the duration."""
+        return self.port.compute(work)
 
-    async def sleep(self, seconds: float) -> None:
-        await self.port.sleep(seconds)
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        """(Awaited) pass `seconds` of virtual time."""
+        return self.port.sleep(seconds)
 
     def participates(self, round: int | None = None) -> bool:
         """This node's participation draw for `round` (keyed, so identical across algorithms)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netemu.clock import running_loop
@@ -275,30 +275,32 @@ class NodePort:
     def send_many(self, dsts: Sequence[str], kind: str, payloads: Sequence[Any], *, round: int | None = None) -> list[int]:
         return self.engine.send_many(self.name, dsts, kind, payloads, self.round if round is None else round)
 
-    async def wait(self, kind: Kinds = None, *, until: float | None = None, timeout: float | None = None,
-                   take: Callable[[Message], object] | None = None, done: Callable[[], bool] | None = None,
-                   ends: Callable[[Message], bool] | None = None) -> Message | None:
-        """The one waiting path.
+    def wait(self, kind: Kinds = None, *, until: float | None = None, timeout: float | None = None,
+             take: Callable[[Message], object] | None = None, done: Callable[[], bool] | None = None,
+             ends: Callable[[Message], bool] | None = None) -> Awaitable[Message | None]:
+        """The one waiting path (an awaitable).
 
         Without `take`: the next message of `kind` (a name, a tuple of names, or None for
         any), or None when `timeout` virtual seconds or the time `until` pass first.
 
         With `take`: every message of `kind` is handed to `take(msg)` as it comes, until
-        `done()` holds or `until` passes (returns None), exactly as
+        `done()` holds or `until` passes (then None), exactly as
         `while not done() and (msg := await wait(kind, until=until)) is not None: take(msg)`
         would.  `ends(msg)`, when given, must say without side effects whether `done()`
         will hold after `take(msg)`: then a message that does not end the wait is taken
         where the woken task would have run, without waking it (the same steps, timers and
         records, one wake-up per wait instead of one per message)."""
         if take is None:
-            return await self._next(kind, until, timeout)
-        finished = done or _never
+            return self._next(kind, until, timeout)
+        return self._gather(kind, take, done or _never, ends, until)
+
+    async def _gather(self, kind: Kinds, take: Callable[[Message], object], done: Callable[[], bool],
+                      ends: Callable[[Message], bool] | None, until: float | None) -> None:
         if ends is None:  # the end cannot be foreseen: wake for every message
-            while not finished() and (msg := await self._next(kind, until, None)) is not None:
+            while not done() and (msg := await self._next(kind, until, None)) is not None:
                 take(msg)
-            return None
-        await self._collect(kind, take, finished, ends, until)
-        return None
+        else:
+            await self._collect(kind, take, done, ends, until)
 
     async def _next(self, kind: Kinds, until: float | None, timeout: float | None) -> Message | None:
         msg = self.inbox.take(kind)
@@ -401,7 +403,11 @@ class NodePort:
         """Spend the virtual time `work` needs on this node; returns the duration."""
         r = self.round if round is None else round
         duration = self.engine.compute(self.name, work, r, self._computes.next(r))
-        await self.sleep(duration)
+        self.waiting_for = f"sleep({duration:g})"
+        try:
+            await asyncio.sleep(duration)
+        finally:
+            self.waiting_for = None
         return duration
 
     async def sleep(self, seconds: float) -> None:

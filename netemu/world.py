@@ -335,12 +335,11 @@ class World:
         out = {}
         for name, actor in self.actors.items():
             task = self._tasks.get(name)
-            alive = task is not None and not task.done()
             for node, what in actor.host_waits().items():
                 if not self._up(node):
                     out[node] = "nothing (crashed)"
-                elif alive:
-                    out[node] = what or _describe_wait(task)  # type: ignore[arg-type]  # alive: a task
+                elif task is not None and not task.done():
+                    out[node] = what or _describe_wait(task)
         return out
 
     def run(self, until: float | None = None, max_time: float | None = None) -> RunResult:
