@@ -42,7 +42,6 @@ from netemu.flower.waits import Replies
 from netemu.flower.wire import from_wire, new_message_id, to_wire
 from netemu.flower.work import WorkModel
 from netemu.rng import Streams
-from netemu.wire.codec import encode_from
 from netemu.world import World
 
 __all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "add_flower", "flower_nodes", "flower_run_id"]
@@ -77,10 +76,9 @@ def _transmit(actor: Actor, dst: str, msg: Message, round: int, kind: str) -> in
     """Send Flower's bytes of `msg` from `actor` to `dst`; a `flower` log record ties the
     netemu message id to the Flower message and its serialized size."""
     data = to_wire(msg)
-    world = actor.world
-    net_id = world.network.send(actor.name, dst, kind, round, encode_from(actor.name, kind, data, dst))
+    net_id = actor.port.send(dst, kind, data, round=round)
     meta = msg.metadata
-    world.log(
+    actor.world.log(
         t=actor.now, event="flower", id=net_id, src=actor.name, dst=dst, message_type=meta.message_type,
         message_id=meta.message_id, reply_to=meta.reply_to_message_id, src_node_id=meta.src_node_id,
         dst_node_id=meta.dst_node_id, flower_bytes=len(data), error=msg.has_error(),

@@ -59,8 +59,9 @@ _NODE_POLLS_LIMIT = 3  # consecutive get_node_ids() calls without a send: the ap
 
 def node_up(server: FlowerServer, node: str) -> bool:
     """Whether netemu node `node` is up (not crashed, not offline in its device trace): the
-    one place the Grid reads node liveness."""
-    return server.world.network.nodes[node].up
+    one place the Grid reads node liveness, through the port's control-plane call (as a
+    SuperLink knows which SuperNodes are connected)."""
+    return bool(server.port.available([node]))
 
 
 class NetemuGrid(Grid):
