@@ -15,16 +15,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from netemu.actors import Actor
-    from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
-    from netemu.cohort import Cohort
+    from netemu.engine.actors import Actor
+    from netemu.engine.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop
+    from netemu.engine.cohort import Cohort
     from netemu.log import MessageLog
-    from netemu.net import *  # noqa: F403 - the network API is part of the public API
-    from netemu.net import __all__ as _net_all
-    from netemu.rng import Streams
-    from netemu.runner import write_run_folder as run_folder
+    from netemu.engine.net import *  # noqa: F403 - the network API is part of the public API
+    from netemu.engine.net import __all__ as _net_all
+    from netemu.engine.rng import Streams
+    from netemu.run.runner import write_run_folder as run_folder
     from netemu.wire import PartialModel, WireError, decode, encode
-    from netemu.world import ActorFailed, DeadlockError, RunResult, World
+    from netemu.engine.world import ActorFailed, DeadlockError, RunResult, World
 
     __version__: str
     __all__ = [
@@ -34,35 +34,26 @@ if TYPE_CHECKING:
     ]
 
 _HOME = {
-    "Actor": "netemu.actors", "Cohort": "netemu.cohort", "Deadlock": "netemu.clock", "VirtualEnvironment": "netemu.clock",
-    "VirtualTimeLoop": "netemu.clock", "MessageLog": "netemu.log", "Streams": "netemu.rng", "PartialModel": "netemu.wire",
-    "WireError": "netemu.wire", "decode": "netemu.wire", "encode": "netemu.wire", "ActorFailed": "netemu.world",
-    "DeadlockError": "netemu.world", "RunResult": "netemu.world", "World": "netemu.world",
+    "Actor": "netemu.engine.actors", "Cohort": "netemu.engine.cohort", "Deadlock": "netemu.engine.clock", "VirtualEnvironment": "netemu.engine.clock",
+    "VirtualTimeLoop": "netemu.engine.clock", "MessageLog": "netemu.log", "Streams": "netemu.engine.rng", "PartialModel": "netemu.wire",
+    "WireError": "netemu.wire", "decode": "netemu.wire", "encode": "netemu.wire", "ActorFailed": "netemu.engine.world",
+    "DeadlockError": "netemu.engine.world", "RunResult": "netemu.engine.world", "World": "netemu.engine.world",
 }
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("netemu")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0.0.0+unknown"
-
-
 def __getattr__(name: str):  # PEP 562: a public name is imported on first use
-    """The public API; `netemu.run_folder(world_or_scenario, out)` = `netemu.runner.write_run_folder` (docs/actors.md)."""
+    """The public API; `netemu.run_folder(world_or_scenario, out)` = `netemu.run.runner.write_run_folder` (docs/actors.md)."""
     value: object
     if name in _HOME:
         value = getattr(import_module(_HOME[name]), name)
     elif name == "run_folder":
-        value = import_module("netemu.runner").write_run_folder
+        value = import_module("netemu.run.runner").write_run_folder
     elif name == "__version__":
-        value = _version()
+        value = import_module("netemu.version").__version__
     elif name == "__all__":
-        value = [*_HOME, "run_folder", "__version__", *import_module("netemu.net").__all__]
-    elif not name.startswith("_") and name in import_module("netemu.net").__all__:
-        value = getattr(import_module("netemu.net"), name)
+        value = [*_HOME, "run_folder", "__version__", *import_module("netemu.engine.net").__all__]
+    elif not name.startswith("_") and name in import_module("netemu.engine.net").__all__:
+        value = getattr(import_module("netemu.engine.net"), name)
     else:
         raise AttributeError(f"module 'netemu' has no attribute {name!r}")
     globals()[name] = value

@@ -12,7 +12,7 @@
 * `gaussian_release` — local differential privacy: add N(0, σ² I) noise from the
   release's own stream and record its zCDP, Δ²/(2σ²), in the run's privacy ledger.
 
-They use only the node port (`netemu.port`: an `Actor`, or `Cohort.port(member)`): its one
+They use only the node port (`netemu.engine.port`: an `Actor`, or `Cohort.port(member)`): its one
 waiting path, its sends, its draws and the control plane's `available`, so they run on any
 transport.  Used by every built-in family; plug-ins use them the same way.
 """
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from netemu.actors import Actor
-from netemu.net.network import Message
-from netemu.port import Kinds, NodePort
+from netemu.engine.actors import Actor
+from netemu.engine.net.network import Message
+from netemu.engine.port import Kinds, NodePort
 from netemu.privacy import zcdp_of_gaussian
 
 Port = Actor | NodePort  # what the calls act through: an actor (its port), or a node port (a cohort member's)

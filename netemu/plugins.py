@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.data.base import DataSpec
 from netemu.errors import InputError
-from netemu.net.impairments import Latency, Loss
+from netemu.engine.net.impairments import Latency, Loss
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
     from netemu.scenario.schema import Issues
 
 __all__ = [
@@ -65,7 +65,7 @@ class TopologySpec:
 
     `fields`: each accepted key's schema spec (netemu.scenario.schema.Field: type, default,
     range); `build(params, streams)`: the graph (networkx DiGraph, nodes with a `role`, edges
-    with a `link_class`; netemu.net.topology has helpers), from the validated keys and the
+    with a `link_class`; netemu.engine.net.topology has helpers), from the validated keys and the
     run's streams (take randomness from `streams.generator(...)`, so that a run's topology is
     its seed's).  `paths`: keys that are files, handed to `build` resolved against the
     scenario's folder.  `check(params, key, issues)`: checks beyond each field's own, run
@@ -112,7 +112,7 @@ class Registry:
         return accepts
 
 
-_KIND_NAMES = {Latency: "netemu.net.impairments.Latency", Loss: "netemu.net.impairments.Loss"}
+_KIND_NAMES = {Latency: "netemu.engine.net.impairments.Latency", Loss: "netemu.engine.net.impairments.Loss"}
 
 
 def _check(obj: Any, kind: type, where: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import settings
 
 from netemu import plugins
-from netemu.clock import VirtualTimeLoop
+from netemu.engine.clock import VirtualTimeLoop
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):

@@ -61,7 +61,7 @@ def run_curves(scenario, out, labels=None, overrides=()):
 
     import numpy as np
 
-    from netemu.runner import execute
+    from netemu.run.runner import execute
     from netemu.scenario.load import parse_scenario
 
     raw = tomllib.loads(Path(scenario).read_text())

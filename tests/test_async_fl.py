@@ -17,7 +17,7 @@ from netemu.algorithms.async_fl import SPECS, VARIANTS, AsyncFLParams
 from netemu.config import ConfigError
 from netemu.log import MessageLog
 from netemu.data import LinearData, make_linear
-from netemu.net.nodes import NodeBehaviour
+from netemu.engine.net.nodes import NodeBehaviour
 from netemu.plugins import registry
 
 SPEC = {s.name: s for s in SPECS}

@@ -11,7 +11,7 @@ import pytest
 
 from netemu.scenario import ScenarioError, load_scenario
 from netemu.scenario.crosscheck import match_nodes
-from netemu.sweep import POINTS_CEILING, SweepError, parse_grid
+from netemu.run.sweep import POINTS_CEILING, SweepError, parse_grid
 
 STAR = """
 [run]

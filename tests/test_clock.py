@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netemu import clock
-from netemu.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
+from netemu.engine import clock
+from netemu.engine.clock import Deadlock, VirtualEnvironment, VirtualTimeLoop, run
 
 
 def test_this_python_and_simpy_are_versions_the_clock_is_tested_on():
@@ -166,7 +166,7 @@ def test_an_event_scheduled_at_an_instant_lands_on_it_where_a_delay_from_now_can
     env = VirtualEnvironment(now)
     seen: list[float] = []
 
-    class At:  # anything with callbacks that cannot fail (`netemu.clock.Scheduled`)
+    class At:  # anything with callbacks that cannot fail (`netemu.engine.clock.Scheduled`)
         ok = True
         callbacks = [lambda ev: seen.append(env.now)]
 

@@ -155,7 +155,7 @@ def wake_per_message(wait):
      {f"client-{k}": NodeBehaviour(speed=100.0) for k in range(N)}, (30, 30)),
 ])
 def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, links, nodes, samples):
-    from netemu.port import NodePort
+    from netemu.engine.port import NodePort
 
     woken = []
     plain = NodePort._collect
@@ -178,7 +178,7 @@ def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, link
 def shipped_run(scenario, sets, out):
     from pathlib import Path
 
-    from netemu.runner import execute
+    from netemu.run.runner import execute
     from netemu.scenario import load_scenario
 
     root = Path(__file__).parent.parent
@@ -206,7 +206,7 @@ def test_shipped_scenarios_write_the_same_files_with_cohorts_as_with_one_actor_p
 
 
 def test_a_gather_waits_on_one_future_however_many_replies_come(monkeypatch):
-    from netemu.actors import Inbox
+    from netemu.engine.actors import Inbox
     from netemu.coordination import gather
 
     made = []

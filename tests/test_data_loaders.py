@@ -12,7 +12,7 @@ from netemu.config import ConfigError
 from netemu.data.clustered import load_images
 from netemu.data.federated import FederatedDigits, make_federated_digits
 from netemu.data.files import DataError, read_cifar, read_idx_folder
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 
 def medmnist(path, rng, n=(60, 20, 30), classes=4, rgb=False):

@@ -11,8 +11,8 @@ import pytest
 
 from netemu.cli import main
 from netemu.errors import LogError
-from netemu.export import TABLES, columns, export_log, export_tensorboard, table_of
-from netemu.tfevents import crc32c, read_events
+from netemu.report.export import TABLES, columns, export_log, export_tensorboard, table_of
+from netemu.report.tfevents import crc32c, read_events
 
 ROOT = Path(__file__).parent.parent
 

@@ -28,7 +28,7 @@ from netemu import Bernoulli, Constant, Link, MessageLog, NodeBehaviour, World, 
 from netemu.errors import NetemuError
 from netemu.flower import FlowerAppError, FlowerAppFailed, WorkModel, add_flower, load_client_app, run_inprocess
 from netemu.flower.actors import flower_process_state
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 APP_DIR = str(Path(__file__).resolve().parents[1] / "examples" / "flower-digits")
 SERVER, CLIENT = "flower_digits.server_app:app", "flower_digits.client_app:app"
@@ -262,7 +262,7 @@ def test_a_rerun_in_another_process_with_other_hash_seeds_is_byte_identical():
 
 
 def test_importing_netemu_does_not_import_flower():
-    code = "import sys, netemu, netemu.runner, netemu.cli; print('flwr' in sys.modules)"
+    code = "import sys, netemu, netemu.run.runner, netemu.cli; print('flwr' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
@@ -537,7 +537,7 @@ def test_a_client_app_that_raises_sends_flowers_error_reply_and_the_round_goes_o
 
 
 def test_the_summary_warns_of_client_app_errors_and_unmatched_replies(tmp_path):
-    from netemu.runner import write_run_folder
+    from netemu.run.runner import write_run_folder
 
     wrong = ClientApp()
     digits = digits_client_app()
@@ -567,7 +567,7 @@ def test_on_client_error_is_checked_naming_the_setting():
 
 
 def test_an_app_that_reports_no_examples_is_warned_of_in_the_summary(tmp_path):
-    from netemu.runner import write_run_folder
+    from netemu.run.runner import write_run_folder
 
     world = digits_world(work=WorkModel(examples_key="samples"))  # the app reports "num-examples", not "samples"
     summary = write_run_folder(world, tmp_path / "run")

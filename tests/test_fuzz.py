@@ -249,7 +249,7 @@ def one_line_or_ok(code, err, ok=frozenset({0})):
 @settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(name=names)
 def test_a_run_name_is_refused_in_one_line_or_names_a_folder_inside_runs(tmp_path, name):
-    from netemu.runfolder import default_out_dir
+    from netemu.run.folder import default_out_dir
     from netemu.scenario import load_scenario
 
     setting = f"run.name={toml_value(name)}"

@@ -16,9 +16,9 @@ from netemu.kernels.graphfilter import (
     components, hard_filter, join_components, laplacian, paper_filter, position_graph, soft_filter, spectrum, statistics,
     statistics_graph, weighted_filter,
 )
-from netemu.net import links as L
-from netemu.net.topology import star
-from netemu.rng import Streams
+from netemu.engine.net import links as L
+from netemu.engine.net.topology import star
+from netemu.engine.rng import Streams
 from netemu.wire.partial import PartialModel
 
 K, R = 8, 6

@@ -13,17 +13,17 @@ import pytest
 
 from helpers import records
 
-from netemu.calibration import REPETITIONS
+from netemu.run.calibration import REPETITIONS
 from netemu.log import MessageLog
-from netemu.net import heterogeneity as H
-from netemu.rng import Streams
-from netemu.runner import execute
+from netemu.engine.net import heterogeneity as H
+from netemu.engine.rng import Streams
+from netemu.run.runner import execute
 from netemu.scenario.build import build_behaviours, build_data, build_graph, build_world
 from netemu.scenario.load import parse_scenario
 from netemu.scenario.schema import ScenarioError
 from netemu.scenario.settings import network_model
 from netemu.trace import Trace
-from netemu.world import World
+from netemu.engine.world import World
 
 BASE = """
 [run]
@@ -399,7 +399,7 @@ def test_a_replay_refuses_another_completeness_or_speed_model_but_not_another_pl
 
 
 def test_completeness_entries_are_checked_when_read(tmp_path):
-    from netemu.tracebody import COMPLETENESS, Decoder3, Problem
+    from netemu.trace.body import COMPLETENESS, Decoder3, Problem
 
     d = Decoder3({"fedavg"}, 1)
     d.fate([6, "fedavg"])
@@ -453,7 +453,7 @@ def test_a_replay_reuses_the_recorded_calibration_and_is_exact(tmp_path, monkeyp
     def no_timing(*args, **kwargs):
         raise AssertionError("a replay must not measure again")
 
-    monkeypatch.setattr("netemu.calibration.measure", no_timing)
+    monkeypatch.setattr("netemu.run.calibration.measure", no_timing)
     summary = execute(sc, tmp_path / "b", quiet=True, replay=trace)
     assert summary["compute"]["seconds_per_work_unit"] == trace.header["calibration"]
     assert summary["compute"]["replayed"] == ["fedavg"]
@@ -468,7 +468,7 @@ def test_work_mode_keeps_work_over_speed(tmp_path):
 
 
 def test_a_damaged_recorded_calibration_is_measured_again_not_used(tmp_path):
-    from netemu.calibration import calibrate
+    from netemu.run.calibration import calibrate
 
     sc = scenario(tmp_path, '[nodes]\ncompute = "measured"')
     for bad in (float("inf"), -1.0, "fast", True, None):

@@ -21,7 +21,7 @@ import pytest
 
 from netemu.cli import main
 from netemu.errors import LogError
-from netemu.htmlreport import (
+from netemu.report.html import (
     MAX_CURVE_POINTS,
     Window,
     _thin,
@@ -31,7 +31,7 @@ from netemu.htmlreport import (
     render,
 )
 from netemu.report import read_metrics
-from netemu.runner import execute
+from netemu.run.runner import execute
 from netemu.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -151,7 +151,7 @@ def _delay_folder(path: Path, delays: np.ndarray) -> Path:
 def test_the_report_and_log_summary_give_the_same_delay_percentiles(tmp_path):
     """One sketch for both commands: on 10,000 log-normal delays their p50/p90/p99 are equal,
     and each is within the sketch's 1 % of the order statistic of rank floor(q (n - 1))."""
-    from netemu.logtools import summarize
+    from netemu.report.logtools import summarize
 
     x = np.random.default_rng(7).lognormal(-1.0, 1.5, 10_000)
     folder = _delay_folder(tmp_path / "delays", x)
@@ -694,8 +694,8 @@ def test_a_non_string_name_or_kind_in_the_log_is_reported_as_text(small_run, tmp
 
 # ------------------------------------------------------------------ the report at scale (1,000 clients)
 
-from netemu.reportpage import fmt_bytes, fmt_number  # noqa: E402
-from netemu.reporttarget import DEFAULT_FACTOR  # noqa: E402
+from netemu.report.page import fmt_bytes, fmt_number  # noqa: E402
+from netemu.report.target import DEFAULT_FACTOR  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -792,7 +792,7 @@ def test_the_page_title_is_the_scenarios_name(big_page):
 
 def test_time_to_accuracy_is_the_first_report_reaching_the_target_and_the_bytes_sent_until_then(runs):
     folder = collect(runs[0])
-    tta = __import__("netemu.reporttarget", fromlist=["x"]).time_to_target([folder], [{"folder": 0, "algorithm": "fedavg"}], ("mse", 1.0))
+    tta = __import__("netemu.report.target", fromlist=["x"]).time_to_target([folder], [{"folder": 0, "algorithm": "fedavg"}], ("mse", 1.0))
     log = _log(runs[0])
     rows = read_metrics(runs[0])
     x = tta["series"][0]
@@ -805,7 +805,7 @@ def test_time_to_accuracy_is_the_first_report_reaching_the_target_and_the_bytes_
 
 
 def test_the_default_target_is_the_best_final_value_relaxed_by_the_documented_factor(runs):
-    from netemu.reporttarget import time_to_target
+    from netemu.report.target import time_to_target
 
     folders = [collect(runs[0]), collect(runs[1])]
     series = [{"folder": 0, "algorithm": "fedavg"}, {"folder": 1, "algorithm": "fedavg"}]

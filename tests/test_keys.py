@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netemu import Actor, Bernoulli, Link, NodeBehaviour, World, from_graph
-from netemu.net.links import RoundCounter
+from netemu.engine.net.links import RoundCounter
 
 
 def test_interleaved_rounds_count_each_round_on_its_own():

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from netemu.net import Bernoulli, Constant, Empirical, Exponential, GilbertElliott, Jitter, Link, LogNormal, RoundDelay, Uniform
-from netemu.rng import Streams
+from netemu.engine.net import Bernoulli, Constant, Empirical, Exponential, GilbertElliott, Jitter, Link, LogNormal, RoundDelay, Uniform
+from netemu.engine.rng import Streams
 
 N = 20000
 

@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from netemu.cli import main
-from netemu.logtools import LogError, diff, filter_records, summarize
+from netemu.report.logtools import LogError, diff, filter_records, summarize
 
 SCENARIO = """
 [run]
@@ -132,7 +132,7 @@ def test_records_of_the_wrong_shape_are_one_clear_error(tmp_path, capsys, line, 
 
 
 def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
-    from netemu import logtools
+    from netemu.report import logtools
 
     monkeypatch.setattr(logtools, "MAX_LINE", 1000)
     log = tmp_path / "messages.jsonl"
@@ -177,7 +177,7 @@ def test_actors_are_sorted_naturally(tmp_path):
 def test_streaming_quantiles_are_within_one_percent_of_the_exact_order_statistic():
     import numpy as np
 
-    from netemu.logtools import Quantiles
+    from netemu.report.logtools import Quantiles
 
     values = np.random.default_rng(7).lognormal(-1.0, 1.5, 20_000)
     q = Quantiles(0.01)
@@ -206,7 +206,7 @@ def test_control_characters_in_names_never_reach_the_terminal_raw(tmp_path, caps
 
 
 def test_a_timeline_of_a_long_log_shows_a_readable_window_and_says_so(runs, tmp_path):
-    from netemu.logtools import timeline
+    from netemu.report.logtools import timeline
 
     notes = []
     timeline(runs / "a", tmp_path / "t.png", max_messages=10, notes=notes)
@@ -219,7 +219,7 @@ def test_a_timeline_of_a_long_log_shows_a_readable_window_and_says_so(runs, tmp_
 def test_timeline_compute_bars_are_clipped_to_the_window(runs, tmp_path, monkeypatch):
     import matplotlib.axes
 
-    from netemu.logtools import timeline
+    from netemu.report.logtools import timeline
 
     bars = []
     original = matplotlib.axes.Axes.broken_barh
@@ -255,7 +255,7 @@ def test_plot_against_virtual_time_says_what_the_band_is(runs, tmp_path, capsys)
 def test_progress_off_a_terminal_prints_plain_lines_at_start_now_and_then_and_end():
     import io
 
-    from netemu.progress import PlainProgress, progress
+    from netemu.run.progress import PlainProgress, progress
 
     out = io.StringIO()
     with progress(4, label="quickstart", stream=out, interval=0.0) as bar:
@@ -275,7 +275,7 @@ def test_progress_off_a_terminal_prints_plain_lines_at_start_now_and_then_and_en
 def test_progress_lines_are_paced_by_the_interval():
     import io
 
-    from netemu.progress import progress
+    from netemu.run.progress import progress
 
     out = io.StringIO()
     with progress(1000, label="x", stream=out, interval=3600.0) as bar:

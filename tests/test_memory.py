@@ -16,12 +16,12 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import netemu.net.network as network_module
+import netemu.engine.net.network as network_module
 from helpers import Sink, records
 from netemu import Actor, Constant, Exponential, GilbertElliott, Jitter, Link, LogNormal, World, from_graph, star
 from netemu.log import MessageLog
-from netemu.net.links import RoundCounter
-from netemu.rng import Streams
+from netemu.engine.net.links import RoundCounter
+from netemu.engine.rng import Streams
 from netemu.scenario import load_scenario
 from netemu.scenario.build import build_behaviours, build_graph, build_links
 from netemu.trace import TraceWriter, topology_fingerprint

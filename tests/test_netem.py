@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netemu.net.impairments import NETEM_DIST_SCALE, NetemNormal, NetemPareto, NetemParetoNormal, netem_table
-from netemu.rng import Streams
+from netemu.engine.net.impairments import NETEM_DIST_SCALE, NetemNormal, NetemPareto, NetemParetoNormal, netem_table
+from netemu.engine.rng import Streams
 
 N = 20000
 MODELS = {"normal": NetemNormal, "pareto": NetemPareto, "paretonormal": NetemParetoNormal}

@@ -5,8 +5,8 @@ records and replays them (new trace codes 8 and 9)."""
 from helpers import Sender, Sink, logged_world, records
 from netemu import Constant, Link
 from netemu.cli import main
-from netemu.net import topology as T
-from netemu.net.model import NetModel
+from netemu.engine.net import topology as T
+from netemu.engine.net.model import NetModel
 
 
 def run(model=None, **link):

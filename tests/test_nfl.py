@@ -13,10 +13,10 @@ from netemu.algorithms.nfl import VARIANTS, NFLParams, build
 from netemu.config import ConfigError
 from netemu.data.synthetic import LinearData, make_linear
 from netemu.kernels.nfl import Objective, centralized
-from netemu.net import links as L
-from netemu.net.topology import random_peers
+from netemu.engine.net import links as L
+from netemu.engine.net.topology import random_peers
 from netemu.privacy import dynamic_total, epsilon_from_zcdp
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 from netemu.wire.codec import decode
 
 K, N = 12, 30
@@ -211,7 +211,7 @@ def test_a_peer_running_an_iteration_ahead_does_not_mix_iterations():
     # peer-0 computes fast and only waits for peer-1; peer-1 also waits for the slow peer-2,
     # so peer-0's model of iteration n + 1 reaches peer-1 while it still collects iteration n.
     from netemu.data.synthetic import LinearTask
-    from netemu.net.topology import from_graph
+    from netemu.engine.net.topology import from_graph
 
     g = from_graph(nx.relabel_nodes(nx.path_graph(3), lambda k: f"peer-{k}"))
     rng = np.random.default_rng(0)

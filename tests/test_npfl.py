@@ -11,8 +11,8 @@ from netemu.algorithms.npfl import VARIANTS, NPFLParams, build
 from netemu.config import ConfigError
 from netemu.data.clustered import ClusteredLinearData, make_clustered_linear
 from netemu.kernels.npfl import Inputs, RidgeClient, primal, value, value_slope
-from netemu.net.topology import random_peers
-from netemu.rng import Streams
+from netemu.engine.net.topology import random_peers
+from netemu.engine.rng import Streams
 
 K, N = 15, 25
 

@@ -12,7 +12,7 @@ from netemu import Link, NodeBehaviour, RoundDelay, World, star
 from netemu.algorithms.online_fl import VARIANTS, OnlineFLParams, build
 from netemu.data.online import OnlineData, make_online, nonlinear_target
 from netemu.kernels.online import aggregate, rff, rff_features, selection
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 K, N = 12, 60
 
@@ -225,7 +225,7 @@ def test_a_bad_variant_parameter_names_its_field():
 
 
 def test_a_csv_stream_replaces_the_synthetic_data(tmp_path):
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
 
     rows = np.column_stack([np.arange(40.0), np.arange(40.0) * 2, np.arange(40.0) + 0.5])
     path = tmp_path / "stream.csv"
@@ -237,7 +237,7 @@ def test_a_csv_stream_replaces_the_synthetic_data(tmp_path):
 
 
 def test_a_bad_csv_names_the_file(tmp_path):
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
 
     path = tmp_path / "bad.csv"
     path.write_text("x,y\n1,oops\n")

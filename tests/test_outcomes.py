@@ -180,7 +180,7 @@ def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
 
 
 def test_an_infinite_final_metric_warns_too():
-    from netemu.outcome import run_warnings
+    from netemu.run.outcome import run_warnings
 
     messages = {"sent": 4, "delivered": 4, "dropped": 0}
     assert run_warnings("fedavg", messages, {"fedavg": {"mse": math.inf, "acc": 0.5}}, []) == ["fedavg: the final value of mse is inf"]

@@ -1,12 +1,12 @@
-"""Messages through routers, on shared links and over the reliable transport (netemu.net.transfers)."""
+"""Messages through routers, on shared links and over the reliable transport (netemu.engine.net.transfers)."""
 
 import msgpack
 import pytest
 
 from helpers import Sender, Sink, logged_world, records
 from netemu import Bernoulli, Constant, Link, World
-from netemu.net import topology as T
-from netemu.net.model import NetModel
+from netemu.engine.net import topology as T
+from netemu.engine.net.model import NetModel
 
 MB10 = 10_000_000
 
@@ -127,7 +127,7 @@ def test_a_broadcast_through_the_router_reaches_every_client_once():
 def test_peers_in_a_graphml_file_reach_each_other_through_a_switch(tmp_path):
     import networkx as nx
 
-    from netemu.net.topology import from_graphml
+    from netemu.engine.net.topology import from_graphml
 
     g = nx.Graph()
     g.add_node("sw", role="switch")

@@ -16,7 +16,7 @@ from netemu.config import ConfigError
 from netemu.data.federated import FederatedDigits, make_federated_digits
 from netemu.kernels.classifiers import Softmax, sgd
 from netemu.kernels.personal import merge_kept, perfedavg, personalize, pfedme
-from netemu.net.topology import star
+from netemu.engine.net.topology import star
 from netemu.wire.codec import decode
 
 K, R = 6, 4

@@ -14,10 +14,10 @@ from netemu import Link, MessageLog, World
 from netemu.algorithms.pgfl import VARIANTS, PGFLParams, build
 from netemu.data.clustered import ClusteredLinearData, DigitsData, load_images, make_clustered_linear, make_digits
 from netemu.kernels.admm import inter_cluster, logistic_primal, ridge_primal, ridge_system
-from netemu.net import links as L
-from netemu.net.topology import multi_server, random_connected_graph
+from netemu.engine.net import links as L
+from netemu.engine.net.topology import multi_server, random_connected_graph
 from netemu.privacy import dynamic_total
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 S, C = 5, 6
 

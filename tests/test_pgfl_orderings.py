@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netemu.runner import execute
+from netemu.run.runner import execute
 from netemu.scenario.load import parse_scenario
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios"

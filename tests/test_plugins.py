@@ -19,7 +19,7 @@ import pytest
 
 from netemu import plugins
 from netemu.cli import main
-from netemu.runner import execute
+from netemu.run.runner import execute
 from netemu.scenario import ScenarioError, load_scenario
 from netemu.scenario.build import build_world
 
@@ -266,7 +266,7 @@ def test_the_built_in_link_models_and_topologies_are_listed_by_the_registry():
     reg = plugins.registry()
     assert sorted(reg.latency) == sorted(BUILT_IN_LATENCY) and sorted(reg.loss) == sorted(BUILT_IN_LOSS)
     assert sorted(reg.topologies) == sorted(BUILT_IN_TOPOLOGIES)
-    assert reg.origin[("latency model", "paretonormal")] == "entry point paretonormal = 'netemu.net.impairments:NetemParetoNormal' (netemu.links)"
+    assert reg.origin[("latency model", "paretonormal")] == "entry point paretonormal = 'netemu.engine.net.impairments:NetemParetoNormal' (netemu.links)"
     assert reg.origin[("topology", "star")] == "entry point star = 'netemu.scenario.topologies:STAR' (netemu.topologies)"
     assert not [line for line in reg.broken if "netemu.links" in line or "netemu.topologies" in line]
 
@@ -301,7 +301,7 @@ def test_netemus_own_entry_points_come_from_its_source_tree_when_the_installed_m
 NETWORK_MODULE = '''
 import networkx as nx
 
-from netemu.net.impairments import Latency, Loss
+from netemu.engine.net.impairments import Latency, Loss
 from netemu.plugins import TopologySpec
 from netemu.scenario.schema import REQUIRED, Field
 
@@ -420,8 +420,8 @@ def test_a_module_attribute_latency_model_gets_parameter_errors_with_key_and_ran
 
 @pytest.mark.parametrize("where, latency, kind, says", [
     ("links.uplink.latency.model", '{ model = "my_network:NOT_A_MODEL" }', "star",
-     "naming a latency model: 'my_network:NOT_A_MODEL': expected a subclass of netemu.net.impairments.Latency, got int"),
-    ("links.uplink.latency.model", '{ model = "my_network:Loss" }', "star", "expected a subclass of netemu.net.impairments.Latency, got the class Loss"),
+     "naming a latency model: 'my_network:NOT_A_MODEL': expected a subclass of netemu.engine.net.impairments.Latency, got int"),
+    ("links.uplink.latency.model", '{ model = "my_network:Loss" }', "star", "expected a subclass of netemu.engine.net.impairments.Latency, got the class Loss"),
     ("links.uplink.latency.model", '{ model = "my_network:Missing" }', "star", "AttributeError"),
     ("topology.kind", '{ model = "constant" }', "my_network:Spiky", "expected a TopologySpec (or a list of them), got type"),
 ])
@@ -446,7 +446,7 @@ def test_an_unknown_link_model_or_topology_lists_what_is_registered(tmp_path, wh
 
 def test_a_links_entry_point_registers_a_class_or_a_dict_of_them(installed):
     installed("[netemu.links]\nspiky = fake_plugin:Spiky\nmine = fake_plugin:MODELS\n",
-              "from netemu.net.impairments import Bernoulli, Constant\nclass Spiky(Constant): pass\n"
+              "from netemu.engine.net.impairments import Bernoulli, Constant\nclass Spiky(Constant): pass\n"
               "MODELS = {'flat': Constant, 'coin': Bernoulli}\n")
     reg = plugins.registry()
     assert reg.latency["spiky"].__name__ == "Spiky" and reg.latency["flat"].__name__ == "Constant" and reg.loss["coin"].__name__ == "Bernoulli"
@@ -460,8 +460,8 @@ def test_a_link_or_topology_plug_in_that_fails_to_load_is_reported(installed, tm
     assert sorted(fake_lines()) == [
         "entry point bad = 'fake_plugin:NOPE' (netemu.links): AttributeError: module 'fake_plugin' has no attribute 'NOPE'",
         "entry point mesh = 'fake_plugin:NOPE' (netemu.topologies): AttributeError: module 'fake_plugin' has no attribute 'NOPE'",
-        "entry point odd = 'fake_plugin:ODD' (netemu.links): expected a subclass of netemu.net.impairments.Latency or "
-        "netemu.net.impairments.Loss (or a dict of them by name), got int for 'x'",
+        "entry point odd = 'fake_plugin:ODD' (netemu.links): expected a subclass of netemu.engine.net.impairments.Latency or "
+        "netemu.engine.net.impairments.Loss (or a dict of them by name), got int for 'x'",
     ]
     assert "constant" in plugins.registry().latency  # the others still load
     with pytest.raises(ScenarioError) as info:
@@ -470,7 +470,7 @@ def test_a_link_or_topology_plug_in_that_fails_to_load_is_reported(installed, tm
 
 
 def test_a_link_plug_in_cannot_take_a_built_in_name(installed):
-    installed("[netemu.links]\nconstant = fake_plugin:Mine\n", "from netemu.net.impairments import Constant\nclass Mine(Constant): pass\n")
+    installed("[netemu.links]\nconstant = fake_plugin:Mine\n", "from netemu.engine.net.impairments import Constant\nclass Mine(Constant): pass\n")
     assert plugins.registry().latency["constant"].__name__ == "Constant"
     (line,) = fake_lines()
-    assert "latency model 'constant' is already registered by entry point constant = 'netemu.net.impairments:Constant'" in line
+    assert "latency model 'constant' is already registered by entry point constant = 'netemu.engine.net.impairments:Constant'" in line

@@ -1,4 +1,4 @@
-"""The node port and what a World hosts: anything implementing `netemu.port.Hosted`."""
+"""The node port and what a World hosts: anything implementing `netemu.engine.port.Hosted`."""
 
 import asyncio
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netemu.rng import Streams, name_words, seed_states
+from netemu.engine.rng import Streams, name_words, seed_states
 
 
 def test_the_same_seed_and_name_give_the_same_stream():
@@ -44,7 +44,7 @@ def test_keyed_uniforms_are_uniform():
 
 
 def test_stream_names_are_not_hashed_with_the_salted_builtin_hash():
-    code = "from netemu.rng import name_words, Streams; print(name_words('link/a->b'), Streams(5).keyed('n').uniform(1, 2))"
+    code = "from netemu.engine.rng import name_words, Streams; print(name_words('link/a->b'), Streams(5).keyed('n').uniform(1, 2))"
     outs = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={"PYTHONHASHSEED": s}).stdout
         for s in ("1", "2")
@@ -60,7 +60,7 @@ def test_a_bad_seed_is_refused(seed):
 
 
 def test_uniforms_are_the_uniform_of_each_coordinate_tuple():
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
 
     draws = Streams(5).keyed("participation")
     coords = [(f"client-{k}", 3) for k in range(20)] + [(1, 2, "loss"), ("only",), (1, 2, 3, 4)]

@@ -12,7 +12,7 @@ import pytest
 
 from netemu.cli import main
 from netemu.scenario import load_scenario
-from netemu.runner import execute
+from netemu.run.runner import execute
 from netemu.trace import Trace, TraceError
 
 SCENARIO = """

@@ -188,7 +188,7 @@ def test_compared_algorithms_need_distinct_labels(tmp_path):
 
 
 def test_a_resolved_scenario_validates_again(tmp_path):
-    from netemu.runner import resolved_toml
+    from netemu.run.runner import resolved_toml
 
     sc = load_scenario(SCENARIOS / "quickstart_scripted.toml")
     again = parse_scenario(tomllib.loads(resolved_toml(sc)), tmp_path / "resolved.toml")

@@ -1,4 +1,4 @@
-"""Max-min fair sharing (netemu.net.sharing): rates against closed forms and a brute-force
+"""Max-min fair sharing (netemu.engine.net.sharing): rates against closed forms and a brute-force
 progressive filling over single transfers; finish times against hand-computed schedules."""
 
 import math
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netemu.net.sharing import MaxMin
+from netemu.engine.net.sharing import MaxMin
 
 
 def filling(capacity, routes, bounds):

@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from netemu import Actor, World, star
-from netemu.signals import Terminated, raise_pending, stop_on_signals
+from netemu.run.signals import Terminated, raise_pending, stop_on_signals
 
 
 def terminate_self() -> None:
@@ -54,7 +54,7 @@ def test_a_second_signal_while_the_first_waits_for_the_loop_raises_at_once():
 def test_outside_a_running_loop_a_signal_waits_for_the_next_safe_point():
     """Raised at once it could land in a garbage-collection callback and be lost ("Exception
     ignored"): it is recorded, and raised by `raise_pending` (the runner's safe points)."""
-    from netemu.signals import raise_pending
+    from netemu.run.signals import raise_pending
 
     reached = []
     with stop_on_signals(), pytest.raises(Terminated):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from netemu.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
-from netemu.signals import Terminated, cli_signals, raise_pending, stop_on_signals
+from netemu.run.signals import Terminated, cli_signals, raise_pending, stop_on_signals
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
@@ -116,7 +116,7 @@ def test_a_signal_swallowed_before_a_run_is_raised_when_the_run_starts(capsys):
 
 
 def test_a_pending_signal_keeps_a_run_from_being_called_complete(tmp_path, monkeypatch):
-    from netemu import runner
+    from netemu.run import runner
     from netemu.scenario import load_scenario
 
     real = runner.release

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from netemu.cli import main
-from netemu.sweep import SweepError, grid_points, parse_grid, sweep
+from netemu.run.sweep import SweepError, grid_points, parse_grid, sweep
 
 SCENARIO = """
 [run]
@@ -168,7 +168,7 @@ def test_resume_refuses_a_point_run_with_another_scenario_and_reruns_it_on_reque
 
 
 def test_only_absolute_paths_are_sent_to_the_workers(scenario, tmp_path, monkeypatch):
-    import netemu.sweep as sw
+    import netemu.run.sweep as sw
 
     sent = []
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from netemu.data import ClusteredLinearData, LinearData, make_clustered_linear, make_linear
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 CLIENTS = ["client-0", "client-7", "client-12"]
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import netemu.runner
+import netemu.run.runner
 from netemu.cli import main
 from netemu.trace import Trace, TraceError, TraceWriter
 
@@ -105,7 +105,7 @@ def body(data: bytes) -> list:
 
 
 def test_the_version_2_writer_writes_what_netemu_wrote_before_format_3(tmp_path, monkeypatch):
-    monkeypatch.setattr(netemu.runner, "TraceWriter", lambda file, header: TraceWriter(file, header, version=2))
+    monkeypatch.setattr(netemu.run.runner, "TraceWriter", lambda file, header: TraceWriter(file, header, version=2))
     written = run(V2 / "scenario.toml", tmp_path / "v2") / "trace.msgpack"
     assert body(written.read_bytes()) == body((V2 / "trace.msgpack").read_bytes())
     assert Trace.read(written).header["version"] == 2

@@ -1,7 +1,7 @@
 """The build of the quick-start world at scale: what `netemu run` does before the first
 round of a 100,000-client star (or --clients N), timed part by part in a fresh process.
 
-Parts, as `netemu.runner.execute` runs them: `graph` (the topology built for the trace's
+Parts, as `netemu.run.runner.execute` runs them: `graph` (the topology built for the trace's
 fingerprint), `fingerprint`, and `world` (`build_world`: graph, links, node behaviours,
 the World and its network, the data, the algorithm's actors).  CPU time (time.process_time)
 beside wall time, min of --reps fresh processes; per client in µs; the peak memory of the
@@ -32,7 +32,7 @@ PARTS = ("graph", "fingerprint", "world")
 
 def one(clients: int) -> dict:
     """One build in this process (the parent starts a fresh process per measurement)."""
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
     from netemu.scenario import load_scenario
     from netemu.scenario import build
     from netemu.scenario.build import build_graph, build_world, run_seed

@@ -25,7 +25,7 @@ def main() -> None:
     for fmt in args.formats:
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            code = (f"import resource; from netemu.export import export_log; export_log({str(args.log)!r}, {out!r}, {fmt!r}); "
+            code = (f"import resource; from netemu.report.export import export_log; export_log({str(args.log)!r}, {out!r}, {fmt!r}); "
                     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")  # KiB on Linux
             peak_kib = int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
             wall = time.perf_counter() - t0

@@ -24,7 +24,7 @@ from bench_net import Client, Server  # noqa: E402
 from benchtime import timed  # noqa: E402
 
 from netemu import Bernoulli, Exponential, Link, MessageLog, World, star  # noqa: E402
-from netemu.logtools import summarize  # noqa: E402
+from netemu.report.logtools import summarize  # noqa: E402
 
 
 def make_log(path: Path, records: int) -> int:

@@ -51,11 +51,11 @@ def components(clients: int) -> dict:
     """Bytes per client of each part of a built quick-start world, and of one round."""
     from netemu import plugins
     from netemu.log import MessageLog
-    from netemu.rng import Streams
+    from netemu.engine.rng import Streams
     from netemu.scenario.build import build_behaviours, build_data, build_graph, build_links, run_seed
     from netemu.scenario.load import algorithm_params
     from netemu.trace import TraceWriter
-    from netemu.world import World
+    from netemu.engine.world import World
 
     sc = _scenario(clients, 1)
     spec = plugins.algorithm("fedavg")
@@ -118,7 +118,7 @@ def components(clients: int) -> dict:
 
 def one_run(clients: int, rounds: int) -> dict:
     """`execute` of the quick start in this process (the parent starts a fresh one)."""
-    from netemu.runner import execute
+    from netemu.run.runner import execute
 
     sc = _scenario(clients, rounds)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

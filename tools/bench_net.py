@@ -52,7 +52,7 @@ from benchtime import timed  # noqa: E402
 
 from netemu import Actor, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, World, star  # noqa: E402
 from netemu.coordination import gather  # noqa: E402
-from netemu.rng import Streams  # noqa: E402
+from netemu.engine.rng import Streams  # noqa: E402
 from netemu.wire.codec import decode, encode, header_size  # noqa: E402
 
 

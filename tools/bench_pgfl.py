@@ -30,8 +30,8 @@ from benchtime import ratios, timed  # noqa: E402
 from references import pgfl as reference  # noqa: E402
 
 from netemu.log import MessageLog  # noqa: E402
-from netemu.net.topology import random_connected_graph  # noqa: E402
-from netemu.rng import Streams  # noqa: E402
+from netemu.engine.net.topology import random_connected_graph  # noqa: E402
+from netemu.engine.rng import Streams  # noqa: E402
 from netemu.scenario import load_scenario  # noqa: E402
 from netemu.scenario.build import build_world, run_seed  # noqa: E402
 

@@ -66,7 +66,7 @@ class _Sampler:
 def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) -> dict:
     """One run in this process (the parent starts a fresh process per measurement)."""
     from netemu.algorithms import fedavg
-    from netemu.runner import execute
+    from netemu.run.runner import execute
     from netemu.scenario import load_scenario
 
     if actors:

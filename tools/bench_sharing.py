@@ -40,7 +40,7 @@ VARIANTS = {
 
 def quickstart(variant: str, clients: int, rounds: int) -> dict:
     """One run of the quick start in this process (the parent starts a fresh process per run)."""
-    from netemu.runner import execute
+    from netemu.run.runner import execute
     from netemu.scenario import load_scenario
 
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
@@ -56,8 +56,8 @@ def transfers(n: int, sharing: str) -> float:
     import msgpack
 
     from netemu import Constant, Link, World
-    from netemu.net import topology as T
-    from netemu.net.model import NetModel
+    from netemu.engine.net import topology as T
+    from netemu.engine.net.model import NetModel
 
     g = T.behind_routers(T.star(n), server_link=True)
     links = {}

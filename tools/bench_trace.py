@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from benchtime import timed  # noqa: E402
 
-import netemu.runner  # noqa: E402
+import netemu.run.runner  # noqa: E402
 from netemu.scenario import load_scenario  # noqa: E402
 from netemu.trace import Trace, TraceWriter  # noqa: E402
 
@@ -56,12 +56,12 @@ def capture(scenario: Path, sets: list[str], out: Path) -> tuple[dict, list, int
             return capturing
 
     sc = load_scenario(scenario, ["output.log=false", "output.plots=false", *sets])
-    original = netemu.runner.TraceWriter
-    netemu.runner.TraceWriter = Capturing
+    original = netemu.run.runner.TraceWriter
+    netemu.run.runner.TraceWriter = Capturing
     try:
-        summary = netemu.runner.execute(sc, out, quiet=True)
+        summary = netemu.run.runner.execute(sc, out, quiet=True)
     finally:
-        netemu.runner.TraceWriter = original
+        netemu.run.runner.TraceWriter = original
     return headers[0], calls, sum(c["sent"] for c in summary["messages"].values())
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from netemu.errors import NetemuError
-from netemu.runner import execute
+from netemu.run.runner import execute
 from netemu.scenario.load import parse_scenario
 
 QUIET = ["output.log=false", "output.trace=false", "output.plots=false"]

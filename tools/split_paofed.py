@@ -32,18 +32,18 @@ from netemu.trace import TraceWriter  # noqa: E402
 # (file name part, function or None, category): the deepest matching frame of a sample decides,
 # except that everything under a participation draw stays a participation draw
 RULES = [
-    ("asyncio", None, "machinery (event loop, actors, cohort)"), ("netemu/clock.py", None, "machinery (event loop, actors, cohort)"),
-    ("netemu/world.py", None, "machinery (event loop, actors, cohort)"), ("netemu/actors.py", None, "machinery (event loop, actors, cohort)"),
-    ("netemu/cohort.py", None, "machinery (event loop, actors, cohort)"),
-    ("simpy", None, "network: send, links, delivery"), ("netemu/net/", None, "network: send, links, delivery"),
+    ("asyncio", None, "machinery (event loop, actors, cohort)"), ("netemu/engine/clock.py", None, "machinery (event loop, actors, cohort)"),
+    ("netemu/engine/world.py", None, "machinery (event loop, actors, cohort)"), ("netemu/engine/actors.py", None, "machinery (event loop, actors, cohort)"),
+    ("netemu/engine/cohort.py", None, "machinery (event loop, actors, cohort)"),
+    ("simpy", None, "network: send, links, delivery"), ("netemu/engine/net/", None, "network: send, links, delivery"),
     ("netemu/log.py", None, "network: message log"), ("orjson", None, "network: message log"),
-    ("netemu/trace", None, "network: message fates, trace"), ("netemu/rng.py", None, "network: message fates, trace"),
+    ("netemu/trace", None, "network: message fates, trace"), ("netemu/engine/rng.py", None, "network: message fates, trace"),
     ("netemu/wire/", None, "codec"), ("msgpack", None, "codec"),
     ("online_fl.py", "client_update", "alg"), ("online_fl.py", "on_message", "alg"), ("online_fl.py", "run", "alg"),
     ("online_fl.py", "decode", "alg"), ("kernels/online.py", "aggregate", "alg"),
     ("netemu/coordination.py", "participants", "participation draws (with their trace entries)"),
-    ("netemu/net/network.py", "participates", "participation draws (with their trace entries)"),
-    ("netemu/net/network.py", "participations", "participation draws (with their trace entries)"),
+    ("netemu/engine/net/network.py", "participates", "participation draws (with their trace entries)"),
+    ("netemu/engine/net/network.py", "participations", "participation draws (with their trace entries)"),
 ]
 ALG_FILES = ("online_fl.py", "kernels/online.py", "data/online.py")
 FLOOR_MATHS = {"features", "rff_features", "lms_step", "mse_db", "aggregate", "expect", "with_data"}

@@ -47,16 +47,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.algorithms.fedavg import local_steps, median_step
-from netemu.cohort import Cohort, Member
+from netemu.engine.cohort import Cohort, Member
 from netemu.config import deadline, require
 from netemu.coordination import gather, sample
 from netemu.kernels.linear import gradient_steps, mse
 from netemu.kernels.staleness import buffered_step, mix, staleness_weight, weighted_delta_step
-from netemu.net.network import Message
-from netemu.world import World
+from netemu.engine.net.network import Message
+from netemu.engine.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.synthetic import LinearTask

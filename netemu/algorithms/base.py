@@ -15,7 +15,7 @@ from typing import Any
 
 import networkx as nx
 
-from netemu.world import World
+from netemu.engine.world import World
 
 __all__ = ["CONNECTED_PEERS", "ONE_SERVER", "SERVERS_WITH_CLIENTS", "AlgorithmSpec", "Requirement", "Setting"]
 
@@ -102,7 +102,7 @@ class AlgorithmSpec:
     `work_fraction()` and do that fraction of their local steps); `step_cost(params, data)`,
     when given, returns (step, work): a callable doing one local step of a client on
     representative data and the work units that step counts — what `[nodes] compute =
-    "measured"` times (netemu.calibration).  validate refuses those keys for families
+    "measured"` times (netemu.run.calibration).  validate refuses those keys for families
     without them."""
 
     name: str

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.config import deadline, require
 from netemu.coordination import gather
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
-from netemu.net.network import Message
-from netemu.world import World
+from netemu.engine.net.network import Message
+from netemu.engine.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.synthetic import LinearTask

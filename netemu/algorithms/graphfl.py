@@ -98,7 +98,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.graphfl_client import GraphFLClients
 from netemu.algorithms.graphfl_params import (  # noqa: F401 - the family's parameters, re-exported
@@ -110,12 +110,12 @@ from netemu.algorithms.graphfl_params import (  # noqa: F401 - the family's para
     make_model,
 )
 from netemu.algorithms.graphfl_state import GraphFLState
-from netemu.cohort import add_clients
+from netemu.engine.cohort import add_clients
 from netemu.coordination import gather
 from netemu.kernels.classifiers import accuracy, macro_prf, predictions
-from netemu.net.network import Message
+from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
-from netemu.world import World
+from netemu.engine.world import World
 
 if TYPE_CHECKING:
     from netemu.data.federated import FederatedTask

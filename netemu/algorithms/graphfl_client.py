@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams
-from netemu.cohort import Cohort, Member
+from netemu.engine.cohort import Cohort, Member
 from netemu.config import ConfigError
 from netemu.kernels.batched import softmax_sgd_many
 from netemu.kernels.classifiers import Softmax, sgd
 from netemu.kernels.graphfilter import statistics
 from netemu.kernels.personal import merge_kept, perfedavg, pfedme
-from netemu.net.network import Message
+from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:

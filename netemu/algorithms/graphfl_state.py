@@ -31,7 +31,7 @@ from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:
     from netemu.data.federated import FederatedTask
-    from netemu.world import World
+    from netemu.engine.world import World
 
 __all__ = ["GraphFLState"]
 

@@ -64,7 +64,7 @@ from netemu.kernels.nfl import (
     sensitivity,
 )
 from netemu.privacy import dynamic_total, epsilon_from_zcdp, gaussian_sigma_epsdelta, noise_variance
-from netemu.world import World
+from netemu.engine.world import World
 
 if TYPE_CHECKING:
     from netemu.data.synthetic import LinearTask

@@ -45,7 +45,7 @@ from netemu.config import require
 from netemu.kernels.admm import nmsd
 from netemu.kernels.nfl import dual_step
 from netemu.kernels.npfl import Inputs, RidgeClient, primal, value, value_slope
-from netemu.world import World
+from netemu.engine.world import World
 
 if TYPE_CHECKING:
     from netemu.data.clustered import ClusteredTask

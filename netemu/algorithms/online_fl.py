@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.online_state import OnlineFLParams, OnlineState
-from netemu.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
 from netemu.kernels.online import aggregate, lms_step, mse_db, stochastic_sign
-from netemu.net.network import Message
+from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
-from netemu.world import World
+from netemu.engine.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.online import OnlineRegression

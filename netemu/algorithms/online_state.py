@@ -17,7 +17,7 @@ from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.online import OnlineRegression
-    from netemu.world import World
+    from netemu.engine.world import World
 
 __all__ = ["OnlineFLParams", "OnlineState"]
 

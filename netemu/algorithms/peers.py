@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.config import deadline, require
 from netemu.coordination import gather
 

@@ -52,15 +52,15 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
-from netemu.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.config import deadline, require
 from netemu.coordination import Port, gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity
-from netemu.net.network import Message
+from netemu.engine.net.network import Message
 from netemu.privacy import noise_variance
-from netemu.world import World
+from netemu.engine.world import World
 
 if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
     from netemu.data.clustered import ClusteredTask

@@ -7,7 +7,7 @@ exit codes (netemu/errors.py): 0 complete, 1 the emulation stopped, 2 bad input,
 early, 130 Ctrl-C, 143 SIGTERM; the last three leave a valid run folder whose summary.json
 says complete = false.  Imports point one way: `core` -> the subcommand modules -> `common`.
 
-`main` here is the console entry point: it installs the signal handlers (netemu.signals)
+`main` here is the console entry point: it installs the signal handlers (netemu.run.signals)
 before it imports `core` and with it NumPy, SimPy and networkx, so that Ctrl-C or SIGTERM at
 any instant — the first imports included — ends in one line and the documented exit code.
 """
@@ -22,7 +22,7 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # netemu/errors.py, not imported b
 
 
 def main(argv: list[str] | None = None) -> int:
-    from netemu.signals import Terminated, cli_signals, ignore_signals, raise_pending
+    from netemu.run.signals import Terminated, cli_signals, ignore_signals, raise_pending
 
     with cli_signals():
         try:

@@ -9,7 +9,7 @@ import os
 import sys
 import warnings
 
-from netemu import __version__
+from netemu.version import __version__
 from netemu.cli import algorithms, devices, log, plot, report, run, sweep, validate
 from netemu.diagnostics import FORMATS, event, render, using
 

@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_log_summary(args) -> int:
     import json
 
-    from netemu.logtools import summarize
+    from netemu.report.logtools import summarize
     from netemu.terminal import printable as p
 
     s = summarize(args.log, top=args.top, algorithm=args.algorithm, run=args.run)
@@ -98,7 +98,7 @@ def json_escape(c: str) -> str:
 def cmd_log_filter(args) -> int:
     import orjson
 
-    from netemu.logtools import filter_records
+    from netemu.report.logtools import filter_records
     from netemu.terminal import printable as p
 
     conditions = {k: getattr(args, k) for k in ("src", "dst", "kind", "round", "since", "until", "event", "actor", "algorithm", "run")}
@@ -116,7 +116,7 @@ def cmd_log_filter(args) -> int:
 def cmd_log_timeline(args) -> int:
     from netemu.cli.common import finite_window
     from netemu.errors import LogError
-    from netemu.logtools import timeline
+    from netemu.report.logtools import timeline
     from netemu.terminal import printable
 
     finite_window(args, LogError)
@@ -132,7 +132,7 @@ def cmd_log_timeline(args) -> int:
 def cmd_log_diff(args) -> int:
     import json
 
-    from netemu.logtools import diff
+    from netemu.report.logtools import diff
 
     d = diff(args.a, args.b)
     if d["identical"]:
@@ -148,8 +148,8 @@ def cmd_log_diff(args) -> int:
 
 
 def cmd_log_export(args) -> int:
-    from netemu.export import export_log, export_tensorboard
-    from netemu.logtools import log_path
+    from netemu.report.export import export_log, export_tensorboard
+    from netemu.report.logtools import log_path
     from netemu.terminal import printable
 
     if args.format == "tensorboard":

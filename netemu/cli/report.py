@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_report(args) -> int:
     from netemu.cli.common import finite_window
-    from netemu.htmlreport import ReportError, Window, write_report
-    from netemu.reporttarget import parse_target
+    from netemu.report.html import ReportError, Window, write_report
+    from netemu.report.target import parse_target
 
     finite_window(args, ReportError)
     if args.max_events < 1:

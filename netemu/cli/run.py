@@ -69,8 +69,8 @@ def _outcome_words(summary: dict) -> str:
 
 def _execute(sc, args, replay=None, source=None) -> int:
     from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
-    from netemu.runner import Terminated, default_out_dir, execute, stop_on_signals
-    from netemu.signals import ignore_signals
+    from netemu.run.runner import Terminated, default_out_dir, execute, stop_on_signals
+    from netemu.run.signals import ignore_signals
 
     out = args.out or default_out_dir(sc)
     if out.exists():
@@ -113,7 +113,7 @@ def _execute(sc, args, replay=None, source=None) -> int:
 
 def _folder_state(out: Path) -> str:
     """What an interrupted run left, in words: the folder and whether summary.json calls it complete."""
-    from netemu.executors import read_summary
+    from netemu.run.executors import read_summary
 
     summary = read_summary(out)
     if summary is None:

@@ -44,8 +44,8 @@ def cmd_sweep(args) -> int:
 
     from netemu.diagnostics import event
     from netemu.errors import EXIT_COMPLETE, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_TERMINATED
-    from netemu.progress import progress as progress_display
-    from netemu.sweep import TLS, SweepError, SweepInterrupted, parse_grid, sweep
+    from netemu.run.progress import progress as progress_display
+    from netemu.run.sweep import TLS, SweepError, SweepInterrupted, parse_grid, sweep
 
     tls = None
     if args.tls_ca_file or args.tls_cert or args.tls_key:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["DataSpec", "client_generators"]
 

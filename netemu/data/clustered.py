@@ -31,7 +31,7 @@ import numpy as np
 from netemu.config import ConfigError, require
 from netemu.data.base import client_generators
 from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox, read_idx_folder
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
 

@@ -34,7 +34,7 @@ from netemu.config import ConfigError, require
 from netemu.data.base import client_generators
 from netemu.data.clustered import load_images
 from netemu.data.files import DataError, feature_count
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["FederatedDigits", "FederatedTask", "make_federated_digits"]
 

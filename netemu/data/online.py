@@ -29,7 +29,7 @@ import numpy as np
 
 from netemu.config import require
 from netemu.data.base import client_generators
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["OnlineData", "OnlineRegression", "OnlineStream", "load_csv", "make_online", "nonlinear_target", "read_columns"]
 

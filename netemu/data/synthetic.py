@@ -13,7 +13,7 @@ import numpy as np
 
 from netemu.config import require
 from netemu.data.base import client_generators
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["LinearData", "LinearTask", "make_linear"]
 

@@ -30,7 +30,7 @@ from flwr.supercore.logger import FLOWER_LOGGER
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
-from netemu.actors import Actor
+from netemu.engine.actors import Actor
 from netemu.errors import InputError, RunStopped
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
@@ -41,8 +41,8 @@ from netemu.flower.turns import Turns
 from netemu.flower.waits import Replies
 from netemu.flower.wire import from_wire, new_message_id, to_wire
 from netemu.flower.work import WorkModel
-from netemu.rng import Streams
-from netemu.world import World
+from netemu.engine.rng import Streams
+from netemu.engine.world import World
 
 __all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "add_flower", "flower_nodes", "flower_run_id"]
 

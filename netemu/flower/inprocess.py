@@ -21,7 +21,7 @@ from flwr.supercore.run import Run
 from netemu.flower.actors import flower_nodes, flower_process_state, flower_run_id
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.wire import from_wire, new_message_id, to_wire
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 
 __all__ = ["InProcessGrid", "run_inprocess"]
 

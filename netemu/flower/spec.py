@@ -28,7 +28,7 @@ from typing import Any
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import ConfigError, require
 from netemu.flower.work import WorkModel
-from netemu.world import World
+from netemu.engine.world import World
 
 __all__ = ["CONSOLE_LEVELS", "SPEC", "FlowerParams", "build"]
 

@@ -21,17 +21,17 @@ from netemu.config import ConfigError
 from netemu.devices import attach_devices, read_devices
 from netemu.errors import InputError
 from netemu.log import MessageLog
-from netemu.net import links as L
-from netemu.net import topology as T
-from netemu.net.model import NetModel
-from netemu.net.heterogeneity import participation_by_label, participation_by_size, speed_model
-from netemu.net.network import Fates, NodeBehaviour, draw_now
-from netemu.net.routing import ROUTER_ROLES
-from netemu.rng import Streams
+from netemu.engine.net import links as L
+from netemu.engine.net import topology as T
+from netemu.engine.net.model import NetModel
+from netemu.engine.net.heterogeneity import participation_by_label, participation_by_size, speed_model
+from netemu.engine.net.network import Fates, NodeBehaviour, draw_now
+from netemu.engine.net.routing import ROUTER_ROLES
+from netemu.engine.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
 from netemu.scenario.load import Scenario, algorithm_params, match_nodes
 from netemu.scenario.settings import Algorithm, thawed
-from netemu.world import World, fewer_collections
+from netemu.engine.world import World, fewer_collections
 
 __all__ = [
     "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "release", "run_horizon", "run_seed",
@@ -356,7 +356,7 @@ def build_world(
     the build of a 100,000-client world went to collections that found nothing).  The
     world's graph is emptied once built (`release`), so it does not wait for a full
     collection.  `work_seconds` is the seconds a work unit takes at speed 1 (the calibration
-    of `[nodes] compute = "measured"`, netemu.calibration)."""
+    of `[nodes] compute = "measured"`, netemu.run.calibration)."""
     with fewer_collections():
         return _world(sc, algorithm, run, log, fates, setup, work_seconds)
 

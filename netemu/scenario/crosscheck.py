@@ -12,8 +12,8 @@ from typing import Any
 import networkx as nx
 
 from netemu.algorithms.base import AlgorithmSpec, Setting
-from netemu.net.routing import ROUTER_ROLES
-from netemu.net.topology import logical
+from netemu.engine.net.routing import ROUTER_ROLES
+from netemu.engine.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
 
 __all__ = ["check_graph", "check_heterogeneity", "match_nodes"]

@@ -12,9 +12,9 @@ import inspect
 from typing import Any
 
 from netemu import plugins
-from netemu.net import links as L
-from netemu.net.impairments import Latency, Loss
-from netemu.net.model import NetModel
+from netemu.engine.net import links as L
+from netemu.engine.net.impairments import Latency, Loss
+from netemu.engine.net.model import NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
@@ -114,7 +114,7 @@ _COMPLETENESS = Field(float, 1.0, lambda v: 0 < v <= 1, "in (0, 1]: the fraction
 def _number_or_model(plain: Field, models: dict[str, dict[str, str]], what: str, default: Any = _DEFAULT) -> Custom:
     """A `[nodes]` key that is a number (checked by `plain`, resolved as before) or a
     `{model = "...", <params>}` table: `models` maps each model to its parameters and what
-    each accepts; the ranges are checked by the model's own constructor (netemu.net.heterogeneity)."""
+    each accepts; the ranges are checked by the model's own constructor (netemu.engine.net.heterogeneity)."""
 
     def check(value: Any, key: str, issues: Issues) -> Any:
         if not isinstance(value, dict):
@@ -150,7 +150,7 @@ def _number_or_model(plain: Field, models: dict[str, dict[str, str]], what: str,
 
 def _model_problem(what: str, model: str, params: dict) -> str | None:
     """What the model's constructor refuses in `params` (an empirical file is read later), or None."""
-    from netemu.net import heterogeneity as H
+    from netemu.engine.net import heterogeneity as H
 
     if what == "speed" and model == "empirical":
         return None if len(params) == 1 else "an empirical speed model needs exactly one of `samples` or `file`"
@@ -168,7 +168,7 @@ def _model_problem(what: str, model: str, params: dict) -> str | None:
     return None
 
 
-#: speed models and their parameters (netemu.net.heterogeneity)
+#: speed models and their parameters (netemu.engine.net.heterogeneity)
 SPEED_MODELS = {
     "pareto": {"alpha": ">= 0.1, the Pareto shape of the slowdown", "speed": "> 0, the fastest speed (default 1)"},
     "zipf": {"s": "in [0, 100], the Zipf exponent (default 1)", "levels": "1 .. 1,000,000 slowdown levels (default 10)",
@@ -206,7 +206,7 @@ def run_name_ok(name: str) -> bool:
                           and name not in (".", ".."))
 
 
-#: shared links in front of a star's (or multi_server's) servers: keys of [topology] (netemu.net.topology.behind_routers)
+#: shared links in front of a star's (or multi_server's) servers: keys of [topology] (netemu.engine.net.topology.behind_routers)
 SHARED_LINKS = {
     "server_link": Section(LINK_FIELDS),
     "access_points": Section({"clients_per_ap": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind each access point"),
@@ -248,7 +248,7 @@ SCHEMA = Section(
             }
         ),
         "topology": Custom(_topology),
-        "network": Custom(lambda v, key, issues: _params_table(v, key, issues, NetModel, {}), None),  # netemu.net.model
+        "network": Custom(lambda v, key, issues: _params_table(v, key, issues, NetModel, {}), None),  # netemu.engine.net.model
         "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
         "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
         "nodes": Section(

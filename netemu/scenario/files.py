@@ -8,8 +8,8 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from netemu.net import links as L
-from netemu.net.heterogeneity import EmpiricalSpeed, read_speeds
+from netemu.engine.net import links as L
+from netemu.engine.net.heterogeneity import EmpiricalSpeed, read_speeds
 from netemu.scenario.limits import MAX_DEPTH, MAX_NODES
 from netemu.scenario.overrides import too_many_digits
 from netemu.scenario.schema import Issue, Issues, ScenarioError

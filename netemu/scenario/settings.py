@@ -162,7 +162,7 @@ class Settings:
     devices: Devices
     output: Output
     script: str  # "" for none
-    network: Mapping | None  # [network]: sharing and transport (netemu.net.model)
+    network: Mapping | None  # [network]: sharing and transport (netemu.engine.net.model)
 
     @property
     def labels(self) -> list[str]:

@@ -1,6 +1,6 @@
 """The built-in topologies of a scenario's `[topology]` table, as TopologySpecs registered by
 entry points (group `netemu.topologies` in pyproject.toml) like a user's own: each says its
-keys (schema Fields) and builds its graph with netemu.net.topology."""
+keys (schema Fields) and builds its graph with netemu.engine.net.topology."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import networkx as nx
 
 from netemu.errors import InputError
-from netemu.net import topology as T
+from netemu.engine.net import topology as T
 from netemu.plugins import TopologySpec
-from netemu.rng import Streams
+from netemu.engine.rng import Streams
 from netemu.scenario.limits import finite
 from netemu.scenario.schema import REQUIRED, Field, Issues
 

@@ -8,7 +8,7 @@ transfers, and compares the completion time of the last one with ns-3's (from
   none    sharing = "none", transport = "datagram": independent FIFO links (store and forward)
   lv08    sharing = "max-min", datagram, latency_factor 13.01: SimGrid's LV08 model as published
   netemu  sharing = "max-min", transport = "reliable": max-min sharing with the handshake and
-          slow start of netemu.net.model (ns-3's minimum RTO of 1 s)
+          slow start of netemu.engine.net.model (ns-3's minimum RTO of 1 s)
 
 A reference made with `grid.py --spread S` stores when each transfer started; they are sent
 at the same instants here.
@@ -38,8 +38,8 @@ import msgpack
 import networkx as nx
 
 from netemu import Constant, Link, World
-from netemu.net import topology as T
-from netemu.net.model import NetModel
+from netemu.engine.net import topology as T
+from netemu.engine.net.model import NetModel
 
 HERE = Path(__file__).resolve().parent
 MODELS = {

@@ -29,7 +29,7 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import deadline, require
 from netemu.coordination import gather, send_each
 from netemu.kernels.linear import gradient_steps, mse
-from netemu.net.network import Message
+from netemu.engine.net.network import Message
 
 __all__ = ["FedAsyncParams", "SPEC"]
 

@@ -1,0 +1,98 @@
+"""The network model of a run: how transfers share links and what the transport does.
+
+`NetModel()` is the historical model: every link a FIFO pipe of its own, a message lost
+whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
+
+- ``sharing = "max-min"``: transfers crossing a link at the same time share it max-min
+  fairly (netemu.engine.net.sharing), SimGrid's flow-level model (Velho et al., ACM TOMACS 2013):
+  capacity x `bandwidth_factor`, rate <= `window` / RTT, and a latency phase of
+  `latency_factor` x the path's one-way delay before the bandwidth phase (their LV08
+  calibration is bandwidth_factor 0.97, latency_factor 13.01, window 4 MiB; we keep
+  0.97 and the window and model TCP's start explicitly instead of the factor 13.01, see
+  `tcp_start`, docs/network.md);
+- ``transport = "reliable"``: TCP-like.  A connection costs a handshake (one RTT) and slow
+  start from `initial_window` segments (`tcp_start`); a lost or corrupted attempt costs a
+  retransmission timeout (max(`rto_min`, 2 RTT), doubling) and a resend, not the message;
+  the message is lost (``timeout``) only when its path stays unusable past
+  `connect_timeout` seconds after it was sent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from netemu.config import require
+
+__all__ = ["SHARING", "TRANSPORTS", "NetModel"]
+
+SHARING = ("none", "max-min")
+TRANSPORTS = ("datagram", "reliable")
+
+
+@dataclass(frozen=True)
+class NetModel:
+    sharing: str = "none"
+    transport: str = "datagram"
+    window: float = 4194304.0  # bytes; SimGrid's TCP_gamma (0 = no window bound)
+    bandwidth_factor: float = 0.97  # SimGrid LV08 (Velho et al. 2013, table 2)
+    latency_factor: float = 1.0  # SimGrid LV08 uses 13.01 to stand for slow start; see tcp_start
+    mss: int = 1448  # bytes of payload per TCP segment (1500-byte MTU, timestamps option)
+    initial_window: int = 10  # segments (RFC 6928)
+    handshake: bool = True  # a connection per message: one RTT before the first byte
+    rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
+    connect_timeout: float = 30.0  # seconds a reliable message keeps trying
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.sharing in SHARING, "sharing", self.sharing, f"one of {', '.join(SHARING)}"),
+            (self.transport in TRANSPORTS, "transport", self.transport, f"one of {', '.join(TRANSPORTS)}"),
+            (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
+            (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
+            (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),
+            (self.mss >= 1, "mss", self.mss, ">= 1 byte"),
+            (self.initial_window >= 1, "initial_window", self.initial_window, ">= 1 segment"),
+            (self.rto_min > 0 and math.isfinite(self.rto_min), "rto_min", self.rto_min, "> 0 seconds"),
+            (self.connect_timeout > 0, "connect_timeout", self.connect_timeout, "> 0 seconds"),
+        )
+        for ok, key, _, accepts in checks:
+            require(ok, key, accepts)
+
+    @property
+    def default(self) -> bool:
+        """Whether this is the historical model (independent FIFO pipes, datagrams)."""
+        return self.sharing == "none" and self.transport == "datagram"
+
+    @property
+    def reliable(self) -> bool:
+        return self.transport == "reliable"
+
+    def bound(self, rtt: float) -> float:
+        """The window bound on a transfer's rate, bytes/s (SimGrid: gamma / (2 x latency) = W / RTT)."""
+        return self.window / rtt if self.window > 0 and rtt > 0 else math.inf
+
+    def rto(self, rtt: float, attempt: int) -> float:
+        """Retransmission timeout before attempt `attempt` (>= 1): max(rto_min, 2 RTT), doubled per
+        failed attempt (RFC 6298 sec. 5.5's back-off; 2 RTT stands for SRTT + 4 RTTVAR at start)."""
+        return max(self.rto_min, 2.0 * rtt) * 2.0 ** (attempt - 1)
+
+    def tcp_start(self, size: float, rtt: float, rate: float) -> float:
+        """Seconds a reliable transfer of `size` bytes spends before it sends at `rate` bytes/s.
+
+        The handshake (one RTT, if `handshake`), then slow start: the window starts at
+        `initial_window` x `mss` bytes and doubles every RTT until it carries `rate` x RTT.
+        Sending k rounds takes k RTTs and moves IW x MSS x (2^k - 1) bytes; what the transfer
+        loses against sending at `rate` from the start is added as time here, during which it
+        does not use the links (a flow-level model has no ramp; see docs/network.md)."""
+        start = rtt if self.handshake else 0.0
+        if rtt <= 0 or not math.isfinite(rate) or rate <= 0:
+            return start
+        first = self.initial_window * self.mss
+        needed = rate * rtt  # the window that sustains `rate`
+        rounds = max(0, math.ceil(math.log2(needed / first))) if needed > first else 0  # rounds before the window suffices
+        sent = first * (2.0**rounds - 1)
+        if size <= sent:  # done within slow start: k - 1 whole rounds and the last window at `rate`
+            k = math.ceil(math.log2(size / first + 1))
+            before = first * (2.0 ** (k - 1) - 1)
+            return start + max(0.0, (k - 1) * rtt + (size - before) / rate - size / rate)
+        return start + max(0.0, rounds * rtt - sent / rate)

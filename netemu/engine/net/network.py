@@ -1,0 +1,508 @@
+"""The Network router: nodes, links, and the fate of every message.
+
+`Network.send` puts an encoded envelope on the directed link src->dst.  Its fate is
+decided at once from keyed draws — dropped (outage, loss, expired) or delivered
+after FIFO transmission (size × 8 / bandwidth) plus propagation delay — and takes
+effect at the right virtual time through a SimPy event.  A message that arrives at a
+crashed node is dropped with reason ``crash``.  Every message therefore ends in
+exactly one of delivered / dropped / still in flight (`in_flight()`).
+
+Random fates pass through `fates(key, draw)`: the default draws; the trace layer
+records or replays them (keys and values are documented in docs/formats.md).  A hook
+may also take the yes/no fates of many keys of one round at once (`ManyFates`): the
+participation draws of a round go through it as one call of arrays.  Fate sources are
+in `netemu.engine.net.fates`, a message's events in SimPy's queue in `netemu.engine.net.inflight`,
+the nodes' behaviour and state in `netemu.engine.net.nodes`; all are re-exported here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, cast
+
+import networkx as nx
+import numpy as np
+from simpy.core import NORMAL, URGENT
+
+from netemu.engine.clock import VirtualEnvironment
+from netemu.errors import InputError
+from netemu.log import MessageLog
+from netemu.engine.net.fates import Fates, ManyFates, draw_now, fates_many
+from netemu.engine.net.inflight import Due as _Due
+from netemu.engine.net.inflight import Shared as _Shared
+from netemu.engine.net.links import Link
+from netemu.engine.net.model import NetModel
+from netemu.engine.net.nodes import Node, NodeBehaviour
+from netemu.engine.net.routing import ROUTER_ROLES, Routes, talks_to
+from netemu.engine.net.transfers import Transfers
+from netemu.engine.rng import KeyedDraws, Streams
+from netemu.wire.codec import decode, header_size
+
+__all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
+
+_DRAWS_KEPT = 1 << 16  # links whose keyed draws are kept (~32 MiB at most)
+_NO_DRAWS = cast(KeyedDraws, None)  # the draws of a link that is not `random`: its models draw nothing
+
+
+class NetworkError(InputError):
+    """A message cannot be routed (unknown node, no link between the two ends)."""
+
+
+_MISSING = object()
+
+
+@dataclass(slots=True)
+class Message:
+    """A delivered message, decoded from its envelope."""
+
+    id: int
+    src: str
+    dst: str
+    kind: str
+    round: int
+    payload: Any
+    sent_at: float
+    delivered_at: float
+    nbytes: int
+
+
+class Network:
+    def __init__(
+        self,
+        env: VirtualEnvironment,
+        graph: nx.DiGraph,
+        streams: Streams,
+        *,
+        links: Mapping[tuple[str, str], Link] | None = None,
+        behaviours: Mapping[str, NodeBehaviour] | None = None,
+        emit: MessageLog | None = None,
+        fates: Fates = draw_now,
+        model: NetModel | None = None,
+        work_seconds: float = 1.0,
+    ) -> None:
+        if not (math.isfinite(work_seconds) and work_seconds > 0):
+            raise ValueError(f"work_seconds must be a finite number > 0, got {work_seconds}")
+        self.env, self.streams, self.fates = env, streams, fates
+        #: seconds one work unit takes at speed 1: 1 (compute = "work"), or the calibration of
+        #: compute = "measured" (netemu.run.calibration)
+        self.work_seconds = work_seconds
+        self.model = model if model is not None else NetModel()
+        self.emit = emit if emit is not None else MessageLog(None)
+        given = links or {}
+        self.links: dict[tuple[str, str], Link] = {}
+        # The network keeps the topology itself, not the graph (~1 kB per node in networkx):
+        # each node's successors (equal tuples shared: every client of a star has ("server",))
+        # and the edge attributes that its link's class does not already say (`graph` rebuilds it).
+        self._edge_attrs: dict[tuple[str, str], dict] = {}
+        succ: dict[str, list[str]] = {}
+        matched = 0
+        for u, v, attrs in graph.edges(data=True):
+            link = given.get((u, v))
+            if link is None:
+                link = Link(link_class=attrs.get("link_class", "link"))
+            else:
+                matched += 1
+            self.links[(u, v)] = link
+            if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
+                self._edge_attrs[(u, v)] = attrs
+            succ.setdefault(u, []).append(v)
+        alike: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._succ: dict[str, tuple[str, ...]] = {}
+        for name in graph.nodes:
+            t = tuple(succ.pop(name, ()))
+            self._succ[name] = alike.setdefault(t, t)
+        del alike, succ
+        if matched != len(given):
+            u, v = next(e for e in given if e not in self.links)
+            raise NetworkError(f"a link model is given for {u}->{v}, but the graph has no such edge")
+        # the keyed draws of a link (a keyed BLAKE2b state, ~0.5 kB) are made when it first
+        # draws a fate and kept for the last _DRAWS_KEPT links: bounded memory at any scale
+        self._draws: dict[tuple[str, str], KeyedDraws] = {}
+        behaviours = behaviours or {}
+        default = NodeBehaviour()
+        self.nodes: dict[str, Node] = {}
+        # routers and switches forward and run no actor: they are not nodes (netemu.engine.net.routing)
+        self._router_attrs = {name: attrs for name, attrs in graph.nodes(data=True) if attrs.get("role") in ROUTER_ROLES}
+        self.routes = Routes(self._succ, {name: attrs.get("role") for name, attrs in graph.nodes(data=True)}) if self._router_attrs else None
+        for name, attrs in graph.nodes(data=True):
+            if name in self._router_attrs:
+                continue
+            b = behaviours.get(name, default)
+            self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes,
+                                    completeness=b.completeness)
+        self._participation_draws = streams.keyed("participation")
+        self._compute_draws = streams.keyed("compute")
+        self._completeness_draws = streams.keyed("completeness")
+        self._next_id = 0
+        self._pending: dict[int, tuple] = {}
+        # per link class: messages sent, bytes, payload bytes, delivered (list items: the
+        # per-message updates are cheaper than a Counter's tuple keys); drops by reason apart
+        self._tallies: dict[str, list[int]] = {}
+        self._drops: Counter = Counter()
+        # messages on paths of routers, or under a model other than the historical one
+        self._general = not self.model.default
+        self._transfers = Transfers(self, self.model) if self._general or self.routes else None
+        self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
+        self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
+
+    @property
+    def counts(self) -> Counter:
+        """(link class, what) -> n, for what in sent, bytes, payload_bytes, delivered,
+        dropped and dropped_<reason>; a count that never grew is absent."""
+        out: Counter = Counter()
+        for cls, (sent, nbytes, payload_bytes, delivered) in self._tallies.items():
+            out[cls, "sent"], out[cls, "bytes"], out[cls, "payload_bytes"] = sent, nbytes, payload_bytes
+            if delivered:
+                out[cls, "delivered"] = delivered
+        out.update(self._drops)
+        return out
+
+    def _link_draws(self, src: str, dst: str) -> KeyedDraws:
+        """The keyed draws of link src->dst (the same values whenever they are made)."""
+        draws = self._draws
+        if len(draws) >= _DRAWS_KEPT:
+            draws.clear()
+        d = draws[(src, dst)] = self.streams.keyed(f"link/{src}->{dst}")
+        return d
+
+    def hop_draws(self, src: str, head: str) -> KeyedDraws:
+        """The keyed draws of hop src->head (`head` is ``dst#k`` for a retransmission's k-th attempt)."""
+        return self._draws.get((src, head)) or self._link_draws(src, head)
+
+    def hops(self, src: str, dst: str) -> tuple[tuple[str, str, Link], ...]:
+        """The hops (from, to, link) a message from `src` to `dst` crosses: the direct link, or the
+        shortest path through routers; a NetworkError if there is none."""
+        cached = self._hops.get((src, dst))
+        if cached is not None:
+            return cached
+        link = self.links.get((src, dst))
+        if link is not None:
+            return ((src, dst, link),)
+        path = self.routes.path(src, dst) if self.routes is not None and src in self.nodes and dst in self.nodes else None
+        if path is None or not talks_to(self.nodes[src].role, self.nodes[dst].role):
+            return ((src, dst, self.link(src, dst)),)  # raises the error that names what is wrong
+        links = self.links
+        hops = tuple((a, b, links[(a, b)]) for a, b in zip(path, path[1:]))
+        if len(self._hops) >= _DRAWS_KEPT * 4:
+            self._hops.clear()
+        self._hops[(src, dst)] = hops
+        return hops
+
+    # ------------------------------------------------------------------ nodes
+
+    def connect(self, name: str, receiver: Callable[[Message], bool | None]) -> None:
+        """Deliver `name`'s messages to `receiver`; it returns False when nothing the
+        delivery woke waits to run — none was woken, or the woken code already ran
+        (`VirtualTimeLoop.run_now`) — so the next message due at the same instant is
+        delivered at once; anything else when woken code may be waiting."""
+        self._node(name).receiver = receiver
+
+    def _node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise NetworkError(f"unknown node {name!r}") from None
+
+    def neighbours(self, name: str) -> list[str]:
+        """The actors `name` can send to: linked directly, or through routers (netemu.engine.net.routing)."""
+        if self.routes is not None and name in self.nodes:
+            return self.routes.neighbours(name)
+        try:
+            return list(self._succ[name])
+        except KeyError:
+            raise NetworkError(f"unknown node {name!r}") from None
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The topology as a networkx DiGraph (nodes with their attributes, links with
+        `link_class` and any other edge attribute), rebuilt at each access: a copy, so
+        change the network through `nodes` and `link()`."""
+        g = nx.DiGraph()
+        g.add_nodes_from((name, node.attrs) for name, node in self.nodes.items())
+        g.add_nodes_from(self._router_attrs.items())
+        attrs = self._edge_attrs
+        g.add_edges_from(
+            (u, v, attrs[(u, v)] if (u, v) in attrs else {"link_class": link.link_class}) for (u, v), link in self.links.items()
+        )
+        return g
+
+    def participates(self, name: str, round: int) -> bool:
+        """Bernoulli(participation) draw of node `name` in `round`, keyed by (node, round)."""
+        p = self._node(name).participation
+        if p >= 1 or p <= 0:
+            return p >= 1
+        return self.fates(("participation", name, round), lambda: self._participation_draws.uniform(name, round) < p)
+
+    def participations(self, names: Sequence[str], round: int) -> np.ndarray:
+        """`participates(name, round)` for every name, as one bool array: the same keyed
+        draws and trace entries, in the same order, made in one vectorized call
+        (`KeyedDraws.uniforms`) and passed to the fates hook as one batch (`fates_many`)."""
+        nodes = self.nodes
+        try:
+            probs = np.array([nodes[name].participation for name in names], dtype=np.float64)
+        except KeyError:
+            for name in names:
+                self._node(name)  # raises the error that names the unknown node
+            raise
+        out = probs >= 1
+        todo = np.flatnonzero((probs > 0) & (probs < 1))
+        if not todo.size:
+            return out
+        drawn, p, draws = [names[i] for i in todo.tolist()], probs[todo], self._participation_draws
+
+        def draw(index: np.ndarray) -> np.ndarray:
+            return draws.uniforms([(drawn[i], round) for i in index.tolist()]) < p[index]
+
+        out[todo] = fates_many(self.fates, "participation", drawn, round, draw)
+        return out
+
+    def compute_time(self, name: str, work: float, round: int, index: int) -> float:
+        """Virtual seconds node `name` needs for `work` units (its `index`-th compute in `round`)."""
+        node = self._node(name)
+        duration = work / node.speed if self.work_seconds == 1.0 else self.work_seconds * work / node.speed
+        if node.slowdown_sigma > 0:
+            sigma = node.slowdown_sigma
+            draws = self._compute_draws
+            factor = self.fates(("compute", name, round, index), lambda: math.exp(sigma * draws.normal(name, round, index)))
+            duration *= factor
+        return duration
+
+    def work_fraction(self, name: str, round: int) -> float:
+        """The fraction of its local work node `name` completes in `round` (its completeness:
+        uniform in [low, high], keyed by (node, round) in the stream ``completeness``, a fate
+        the trace records; 1 when the node always completes all of it)."""
+        low, high = self._node(name).completeness
+        if low >= high:
+            return low
+        draws = self._completeness_draws
+        return self.fates(("completeness", name, round), lambda: low + (high - low) * draws.uniform(name, round))
+
+    def set_up(self, name: str, up: bool) -> None:
+        self._node(name).up = up
+
+    # ------------------------------------------------------------------ messages
+
+    def link(self, src: str, dst: str) -> Link:
+        try:
+            return self.links[(src, dst)]
+        except KeyError:
+            for end in (src, dst):
+                self._node(end)
+            raise NetworkError(f"{src!r} cannot send to {dst!r}: they are not neighbours (no link {src}->{dst})") from None
+
+    def send(self, src: str, dst: str, kind: str, round: int, payload: bytes) -> int:
+        """Send an already-encoded payload; returns the message id.  Never blocks."""
+        return self.send_many(src, (dst,), kind, round, (payload,))[0]
+
+    def send_many(
+        self, src: str, dsts: Iterable[str], kind: str, round: int, payloads: Sequence[bytes] | bytes
+    ) -> list[int]:
+        """Send one message per destination in one call; returns their ids, in order.
+
+        `payloads` is one already-encoded payload per destination, or one bytes object
+        shared by all (a broadcast).  Each message gets exactly what `send` would give
+        it, in the same order: its own id, envelope, fate (keyed by its link, round and
+        index), log records and counts — so a batch and the same sends one by one
+        produce identical logs and traces.  The per-call work (clock, lookups, hooks)
+        is done once.  A destination that is not a neighbour raises `NetworkError`
+        after the messages before it were sent, as a loop of `send` would.
+        """
+        env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
+        links, draws_of = self.links, self._draws
+        schedule = env.schedule  # what env.timeout does, without its object
+        link_draws = self._link_draws
+        arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
+        now = env.now
+        # one bytes-like payload shared by all, or one per destination
+        shared = cast("bytes | None", payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None)
+        each = cast("Sequence[bytes]", payloads)
+        box = None if shared is None else _Shared()  # decoded once, at its first delivery
+        ids = []
+        batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
+        general = self._general
+        for i, dst in enumerate(dsts):
+            link = links.get((src, dst))
+            if link is None or general:
+                ids.append(self._send_general(src, dst, kind, round, shared if shared is not None else each[i], box, now))
+                continue
+            payload = shared if shared is not None else each[i]
+            msg_id = self._next_id
+            self._next_id = msg_id + 1
+            ids.append(msg_id)
+            # the envelope is its header and the payload (its bytes are what the log counts); in
+            # flight a message keeps only the payload, which the messages of a broadcast share
+            nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+            cls = link.link_class
+            index = link.next_index(round)
+            pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+            tally = tallies.get(cls)
+            if tally is None:
+                tally = tallies[cls] = [0, 0, 0, 0]
+            tally[0] += 1
+            tally[1] += nbytes
+            tally[2] += len(payload)
+            record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
+            if link._outages and link.is_down(now):
+                self._drop(msg_id, "outage")
+                continue
+            if link.random:
+                draws = draws_of.get((src, dst)) or link_draws(src, dst)
+                if fates is draw_now:  # no trace: what draw_now would return, without the key and the closure
+                    reason, delay = link.draw_fate(draws, round, index)
+                else:
+                    reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
+            else:
+                reason, delay = link.draw_fate(_NO_DRAWS, round, index)
+            busy = link.busy_until
+            tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
+            link.busy_until = tx_end
+            if reason is None or reason == "duplicate":
+                wait = tx_end + delay - now
+                at = now + wait  # the instant SimPy computes for the event
+                batch = batches.get(at)
+                if box is not None:
+                    box.left += 1
+                if batch is not None:
+                    batch.append((msg_id, payload, box))
+                else:
+                    batches[at] = batch = [(msg_id, payload, box)]
+                    schedule(_Due(arrive, batch), NORMAL, wait)  # = env.timeout(wait, batch), due at `at`
+                if reason == "duplicate":
+                    self.copy_at(at, msg_id, payload)
+                    batches.pop(at, None)  # later arrivals at that instant come after the copy
+            else:
+                wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
+                batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
+                schedule(_Due(lose, (msg_id, reason)), NORMAL, wait)
+        return ids
+
+    def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes, box: _Shared | None, now: float) -> int:
+        """One message on the general path (netemu.engine.net.transfers): the same id, envelope, record
+        (with the number of hops) and counts as `send_many` gives a direct one."""
+        hops = self.hops(src, dst)
+        msg_id = self._next_id
+        self._next_id = msg_id + 1
+        nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+        cls = hops[0][2].link_class
+        self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+        tally = self._tallies.get(cls)
+        if tally is None:
+            tally = self._tallies[cls] = [0, 0, 0, 0]
+        tally[0] += 1
+        tally[1] += nbytes
+        tally[2] += len(payload)
+        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": len(payload), "hops": len(hops)})
+        assert self._transfers is not None
+        self._transfers.send(msg_id, hops, round, nbytes, payload, box)
+        return msg_id
+
+    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: _Shared | None, extra: dict) -> None:
+        """Deliver general message `msg_id` at `t`, its deliver record with `extra` fields."""
+        self._extras[msg_id] = extra
+        self.env.schedule_at(_Due((self._arrive,), [(msg_id, payload, box)]), t)
+
+    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None:
+        """A duplicate of message `msg_id` arrives at `t`, right after the message itself (netem's duplicate)."""
+        self.env.schedule_at(_Due((self._arrive_copy,), (msg_id, payload, self._pending[msg_id])), t)
+
+    def _arrive_copy(self, event: _Due) -> bool | None:
+        """Deliver a duplicate: a second deliver record (``duplicate: true``) and a second Message of the
+        same id; counted as `duplicates` of its link class, not as a message."""
+        msg_id, data, (src, dst, kind, round, nbytes, cls, sent_at) = event._value  # our own event
+        node, now = self.nodes[dst], self.env.now
+        self._drops[cls, "duplicates"] += 1
+        if not node.up or node.receiver is None:
+            self.emit(t=now, event="drop", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                      reason="crash", duplicate=True)
+            return False
+        self.emit(t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
+                  delay=now - sent_at, duplicate=True)
+        return node.receiver(Message(msg_id, src, dst, kind, round, decode(data), sent_at, now, nbytes))
+
+    def drop_at(self, t: float, msg_id: int, reason: str, box: _Shared | None, extra: dict) -> None:
+        """Drop general message `msg_id` at `t` with `reason`, its record with `extra` fields (the hop)."""
+        self.env.schedule_at(_Due((self._lose_general,), (msg_id, reason, box, extra)), t)
+
+    def _lose_general(self, event: _Due) -> None:
+        msg_id, reason, box, extra = event._value  # our own event
+        if box is not None:
+            box.take()
+        self._drop(msg_id, reason, extra)
+
+    def _lose(self, event: _Due) -> None:
+        self._drop(*event._value)  # our own event
+
+    def _drop(self, msg_id: int, reason: str, extra: dict | None = None) -> None:
+        src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
+        self._drops[cls, "dropped"] += 1
+        self._drops[cls, f"dropped_{reason}"] += 1
+        if self._extras:
+            extra = {**self._extras.pop(msg_id, {}), **(extra or {})}
+        if extra:
+            self.emit.message_with(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, {"reason": reason, **extra})
+        else:
+            self.emit.message(self.env.now, "drop", msg_id, src, dst, kind, round, nbytes, cls, "reason", reason)
+
+    def _arrive(self, event: _Due) -> None:
+        """Deliver the messages of one batch, due at this instant, in send order.
+
+        The messages of a `send_many` call that arrive at the same instant share one
+        SimPy event.  One by one they would have been consecutive events, and the
+        clock lets asyncio run whatever a delivery woke before it steps the next
+        event; so after a delivery that woke a waiter (or may have: a receiver that
+        does not return False), the rest of the batch is put back at this instant,
+        ahead of every later event, and delivered after the woken code has run —
+        the same interleaving, hence the same log, as one event per message.
+        """
+        batch = event._value  # our own event
+        last = len(batch) - 1
+        for i, (msg_id, payload, box) in enumerate(batch):
+            if self._deliver(msg_id, payload, box) is not False and i < last:
+                self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), URGENT)
+                return
+
+    def _deliver(self, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
+        """Deliver one message (or drop it, ``crash``); returns what the receiver returned
+        (False: no woken code waits to run).  `data` is its encoded payload: the envelope's header
+        was encoded and counted when it was sent, and the receiver needs only the payload.
+        A payload that a broadcast's messages share (`box`) is decoded once."""
+        pending = self._pending
+        node = self.nodes[pending[msg_id][1]]
+        if not node.up or node.receiver is None:
+            if box is not None:
+                box.take()
+            self._drop(msg_id, "crash")
+            return False
+        src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
+        now = self.env.now
+        self._tallies[cls][3] += 1
+        extra = self._extras.pop(msg_id, None) if self._extras else None
+        if extra is None:
+            self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
+        else:
+            self.emit.message_with(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, {"delay": now - sent_at, **extra})
+        payload = decode(data) if box is None else box.payload(data)
+        return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
+
+    def in_flight(self) -> list[dict]:
+        """Messages sent but neither delivered nor dropped yet, in id order."""
+        keys = ("src", "dst", "kind", "round", "bytes", "link", "sent_at")
+        return [{"id": i, **dict(zip(keys, rec))} for i, rec in sorted(self._pending.items())]
+
+    def message_counts(self) -> dict:
+        """Per link class: sent, delivered, dropped (and per reason), bytes and payload_bytes sent; plus totals."""
+        out: dict[str, dict[str, int]] = {}
+        for (cls, what), n in sorted(self.counts.items()):
+            out.setdefault(cls, {})[what] = n
+        in_flight = Counter(rec[5] for rec in self._pending.values())
+        total: Counter = Counter()
+        for cls, c in out.items():
+            c.setdefault("delivered", 0)
+            c.setdefault("dropped", 0)
+            c["in_flight"] = in_flight.get(cls, 0)
+            total.update(c)
+        return {"total": dict(sorted(total.items())), "by_link_class": out}

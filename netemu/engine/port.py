@@ -1,0 +1,448 @@
+"""The node port: the one interface through which a client or server acts.
+
+`Engine` is what a World offers the nodes it hosts, node by node: the clock, the
+node's neighbours, sending (`send`, `send_many`, `broadcast`), compute time, its own
+keyed draws, participation and completeness draws, metrics, privacy spends, and one
+control-plane call (`available`).  `NodePort` is that interface bound to one node, with
+the node's inbox and the one waiting path (`wait`): an `Actor` acts through its
+`NodePort`, and a `Cohort` acts for its members through the same `Engine` calls in a
+callback form (docs/actors.md).  Nothing else of the emulation — network state, other
+nodes, the world — is reachable from the port: the simulated network is one
+implementation of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from netemu.engine.clock import running_loop
+from netemu.engine.net.links import RoundCounter
+from netemu.engine.net.network import Message
+from netemu.wire.codec import encode_from
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from netemu.engine.clock import VirtualEnvironment
+    from netemu.engine.net.network import Network
+    from netemu.engine.rng import KeyedDraws, Streams
+    from netemu.engine.world import World
+
+__all__ = ["Engine", "Hosted", "Inbox", "Kinds", "NodePort"]
+
+Kinds = str | tuple[str, ...] | None
+
+
+def _matches(kind: Kinds, msg: Message) -> bool:
+    return kind is None or msg.kind == kind or (isinstance(kind, tuple) and msg.kind in kind)
+
+
+class Hosted(Protocol):
+    """What a `World` needs of anything it hosts (an `Actor`, a `Cohort`): its name, the
+    network nodes it answers for, whether the run may end while it waits (`daemon`), and
+    its life: attached to the engine once, then `run()` as one task; a crash of one of
+    its nodes, a recovery, and what each of its nodes waits for when a run stops."""
+
+    name: str
+    daemon: bool
+    world: World  # set by `World.add`: for building and observing, not for acting
+
+    def host_nodes(self) -> Sequence[str]:
+        """The network nodes it receives for and acts as (none: a process without a node)."""
+        ...
+
+    def host_attach(self, engine: Engine) -> None:
+        """Called once by `World.add`: connect its nodes' deliveries."""
+        ...
+
+    async def run(self) -> None: ...
+
+    def host_crash(self, node: str) -> bool:
+        """Its node `node` crashed; returns whether its task stops (is cancelled) with it."""
+        ...
+
+    def host_recover(self, node: str) -> bool:
+        """Its node `node` recovered; returns whether its task starts again."""
+        ...
+
+    def host_waits(self) -> dict[str, str | None]:
+        """What each of its nodes (or, with none, itself) waits for; None: ask its task."""
+        ...
+
+
+class Engine:
+    """The node-level operations of one World, each naming the node that acts.
+
+    Made by the World; hosts reach it through `Hosted.host_attach`.  Every random draw is keyed by
+    the node (and round), so a node's draws do not depend on which host runs it."""
+
+    __slots__ = ("_metric", "_privacy", "env", "fail", "network", "record", "streams")
+
+    def __init__(self, env: VirtualEnvironment, network: Network, streams: Streams, record: Callable[..., None],
+                 metric: Callable[[str, str, float, int], None], privacy: Callable[[str, int, float], None],
+                 fail: Callable[[str, BaseException], None]) -> None:
+        self.env, self.network, self.streams, self.record = env, network, streams, record
+        self._metric, self._privacy = metric, privacy
+        #: stop the run: node (or host) `name` raised (a host calls it for an error in its callbacks)
+        self.fail = fail
+
+    @property
+    def now(self) -> float:
+        return self.env.now
+
+    # ------------------------------------------------------------ hosting
+
+    def up(self, node: str) -> bool:
+        """Whether `node` is up (a host asks before starting a member; see `available`)."""
+        return self.network.nodes[node].up
+
+    def has_node(self, node: str) -> bool:
+        return node in self.network.nodes
+
+    def connect(self, node: str, receiver: Callable[[Message], bool | None]) -> None:
+        self.network.connect(node, receiver)
+
+    # ------------------------------------------------------------ acting
+
+    def neighbours(self, node: str) -> list[str]:
+        return self.network.neighbours(node)
+
+    def send(self, node: str, dst: str, kind: str, payload: Any, round: int) -> int:
+        return self.network.send(node, dst, kind, round, encode_from(node, kind, payload, dst))
+
+    def broadcast(self, node: str, kind: str, payload: Any, dsts: Iterable[str] | None, round: int) -> list[int]:
+        dsts = self.network.neighbours(node) if dsts is None else list(dsts)
+        return self.network.send_many(node, dsts, kind, round, encode_from(node, kind, payload))
+
+    def send_many(self, node: str, dsts: Sequence[str], kind: str, payloads: Sequence[Any], round: int) -> list[int]:
+        dsts = list(dsts)
+        payloads = list(payloads)
+        if len(dsts) != len(payloads):
+            raise ValueError(f"{node}: send_many needs one payload per destination, got {len(dsts)} destinations "
+                             f"and {len(payloads)} payloads")
+        data = [encode_from(node, kind, payload, dst) for dst, payload in zip(dsts, payloads, strict=True)]
+        return self.network.send_many(node, dsts, kind, round, data)
+
+    def compute(self, node: str, work: float, round: int, index: int) -> float:
+        """The virtual seconds `work` takes on `node` (its `index`-th compute of `round`),
+        recorded as a `compute` record; the caller then sleeps that long."""
+        duration = self.network.compute_time(node, work, round, index)
+        self.record(t=self.env.now, event="compute", actor=node, round=round, work=work, duration=duration)
+        return duration
+
+    def participates(self, node: str, round: int) -> bool:
+        return self.network.participates(node, round)
+
+    def work_fraction(self, node: str, round: int) -> float:
+        return self.network.work_fraction(node, round)
+
+    def metric(self, node: str, name: str, value: float, round: int) -> None:
+        self._metric(node, name, value, round)
+
+    def rng(self, node: str, purpose: str) -> np.random.Generator:
+        """A Generator private to `node` and `purpose`."""
+        return self.streams.generator(f"actor/{node}/{purpose}")
+
+    def stream(self, name: str) -> np.random.Generator:
+        """The run's named stream `name` (e.g. a client's `sgd/<client>/<round>`)."""
+        return self.streams.generator(name)
+
+    def keyed(self, name: str) -> KeyedDraws:
+        """Keyed draws of the run's stream `name`: the same in every algorithm of a run."""
+        return self.streams.keyed(name)
+
+    def spend(self, node: str, round: int, rho: float) -> None:
+        """Record a release of `node` costing `rho` zCDP in the run's privacy ledger."""
+        self._privacy(node, round, rho)
+
+    # ------------------------------------------------------------ control plane
+
+    def available(self, nodes: Iterable[str], round: int | None = None) -> list[str]:
+        """The control plane: which of `nodes` are there for work.  With `round` None,
+        those that are up (node liveness, as a Flower SuperLink knows its SuperNodes);
+        with a round, those that check in for it (each node's own keyed participation
+        draw, what its `participates(round)` answers: the check-in of an FL system's
+        control plane, not emulated as traffic).  The one way a node learns of others
+        without a message."""
+        names = list(nodes)
+        if round is None:
+            network_nodes = self.network.nodes
+            return [n for n in names if network_nodes[n].up]
+        return [n for n, yes in zip(names, self.network.participations(names, round), strict=True) if yes]
+
+
+class Inbox:
+    """Delivered messages waiting to be received, with receivers filtered by kind.
+
+    A receiver is a future woken by the first message of its kind, or a collector: a
+    function offered each message of its kind as it is delivered, which returns whether
+    it woke code (as `put` does)."""
+
+    def __init__(self) -> None:
+        self._items: deque[Message] = deque()
+        self._waiters: deque[tuple[Kinds, asyncio.Future, Callable[[Message], bool] | None]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, msg: Message) -> bool:
+        """Hand `msg` to the first waiter of its kind, or keep it; returns whether woken
+        code waits to run (the network delivers the next message of a batch at once
+        only when none does: no waiter was woken, or a collector's step already ran)."""
+        for i, (kind, fut, collect) in enumerate(self._waiters):
+            if _matches(kind, msg):
+                if collect is not None:
+                    return collect(msg)
+                del self._waiters[i]
+                fut.set_result(msg)
+                return True
+        self._items.append(msg)
+        return False
+
+    def take(self, kind: Kinds) -> Message | None:
+        for i, msg in enumerate(self._items):
+            if _matches(kind, msg):
+                del self._items[i]
+                return msg
+        return None
+
+    def waiter(self, kind: Kinds, collect: Callable[[Message], bool] | None = None) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append((kind, fut, collect))
+        return fut
+
+    def expire_after(self, fut: asyncio.Future, timeout: float) -> asyncio.Handle:
+        """One timer that resolves the waiter `fut` with None after `timeout`, scheduled
+        exactly as `asyncio.timeout(timeout)` schedules its own (same deadline, same loop
+        iterations), without building and unwinding a timeout context per call."""
+        loop = fut.get_loop()
+        when = loop.time() + timeout
+        return loop.call_soon(self.expire, fut) if when <= loop.time() else loop.call_at(when, self.expire, fut)
+
+    def expire(self, fut: asyncio.Future) -> None:
+        """A deadline passed: the waiter stops waiting and receives None."""
+        if not fut.done():
+            self.discard(fut)
+            fut.set_result(None)
+
+    def discard(self, fut: asyncio.Future) -> None:
+        for i, (_, waiting, _) in enumerate(self._waiters):
+            if waiting is fut:
+                del self._waiters[i]
+                return
+
+    def clear(self) -> None:
+        self._items.clear()
+        self._waiters.clear()
+
+
+class NodePort:
+    """The engine's interface bound to one node: what an `Actor` acts through.
+
+    `round` is the default round of its sends, draws and metrics.  Waiting has one path,
+    `wait`; `compute` and `sleep` pass virtual time.  Made unattached (an actor is built
+    before it is added to a World); `World.add` attaches it to the engine."""
+
+    __slots__ = ("_computes", "engine", "inbox", "name", "round", "waiting_for")
+
+    def __init__(self, name: str, inbox: Inbox | None = None) -> None:
+        self.name = name
+        self.round = 0
+        self.inbox = Inbox() if inbox is None else inbox
+        self.waiting_for: str | None = None  # what it waits for, for deadlock and stop reports
+        self._computes = RoundCounter()  # per round, computes so far: keys compute-time draws
+        self.engine: Engine
+
+    @property
+    def now(self) -> float:
+        return self.engine.env.now
+
+    @property
+    def neighbours(self) -> list[str]:
+        return self.engine.neighbours(self.name)
+
+    # ------------------------------------------------------------ messaging
+
+    def send(self, dst: str, kind: str, payload: Any = None, *, round: int | None = None) -> int:
+        return self.engine.send(self.name, dst, kind, payload, self.round if round is None else round)
+
+    def broadcast(self, kind: str, payload: Any = None, dsts: Iterable[str] | None = None, *, round: int | None = None) -> list[int]:
+        return self.engine.broadcast(self.name, kind, payload, dsts, self.round if round is None else round)
+
+    def send_many(self, dsts: Sequence[str], kind: str, payloads: Sequence[Any], *, round: int | None = None) -> list[int]:
+        return self.engine.send_many(self.name, dsts, kind, payloads, self.round if round is None else round)
+
+    def wait(self, kind: Kinds = None, *, until: float | None = None, timeout: float | None = None,
+             take: Callable[[Message], object] | None = None, done: Callable[[], bool] | None = None,
+             ends: Callable[[Message], bool] | None = None) -> Awaitable[Message | None]:
+        """The one waiting path (an awaitable).
+
+        Without `take`: the next message of `kind` (a name, a tuple of names, or None for
+        any), or None when `timeout` virtual seconds or the time `until` pass first.
+
+        With `take`: every message of `kind` is handed to `take(msg)` as it comes, until
+        `done()` holds or `until` passes (then None), exactly as
+        `while not done() and (msg := await wait(kind, until=until)) is not None: take(msg)`
+        would.  `ends(msg)`, when given, must say without side effects whether `done()`
+        will hold after `take(msg)`: then a message that does not end the wait is taken
+        where the woken task would have run, without waking it (the same steps, timers and
+        records, one wake-up per wait instead of one per message)."""
+        if take is None:
+            return self._next(kind, until, timeout)
+        return self._gather(kind, take, done or _never, ends, until)
+
+    async def _gather(self, kind: Kinds, take: Callable[[Message], object], done: Callable[[], bool],
+                      ends: Callable[[Message], bool] | None, until: float | None) -> None:
+        if ends is None:  # the end cannot be foreseen: wake for every message
+            while not done() and (msg := await self._next(kind, until, None)) is not None:
+                take(msg)
+        else:
+            await self._collect(kind, take, done, ends, until)
+
+    async def _next(self, kind: Kinds, until: float | None, timeout: float | None) -> Message | None:
+        msg = self.inbox.take(kind)
+        if msg is not None:
+            return msg
+        if until is not None:
+            timeout = until - self.engine.env.now if timeout is None else min(timeout, until - self.engine.env.now)
+        if timeout is not None and timeout <= 0:
+            return None
+        inbox = self.inbox
+        fut = inbox.waiter(kind)
+        self.waiting_for = f"recv(kind={kind!r})"
+        handle = None
+        if timeout is not None:
+            handle = inbox.expire_after(fut, timeout)
+        try:
+            return await fut
+        finally:
+            self.waiting_for = None
+            if handle is not None:
+                handle.cancel()
+            if not fut.done() or fut.cancelled():  # cancelled: stop waiting
+                inbox.discard(fut)
+
+    async def _collect(self, kind: Kinds, handle: Callable[[Message], object], done: Callable[[], bool],
+                       ends: Callable[[Message], bool], until: float | None) -> None:
+        """`wait` with `take` and `ends`: a message that does not end the collection is
+        handled where the woken task step would have run (by one loop callback, or at once
+        when that is the loop's very next step: `run_now`), and the deadline timer is
+        renewed there as `_next` renews it; the one that ends it (or arrives when `until`
+        has passed) wakes the task with it.  So the loop runs the same steps and timers in
+        the same order as the loop of `_next`: the same records."""
+        inbox = self.inbox
+        while not done():  # what was delivered before is taken without waiting
+            msg = inbox.take(kind)
+            if msg is None:
+                break
+            handle(msg)
+        if done():
+            return
+        loop = running_loop()
+        timer: list[asyncio.Handle | None] = [None]
+
+        def arm() -> bool:
+            """Set the deadline as `_next` sets its own; False when it has passed already."""
+            if until is None:
+                return True
+            timeout = until - loop.time()
+            if timeout <= 0:
+                return False
+            timer[0] = inbox.expire_after(fut, timeout)
+            return True
+
+        def step(msg: Message) -> None:  # where the task woken by `msg` would have run
+            if fut.done():
+                return
+            if timer[0] is not None:
+                timer[0].cancel()
+                timer[0] = None
+            try:
+                handle(msg)
+            except Exception as exc:  # noqa: BLE001 - raised in the waiting task
+                inbox.discard(fut)
+                fut.set_exception(exc)
+                return
+            if done() or not arm():
+                inbox.discard(fut)
+                fut.set_result(None)
+
+        def offer(msg: Message) -> bool:
+            if ends(msg) or (until is not None and until - loop.time() <= 0):
+                inbox.discard(fut)
+                fut.set_result(msg)  # the task handles it, as `_next` would return it
+            else:
+                woke = loop.run_now(step, msg)  # now, if that is exactly where it would run scheduled
+                if woke is not None:
+                    return woke
+                loop.call_soon(step, msg)
+            return True
+
+        fut = inbox.waiter(kind, offer)
+        if not arm():
+            inbox.discard(fut)
+            return
+        self.waiting_for = f"recv(kind={kind!r})"
+        try:
+            last = await fut
+        finally:
+            self.waiting_for = None
+            if timer[0] is not None:
+                timer[0].cancel()
+            if not fut.done() or fut.cancelled():
+                inbox.discard(fut)
+        if last is not None:
+            handle(last)
+
+    # ------------------------------------------------------------ time
+
+    async def compute(self, work: float, *, round: int | None = None) -> float:
+        """Spend the virtual time `work` needs on this node; returns the duration."""
+        r = self.round if round is None else round
+        duration = self.engine.compute(self.name, work, r, self._computes.next(r))
+        self.waiting_for = f"sleep({duration:g})"
+        try:
+            await asyncio.sleep(duration)
+        finally:
+            self.waiting_for = None
+        return duration
+
+    async def sleep(self, seconds: float) -> None:
+        self.waiting_for = f"sleep({seconds:g})"
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.waiting_for = None
+
+    # ------------------------------------------------------------ draws, metrics, control plane
+
+    def participates(self, round: int | None = None) -> bool:
+        return self.engine.participates(self.name, self.round if round is None else round)
+
+    def work_fraction(self, round: int | None = None) -> float:
+        return self.engine.work_fraction(self.name, self.round if round is None else round)
+
+    def metric(self, name: str, value: float, round: int | None = None) -> None:
+        self.engine.metric(self.name, name, value, self.round if round is None else round)
+
+    def rng(self, purpose: str) -> np.random.Generator:
+        return self.engine.rng(self.name, purpose)
+
+    def stream(self, name: str) -> np.random.Generator:
+        return self.engine.stream(name)
+
+    def keyed(self, name: str) -> KeyedDraws:
+        return self.engine.keyed(name)
+
+    def spend(self, round: int, rho: float) -> None:
+        self.engine.spend(self.name, round, rho)
+
+    def available(self, nodes: Iterable[str], round: int | None = None) -> list[str]:
+        return self.engine.available(nodes, round)
+
+
+def _never() -> bool:
+    return False

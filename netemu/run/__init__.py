@@ -1,0 +1,1 @@
+"""Running a scenario: the runner, run folders, outcomes, signals, executors and sweeps."""
