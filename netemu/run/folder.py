@@ -51,7 +51,7 @@ def resolved_toml(sc: Scenario) -> str:
     for link in [*shared, *table["links"].values(), *table["link"]]:
         if (link.get("latency") or {}).get("file"):
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())
-    absolute = lambda p: str(sc.resolve(p).resolve())  # noqa: E731
+    absolute = lambda p: str(sc.resolve(p).resolve())
     for i, entry in enumerate(table["algorithm"]):  # paths the params resolve themselves (a Flower app_dir)
         _take_paths(entry, algorithm_params(sc.table, i, plugins.algorithm(entry["name"]), absolute))
     if table["data"]:  # a digits `source` file, an online `csv`

@@ -306,7 +306,7 @@ def load_script(path: Path) -> Callable[[World], None]:
         module = types.ModuleType(f"netemu_scenario_{Path(path).stem}")
         module.__file__ = str(path)
         code = compile(source, str(path), "exec", dont_inherit=True)
-        exec(code, module.__dict__)  # noqa: S102 - the user's script, announced with its hash by `netemu run`
+        exec(code, module.__dict__)  # the user's script, announced with its hash by `netemu run`
     except ScriptError:
         raise
     except SystemExit as exc:
