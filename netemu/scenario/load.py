@@ -34,8 +34,8 @@ __all__ = ["SHORTHANDS", "Scenario", "load_scenario", "match_nodes", "parse_scen
 class Scenario:
     """A validated scenario: `settings` are its typed records, what every layer that runs it
     reads; `table` is the resolved TOML table they were made from, kept for what is about
-    the file itself (the checks before the records exist, the run folder's scenario.toml);
-    `path` is its source file."""
+    the file itself (the checks, which name its keys and values as written, and the run
+    folder's scenario.toml); `path` is its source file."""
 
     table: dict
     path: Path
