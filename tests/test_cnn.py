@@ -249,6 +249,20 @@ def test_validate_refuses_a_cnn_on_rgb_or_cifar_images_naming_the_source(tmp_pat
     assert main(["validate", str(scenario_with_source(tmp_path, "organmnist.npz"))]) == 0
 
 
+def test_a_data_file_is_read_relative_to_the_scenario_and_written_absolute_into_the_run_folder(tmp_path, monkeypatch):
+    from test_data_loaders import medmnist
+
+    from netemu.run.folder import resolved_toml
+    from netemu.scenario import load_scenario
+
+    (tmp_path / "scenarios").mkdir()
+    medmnist(tmp_path / "organmnist.npz", np.random.default_rng(0))
+    monkeypatch.chdir(tmp_path)  # from here "../organmnist.npz" is not the file
+    sc = load_scenario(scenario_with_source(tmp_path / "scenarios", "../organmnist.npz"))
+    assert sc.data_params().source == str(tmp_path / "scenarios" / "../organmnist.npz")
+    assert __import__("tomllib").loads(resolved_toml(sc))["data"]["source"] == str((tmp_path / "organmnist.npz").resolve())
+
+
 def test_the_cnn_scenario_runs_on_an_idx_folder_of_28x28_images(tmp_path):
     import json
 

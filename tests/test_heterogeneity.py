@@ -62,7 +62,7 @@ def scenario(tmp_path, nodes="", clients=8, rounds=3, more="", name="s.toml"):
 
 
 def speeds(sc, seed=None):
-    streams = Streams(sc.table["run"]["seed"] if seed is None else seed)
+    streams = Streams(sc.settings.run.seed if seed is None else seed)
     g = build_graph(sc, streams)
     b = build_behaviours(sc, g, streams)
     return {n: b[n].speed for n in g.nodes if n != "server"}
@@ -156,7 +156,7 @@ def test_the_drawn_population_is_recorded_in_nodes_csv(tmp_path):
 
 def test_a_scenario_without_models_writes_no_nodes_csv_and_keeps_its_resolved_table(tmp_path):
     sc = scenario(tmp_path, "[nodes]\nspeed = 20.0")
-    assert sc.table["nodes"]["completeness"] is None and sc.table["nodes"]["compute"] is None  # absent: not in scenario.toml
+    assert sc.settings.nodes.default.completeness is None and sc.settings.nodes.compute == "work"  # absent: not in scenario.toml
     execute(sc, tmp_path / "out", quiet=True)
     assert not (tmp_path / "out" / "nodes.csv").exists()
     text = (tmp_path / "out" / "scenario.toml").read_text()
@@ -208,7 +208,7 @@ def test_measured_compute_is_refused_for_a_family_without_a_step_to_time(tmp_pat
 
 def test_participation_by_data_size_maps_sample_counts_linearly_from_low_to_high(tmp_path):
     sc = scenario(tmp_path, '[nodes]\nparticipation = { model = "data_size", low = 0.2, high = 0.9 }')
-    streams = Streams(sc.table["run"]["seed"])
+    streams = Streams(sc.settings.run.seed)
     g = build_graph(sc, streams)
     data = build_data(sc, g, streams)
     b = build_behaviours(sc, g, streams, data)
@@ -250,7 +250,7 @@ def label_behaviours(tmp_path, participation):
     path = tmp_path / "digits.toml"
     path.write_text(DIGITS.format(participation=participation))
     sc = parse_scenario(__import__("tomllib").loads(path.read_text()), path)
-    streams = Streams(sc.table["run"]["seed"])
+    streams = Streams(sc.settings.run.seed)
     g = build_graph(sc, streams)
     data = build_data(sc, g, streams)
     return build_behaviours(sc, g, streams, data), data

@@ -317,13 +317,13 @@ def test_nan_and_inf_are_refused_where_no_key_documents_them(tmp_path, override,
 
 
 def test_inf_is_accepted_where_documented_as_no_horizon(tmp_path):
-    assert load_scenario(write(tmp_path), ["run.max_time=inf"]).table["run"]["max_time"] == float("inf")
+    assert load_scenario(write(tmp_path), ["run.max_time=inf"]).settings.run.max_time == float("inf")
 
 
 @pytest.mark.parametrize(("seed", "ok"), [(0, True), (2**63 - 1, True), (2**63, False), (2**70, False), (-1, False)])
 def test_seeds_are_in_the_documented_range(tmp_path, seed, ok):
     if ok:
-        assert load_scenario(write(tmp_path), [f"run.seed={seed}"]).table["run"]["seed"] == seed
+        assert load_scenario(write(tmp_path), [f"run.seed={seed}"]).settings.run.seed == seed
     else:
         with pytest.raises(ScenarioError, match="run.seed"):
             load_scenario(write(tmp_path), [f"run.seed={seed}"])

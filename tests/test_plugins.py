@@ -139,7 +139,7 @@ def write(tmp_path, name="my_plugins:ALGORITHM", data="linear", extra=""):
 
 def test_a_scenario_names_an_algorithm_as_module_attribute(my_module, tmp_path):
     sc = load_scenario(write(tmp_path))
-    assert sc.table["algorithm"][0]["label"] == "my-fedavg" and sc.table["algorithm"][0]["local_steps"] == 2
+    assert sc.settings.labels == ["my-fedavg"] and sc.algorithm_params(0).local_steps == 2
     summary = execute(sc, tmp_path / "run", quiet=True)
     assert summary["complete"] and "mse" in summary["final"]["my-fedavg"]
 

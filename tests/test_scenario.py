@@ -48,8 +48,8 @@ def test_a_minimal_scenario_is_completed_with_defaults(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE)
     sc = load_scenario(path)
-    assert sc.table["run"]["seed"] == 0 and sc.table["run"]["runs"] == 1
-    assert sc.table["algorithm"][0]["lr"] == 0.05 and sc.table["algorithm"][0]["label"] == "fedavg"
+    assert sc.settings.run.seed == 0 and sc.settings.run.runs == 1
+    assert sc.algorithm_params(0).lr == 0.05 and sc.settings.labels == ["fedavg"]
     assert sc.name == "s"
 
 
@@ -167,8 +167,8 @@ def test_set_overrides_values_and_is_validated_the_same_way(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE)
     sc = load_scenario(path, ["run.rounds=200", "algorithm.lr=0.2", "nodes.participation=0.5", "run.name=sweep"])
-    assert sc.table["run"]["rounds"] == 200 and sc.table["algorithm"][0]["lr"] == 0.2
-    assert sc.table["nodes"]["participation"] == 0.5 and sc.name == "sweep"
+    assert sc.settings.run.rounds == 200 and sc.algorithm_params(0).lr == 0.2
+    assert sc.settings.nodes.default.participation == 0.5 and sc.name == "sweep"
     issue = one_problem(BASE, tmp_path, ["algorithm.lr=-3"])
     assert (issue.key, issue.value) == ("algorithm[0].lr", -3)
 
@@ -177,7 +177,7 @@ def test_set_addresses_one_algorithm_by_its_label(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE + 'label = "a"\n[[algorithm]]\nname = "fedavg"\nlabel = "b"\n')
     sc = load_scenario(path, ["algorithm.b.lr=0.3"])
-    assert [a["lr"] for a in sc.table["algorithm"]] == [0.05, 0.3]
+    assert [sc.algorithm_params(i).lr for i in (0, 1)] == [0.05, 0.3]
     err = problems(path.read_text(), tmp_path, ["algorithm.c.lr=0.3"])
     assert "no algorithm labelled 'c'; labels: a, b" in str(err)
 

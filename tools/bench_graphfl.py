@@ -45,7 +45,7 @@ def main() -> None:
     sc = load_scenario(ROOT / "scenarios" / "fedpnp_table1_dir02.toml", [f"run.rounds={args.rounds}", "run.runs=1"])
     with tempfile.TemporaryDirectory() as tmp:
 
-        label = sc.table["algorithm"][1]["label"]  # fedpnp-soft, beta = 0.0005
+        label = sc.settings.labels[1]  # fedpnp-soft, beta = 0.0005
 
         def setup():
             log = open(Path(tmp) / "messages.jsonl", "wb")

@@ -53,13 +53,12 @@ def components(clients: int) -> dict:
     from netemu.log import MessageLog
     from netemu.engine.rng import Streams
     from netemu.scenario.build import build_behaviours, build_data, build_graph, build_links, run_seed
-    from netemu.scenario.load import algorithm_params
     from netemu.trace import TraceWriter
     from netemu.engine.world import World
 
     sc = _scenario(clients, 1)
     spec = plugins.algorithm("fedavg")
-    params = algorithm_params(sc.table, 0, spec, str)
+    params = sc.algorithm_params(0)
 
     def used() -> int:
         gc.collect()
@@ -72,7 +71,7 @@ def components(clients: int) -> dict:
         writer = TraceWriter(trace_file, {"algorithms": ["fedavg"]})
         tracemalloc.start()
         m0 = used()
-        streams = Streams(run_seed(sc.table["run"]["seed"], 0))
+        streams = Streams(run_seed(sc.settings.run.seed, 0))
         graph = build_graph(sc, streams)
         m1 = used()
         links = build_links(sc, graph)

@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     T = args.iterations
     sc = load_scenario(ROOT / "scenarios" / "paofed_fig4_2a.toml", [f"run.rounds={T}", "run.runs=1"])
-    u1 = [a["label"] for a in sc.table["algorithm"]].index("pao-fed-u1")
+    u1 = sc.settings.labels.index("pao-fed-u1")
     with tempfile.TemporaryDirectory() as tmp:
 
         def setup():

@@ -57,9 +57,9 @@ def main() -> None:
         emulated = timed(emulate, args.reps, setup)
     world = emulated[2]
     state = world.actors["server-0"].state
-    topo = sc.table["topology"]
+    topo = sc.settings.topology.params
     server_graph = random_connected_graph(topo["servers"], topo["server_degree"],
-                                          Streams(run_seed(sc.table["run"]["seed"], 0)).generator("topology"))
+                                          Streams(run_seed(sc.settings.run.seed, 0)).generator("topology"))
     ref = timed(lambda: reference(state.task, state.server_of, server_graph, state.p, args.iterations), args.reps)
     W = ref[2][0]
     counts = world.network.message_counts()["total"]

@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="also per innermost algorithm function")
     args = parser.parse_args()
     sc = load_scenario(ROOT / "scenarios" / "paofed_fig4_2a.toml", [f"run.rounds={args.iterations}", "run.runs=1"])
-    u1 = [a["label"] for a in sc.table["algorithm"]].index("pao-fed-u1")
+    u1 = sc.settings.labels.index("pao-fed-u1")
     counts: collections.Counter = collections.Counter()
     detail: collections.Counter = collections.Counter()
 

@@ -19,7 +19,7 @@ import time
 from netemu import plugins
 from netemu.errors import InputError
 from netemu.scenario.build import build_data, build_graph, release, run_seed
-from netemu.scenario.load import Scenario, algorithm_params
+from netemu.scenario.load import Scenario
 
 __all__ = ["REPETITIONS", "calibrate", "measure"]
 
@@ -31,17 +31,16 @@ def measure(sc: Scenario, algorithm: int, repetitions: int = REPETITIONS) -> flo
     on run 0's data: the median of `repetitions` timings over the step's work units."""
     from netemu.engine.rng import Streams
 
-    entry = sc.table["algorithm"][algorithm]
-    spec = plugins.algorithm(entry["name"])
+    name = sc.settings.algorithms[algorithm].name
+    spec = plugins.algorithm(name)
     if spec.step_cost is None:
-        raise InputError(f"{sc.path}: nodes.compute = \"measured\": algorithm[{algorithm}] = {entry['name']!r} has no local step to time")
-    streams = Streams(run_seed(sc.table["run"]["seed"], 0))
+        raise InputError(f"{sc.path}: nodes.compute = \"measured\": algorithm[{algorithm}] = {name!r} has no local step to time")
+    streams = Streams(run_seed(sc.settings.run.seed, 0))
     graph = build_graph(sc, streams)
-    params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
-    step, work = spec.step_cost(params, build_data(sc, graph, streams))
+    step, work = spec.step_cost(sc.algorithm_params(algorithm), build_data(sc, graph, streams))
     release(graph)
     if not work > 0:
-        raise InputError(f"{entry['name']}: step_cost returned {work!r} work units for one local step; expected > 0")
+        raise InputError(f"{name}: step_cost returned {work!r} work units for one local step; expected > 0")
     step()  # warm-up: caches, lazy imports, BLAS threads
     times = []
     for _ in range(repetitions):
@@ -56,8 +55,7 @@ def calibrate(sc: Scenario, recorded: dict | None = None) -> dict[str, float]:
     header) when there is one for the label, else measured now."""
     recorded = recorded or {}
     out = {}
-    for i, entry in enumerate(sc.table["algorithm"]):
-        label = entry["label"]
+    for i, label in enumerate(sc.settings.labels):
         value = recorded.get(label)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
             out[label] = float(value)

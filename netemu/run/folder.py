@@ -12,11 +12,10 @@ from pathlib import Path
 
 import tomli_w
 
-from netemu import plugins
 from netemu.version import __version__
 from netemu.run.outcome import Results
 from netemu.report import plot_curves, write_metrics, write_privacy, write_summary
-from netemu.scenario.load import Scenario, algorithm_params
+from netemu.scenario.load import Scenario
 
 __all__ = ["default_out_dir", "resolved_toml", "scenario_hash", "write_results"]
 
@@ -40,7 +39,7 @@ def _without_none(x):
 
 def resolved_toml(sc: Scenario) -> str:
     """The resolved scenario with absolute paths, so the run folder replays from anywhere."""
-    table = copy.deepcopy(sc.table)
+    table = copy.deepcopy(sc.table)  # the file is written from the nested table; what the params resolve comes from the settings
     if table["script"]:
         table["script"] = str(sc.resolve(table["script"]).resolve())
     if table["topology"].get("file"):
@@ -53,11 +52,9 @@ def resolved_toml(sc: Scenario) -> str:
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())
     absolute = lambda p: str(sc.resolve(p).resolve())
     for i, entry in enumerate(table["algorithm"]):  # paths the params resolve themselves (a Flower app_dir)
-        _take_paths(entry, algorithm_params(sc.table, i, plugins.algorithm(entry["name"]), absolute))
+        _take_paths(entry, sc.algorithm_params(i, absolute))
     if table["data"]:  # a digits `source` file, an online `csv`
-        params = plugins.data_kind(table["data"]["kind"]).params(**{k: v for k, v in table["data"].items() if k != "kind"})
-        if hasattr(params, "with_paths"):
-            _take_paths(table["data"], params.with_paths(absolute))
+        _take_paths(table["data"], sc.data_params(absolute))
     table["netemu"] = {"version": __version__}
     return tomli_w.dumps(_without_none(table))
 

@@ -29,7 +29,7 @@ from netemu.engine.net.network import Fates, NodeBehaviour, draw_now
 from netemu.engine.net.routing import ROUTER_ROLES
 from netemu.engine.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
-from netemu.scenario.load import Scenario, algorithm_params, match_nodes
+from netemu.scenario.load import Scenario, match_nodes
 from netemu.scenario.settings import Algorithm, thawed
 from netemu.engine.world import World, fewer_collections
 
@@ -332,12 +332,8 @@ def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     """The scenario's data (None without a [data] table: its algorithms need none)."""
     if sc.settings.data is None:
         return None
-    spec = plugins.data_kind(sc.settings.data.kind)
-    params = spec.params(**thawed(sc.settings.data.params))
-    if hasattr(params, "with_paths"):  # file names in the scenario are relative to it
-        params = params.with_paths(lambda p: str(sc.resolve(p)))
     clients = [n for n, r in graph.nodes(data="role") if r != "server" and r not in ROUTER_ROLES]
-    return spec.make(params, clients, streams)
+    return plugins.data_kind(sc.settings.data.kind).make(sc.data_params(), clients, streams)
 
 
 def build_world(
@@ -368,7 +364,7 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     entry = sc.settings.algorithms[algorithm]
     spec = plugins.algorithm(entry.name)
     try:
-        params = algorithm_params(sc.table, algorithm, spec, lambda p: str(sc.resolve(p)))
+        params = sc.algorithm_params(algorithm)
         data = build_data(sc, graph, streams)  # before the world: a participation model reads the clients' sample counts
     except ConfigError as exc:
         raise _entry_error(sc, algorithm, entry, exc) from None

@@ -12,9 +12,10 @@ live beside this module: `fields` (the tables and their values; plug-in tables t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from netemu import plugins
 from netemu.scenario.crosscheck import check_graph, check_heterogeneity, match_nodes
@@ -23,17 +24,18 @@ from netemu.scenario.files import check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
-from netemu.scenario.settings import Settings, settings
+from netemu.scenario.settings import Settings, settings, thawed
 from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
 
-__all__ = ["SHORTHANDS", "Scenario", "algorithm_params", "load_scenario", "match_nodes",
-           "parse_scenario"]
+__all__ = ["SHORTHANDS", "Scenario", "load_scenario", "match_nodes", "parse_scenario"]
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A validated scenario: `table` is the resolved TOML table, `path` its source file,
-    `settings` the table's typed records."""
+    """A validated scenario: `settings` are its typed records, what every layer that runs it
+    reads; `table` is the resolved TOML table they were made from, kept for what is about
+    the file itself (the checks, which name its keys and values as written, and the run
+    folder's scenario.toml); `path` is its source file."""
 
     table: dict
     path: Path
@@ -47,13 +49,31 @@ class Scenario:
         """A path written in the scenario, relative to the scenario file."""
         return _resolve(self.path, relative)
 
+    def algorithm_params(self, algorithm: int, resolve: Callable[[str], str] | None = None) -> Any:
+        """Algorithm entry `algorithm`'s params, its spec's dataclass, with the paths they hold
+        (a Flower `app_dir`) resolved by `resolve` (default: relative to the scenario file)."""
+        alg = self.settings.algorithms[algorithm]
+        return algorithm_params(plugins.algorithm(alg.name), thawed(alg.params), resolve or self._relative)
+
+    def data_params(self, resolve: Callable[[str], str] | None = None) -> Any:
+        """The [data] kind's params, its spec's dataclass, with the file names they hold resolved
+        by `resolve` (default: relative to the scenario file); None without a [data] table."""
+        data = self.settings.data
+        if data is None:
+            return None
+        params = plugins.data_kind(data.kind).params(**thawed(data.params))
+        return params.with_paths(resolve or self._relative) if hasattr(params, "with_paths") else params
+
+    def _relative(self, path: str) -> str:
+        return str(self.resolve(path))
+
     def code(self) -> list[tuple[str, Path]]:
         """(key, path) of the Python code shipped with the scenario that a run executes:
         its `script`, and what an algorithm's params declare by a `code()` method (e.g. a
         Flower `app_dir`).  `validate` executes none of it; `run` names it first."""
         out = [("script", self.resolve(self.settings.script).resolve())] if self.settings.script else []
-        for i, alg in enumerate(self.settings.algorithms):
-            params = algorithm_params(self.table, i, plugins.algorithm(alg.name), lambda p: str(self.resolve(p)))
+        for i in range(len(self.settings.algorithms)):
+            params = self.algorithm_params(i)
             out += [(f"algorithm[{i}].{key}", Path(path).resolve()) for key, path in getattr(params, "code", list)()]
         return out
 

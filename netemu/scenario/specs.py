@@ -89,12 +89,11 @@ def algorithm_table(value: Any, key: str, issues: Issues) -> Any:
     return _params_table(value, key, issues, spec.params, fixed, spec.defaults)
 
 
-def algorithm_params(table: dict, i: int, spec: AlgorithmSpec, resolve) -> Any:
-    """The constructed params of algorithm entry `i`, with the paths they hold (e.g. a
-    Flower `app_dir`) resolved by `resolve` (relative to the scenario file): params that
-    have a `with_paths(resolve)` method, like the data specs, get it called."""
-    alg = table["algorithm"][i]
-    params = spec.make_params({k: v for k, v in alg.items() if k not in ("name", "label")})
+def algorithm_params(spec: AlgorithmSpec, values: dict, resolve: Callable[[str], str]) -> Any:
+    """`spec`'s params constructed from an entry's `values` (without `name` and `label`), with
+    the paths they hold (e.g. a Flower `app_dir`) resolved by `resolve` (relative to the
+    scenario file): params that have a `with_paths(resolve)` method, like the data specs, get it called."""
+    params = spec.make_params(values)
     return params.with_paths(resolve) if hasattr(params, "with_paths") else params
 
 
@@ -105,7 +104,7 @@ def check_algorithms(table: dict, specs: list[AlgorithmSpec], resolve: Callable[
     params: dict[int, Any] = {}
     for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
         try:  # the checks that need the scenario's paths (a Flower app_dir relative to the file)
-            params[i] = algorithm_params(table, i, spec, resolve)
+            params[i] = algorithm_params(spec, {k: v for k, v in alg.items() if k not in ("name", "label")}, resolve)
         except ConfigError as exc:
             issues.add(f"algorithm[{i}].{exc.field}", alg.get(exc.field), exc.accepts)
     if table["data"] is None:
