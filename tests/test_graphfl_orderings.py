@@ -48,6 +48,10 @@ def test_rooms_that_share_labels_help_g_fedfilt(final):
 
 
 def test_the_optimized_schedule_cuts_desynchronization_and_latency_at_a_small_accuracy_cost(final):
+    # The desynchronization and latency checks test the plan, not the paper's claim: the
+    # optimizer solves P'' with the same compute and rate model the emulation then runs,
+    # so they check that the emulated round realizes the plan (each device's α, q, z).
+    # The accuracy cost is an outcome of the training and could differ.
     for spread in ("0.2", "0.6", "1.0"):
         before, after = f"g-fedfilt-spread{spread}", f"g-fedfilt-opt-spread{spread}"
         assert final("gfedfilt_table7", "desync_s")[after] < 0.05 * final("gfedfilt_table7", "desync_s")[before]
