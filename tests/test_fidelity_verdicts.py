@@ -1,0 +1,46 @@
+"""Every claim of tools/fidelity_stats.py gets, over 10 independent root seeds, the verdict
+docs/fidelity.md states for it ("reproduced", "seed-dependent" or "not reproduced", by the
+rule in the tool and the page).  A claim that flips at other seeds cannot pass unnoticed:
+its verdict changes and this test fails, and the page has to be updated.  Claims on the
+real MNIST digits are skipped when their files are absent.  Slow: the whole statistics
+run (docs/fidelity.md, "Verdicts over seeds" gives its time); run with -m slow."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).parent.parent / "tools" / "fidelity_stats.py"
+SEEDS = list(range(1, 11))
+pytestmark = pytest.mark.slow
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("fidelity_stats", TOOL)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["fidelity_stats"] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fs = load_tool()
+
+# the verdicts of docs/fidelity.md, "Verdicts over seeds"
+EXPECTED = {
+}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return fs.Runs([fs.BY_KEY[k] for k in EXPECTED])
+
+
+@pytest.mark.parametrize("key", EXPECTED)
+def test_the_claim_gets_its_documented_verdict_over_ten_seeds(runs, key):
+    claim = fs.BY_KEY[key]
+    if claim.overrides == fs.ON_MNIST and not fs.MNIST.is_dir():
+        pytest.skip(f"no MNIST IDX files at {fs.MNIST}")
+    s = fs.summarize(runs.margins(claim, SEEDS))
+    assert s.verdict == EXPECTED[key], (f"{key}: wins {s.wins} of {s.n}, mean {s.mean:+.2f} "
+                                        f"(CI {s.low:+.2f} … {s.high:+.2f}): {s.verdict}")
