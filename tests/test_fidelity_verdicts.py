@@ -28,6 +28,20 @@ fs = load_tool()
 
 # the verdicts of docs/fidelity.md, "Verdicts over seeds"
 EXPECTED = {
+    "paofed-4.3a": "reproduced",
+    "paofed-4.2c": "reproduced",
+    "pgfl-5.4a": "reproduced",
+    "pgfl-5.4a-step": "seed-dependent",
+    "pgfl-5.4b": "reproduced",
+    "pgfl-5.5a": "not reproduced",
+    "pgfl-5.5b": "seed-dependent",
+    "npflrl-6.2-sac": "reproduced",
+    "npflrl-6.2-dpg": "seed-dependent",
+    "npflrl-6.2-brl-dpg": "seed-dependent",
+    "npflrl-6.3-rich": "seed-dependent",
+    "fedpnp-1-fedavg-local": "not reproduced",
+    "fedpnp-1-pfedme": "reproduced",
+    "fedpnp-1-perfedavg": "reproduced",
 }
 
 

@@ -18,9 +18,11 @@ freedom) and the verdict by one rule (RULE):
                                    [--json OUT.json] [--list]
 
 Where a claim compares privacy budgets, each arm runs on its own root seeds (`apart`),
-so an ordering is not one set of Gaussian draws scaled.  Runs are deterministic: the same
-arguments print the same numbers.  CPU seconds per claim are printed (time.process_time; a claim that shares the runs of
-one before it costs nothing more).
+so an ordering is not one set of Gaussian draws scaled.  Claims on one scenario share its
+runs.  Runs are deterministic: the same arguments print the same numbers.  Each claim's
+CPU seconds are printed (time.process_time; a claim whose runs were made for one before
+it costs nothing more).  The claims marked MNIST read ../shared/data/mnist10k beside the
+repository (real MNIST digits as IDX files) and are skipped without it.
 """
 
 from __future__ import annotations
