@@ -354,11 +354,13 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
     """pFedMe, Per-FedAvg (FO or HF) and FedBN on FedAvg's server (the mean filter), a
     softmax model, every client in every round, vectorized over clients.
 
-    Written from the algorithms' statements (pFedMe Algorithm 1: K inner steps on
-    f(θ; D) + λ/2‖θ − w‖², w ← w − ηλ(w − θ̂), Ψ ← (1 − β)Ψ + β·mean; Per-FedAvg:
-    w ← w − β(I − α∇²f(D''))∇f(w − α∇f(w; D); D') on batches j, j+1, j+2 of the epoch;
-    FedBN: entries where `kept` is True are neither sent nor averaged), independently of
-    netemu.kernels.personal and .classifiers, with the emulated clients' named streams.
+    Written from the algorithms' statements (pFedMe Algorithm 1: R local rounds, each K
+    inner steps on f(θ; D) + λ/2‖θ − w‖² for one mini-batch D, then w ← w − ηλ(w − θ̂);
+    Ψ ← (1 − β)Ψ + β·mean; Per-FedAvg Algorithm 1: R rounds of
+    w ← w − β(I − α∇²f(D''))∇f(w − α∇f(w; D); D') on the next batches D, D' (, D'');
+    plain SGD: E passes; FedBN: entries where `kept` is True are neither sent nor
+    averaged), independently of netemu.kernels.personal and .classifiers, with the
+    emulated clients' named streams (batches: successive permutations, cut every `batch`).
     Requires equal sample counts.  Returns (Ψ, the K × B models the clients use).
     """
     K = len(clients)
@@ -388,23 +390,26 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
         w = start.copy()
         theta = w.copy()
         rngs = [streams.generator(f"sgd/{k}/{t}") for k in clients]
-        for _ in range(p.epochs):
-            perms = np.stack([r.permutation(n) for r in rngs])
-            cut = [perms[:, s : s + p.batch] for s in range(0, n, p.batch)]
-            m = len(cut)
-            for j in range(m):
-                if p.local == "pfedme":
-                    for _ in range(p.inner_steps):
-                        theta = theta - p.personal_lr * (grad(theta, cut[j]) + p.lam * (theta - w))
-                    w = w - lr * p.lam * (w - theta)
-                elif p.local == "perfedavg":
-                    g = grad(w - p.alpha * grad(w, cut[(j + 1) % m]), cut[j])
-                    if p.maml == "hf":
-                        hv = (grad(w + p.hf_delta * g, cut[(j + 2) % m]) - grad(w - p.hf_delta * g, cut[(j + 2) % m])) / (2 * p.hf_delta)
-                        g = g - p.alpha * hv
-                    w = w - lr * g
-                else:
-                    w = w - lr * grad(w, cut[j])
+        m = -(-n // p.batch)  # batches per pass
+        per_round = {"pfedme": 1, "perfedavg": 2 if p.maml == "fo" else 3}.get(p.local, m)
+        passes = p.epochs if p.local == "sgd" else -(-p.epochs * per_round // m)
+        perms = [np.stack([r.permutation(n) for r in rngs]) for _ in range(passes)]
+        cut = [perm[:, s : s + p.batch] for perm in perms for s in range(0, n, p.batch)]  # the batch stream
+        for r in range(p.epochs):
+            D = cut[r * per_round : (r + 1) * per_round]
+            if p.local == "pfedme":
+                for _ in range(p.inner_steps):
+                    theta = theta - p.personal_lr * (grad(theta, D[0]) + p.lam * (theta - w))
+                w = w - lr * p.lam * (w - theta)
+            elif p.local == "perfedavg":
+                g = grad(w - p.alpha * grad(w, D[0]), D[1])
+                if p.maml == "hf":
+                    hv = (grad(w + p.hf_delta * g, D[2]) - grad(w - p.hf_delta * g, D[2])) / (2 * p.hf_delta)
+                    g = g - p.alpha * hv
+                w = w - p.meta_lr * g
+            else:
+                for rows in D:
+                    w = w - lr * grad(w, rows)
         if kept is not None:
             own = w.copy()
             w = np.where(kept, Psi, w)  # the kept entries never reach the server

@@ -1,7 +1,8 @@
 """The orderings of FedPnP (Table 1, with its baselines pFedMe and Per-FedAvg) and
 G-Fedfilt (Tables IV–V, VII, Fig. 8) on the shipped scenarios (2 Monte Carlo runs each).
-Claims that do not hold here are strict xfails citing docs/fidelity.md.  Slow: about 10
-minutes on two cores; run with -m slow."""
+The claims judged over 10 root seeds (FedAvg against local training, FedPnP against
+pFedMe and Per-FedAvg, mu_s = 10 against FedAvg, Table VII's H trend) are in
+tests/test_fidelity_verdicts.py.  Slow: about 10 minutes on two cores; run with -m slow."""
 
 from pathlib import Path
 
@@ -38,7 +39,8 @@ def test_g_fedfilt_trades_generalization_for_personalization(final):
     assert local["g-fedfilt-mu0.1"] > local["fedavg"] and glob["g-fedfilt-mu0.1"] < glob["fedavg"]
     mus = ["g-fedfilt-mu0.1", "g-fedfilt-mu10.0", "g-fedfilt-mu100.0"]
     assert [local[m] for m in mus] == sorted((local[m] for m in mus), reverse=True)  # less personal as mu_s grows
-    assert [glob[m] for m in mus] == sorted(glob[m] for m in mus)  # and more general
+    # and more general from mu_s = 0.1 to 10; Table V does not rise further (mu_s = 100: 74.95 < 78.45)
+    assert glob["g-fedfilt-mu0.1"] < glob["g-fedfilt-mu10.0"]
 
 
 def test_rooms_that_share_labels_help_g_fedfilt(final):
@@ -48,6 +50,10 @@ def test_rooms_that_share_labels_help_g_fedfilt(final):
 
 
 def test_the_optimized_schedule_cuts_desynchronization_and_latency_at_a_small_accuracy_cost(final):
+    # The desynchronization and latency checks test the plan, not the paper's claim: the
+    # optimizer solves P'' with the same compute and rate model the emulation then runs,
+    # so they check that the emulated round realizes the plan (each device's α, q, z).
+    # The accuracy cost is an outcome of the training and could differ.
     for spread in ("0.2", "0.6", "1.0"):
         before, after = f"g-fedfilt-spread{spread}", f"g-fedfilt-opt-spread{spread}"
         assert final("gfedfilt_table7", "desync_s")[after] < 0.05 * final("gfedfilt_table7", "desync_s")[before]
@@ -64,21 +70,6 @@ def test_fedpnp_soft_beats_per_fedavg_by_the_papers_margin(final, scenario, marg
     assert r["fedpnp-soft-beta0.0005"] > r["perfedavg"] + margin
 
 
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §13: pFedMe's personalized models (97.3 / 96.7 %) are above "
-                                       "FedPnP_s beta = 0.0005 (97.0 / 96.3 %) on the digits, where Table 1 has FedPnP ahead")
-@pytest.mark.parametrize("scenario", ["fedpnp_table1_dir02", "fedpnp_table1_dir05"])
-def test_fedpnp_soft_beats_pfedme(final, scenario):
-    r = final(scenario, "accuracy_local")
-    assert r["fedpnp-soft-beta0.0005"] > r["pfedme"]
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §11: on the 8x8 digits with a softmax model local training "
-                                       "beats FedAvg (96.2 vs 94.8 %), where FedPnP's Table 1 has FedAvg 1 point ahead")
-def test_fedavg_beats_local_training_on_dir_0_2(final):
-    r = final("fedpnp_table1_dir02", "accuracy_local")
-    assert r["fedavg"] > r["local"]
-
-
 def test_at_the_printed_filter_scale_mu_s_personalizes_as_much_as_in_table_v(final):
     # Table V (MNIST_2): mu_s = 0.1 is 27 points below FedAvg globally, mu_s = 10 within 3
     # points of it.  Measured with the printed filter: -42.8 and -2.6 points (netemu's
@@ -86,20 +77,5 @@ def test_at_the_printed_filter_scale_mu_s_personalizes_as_much_as_in_table_v(fin
     glob = final("gfedfilt_table4_digits2_paper", "accuracy_global")
     assert glob["g-fedfilt-mu0.1"] < glob["fedavg"] - 0.2
     assert glob["g-fedfilt-mu10.0"] > glob["fedavg"] - 0.05
-    mus = ["g-fedfilt-mu0.1", "g-fedfilt-mu1.0", "g-fedfilt-mu10.0", "g-fedfilt-mu100.0"]
+    mus = ["g-fedfilt-mu0.1", "g-fedfilt-mu1.0", "g-fedfilt-mu10.0"]  # Table V rises to mu_s = 10, then falls
     assert [glob[m] for m in mus] == sorted(glob[m] for m in mus)
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §10: with a convex model FedAvg's global model is the best "
-                                       "global model; G-Fedfilt mu_s = 10 stays below it (Table V has 78.45 vs 76.04)")
-def test_g_fedfilt_mu_10_generalizes_better_than_fedavg_with_two_labels(final):
-    glob = final("gfedfilt_table4_digits2_paper", "accuracy_global")
-    assert glob["g-fedfilt-mu10.0"] > glob["fedavg"]
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §12: the optimized schedule's accuracy cost shrinks with H "
-                                       "here (4.2, 3.5, 3.0 points), where Table VII's grows (2.14, 4.42, 12.25)")
-def test_the_accuracy_cost_of_the_optimized_schedule_grows_with_heterogeneity(final):
-    acc = final("gfedfilt_table7", "accuracy_global")
-    cost = [acc[f"g-fedfilt-spread{s}"] - acc[f"g-fedfilt-opt-spread{s}"] for s in ("0.2", "0.6", "1.0")]
-    assert cost == sorted(cost)

@@ -1,6 +1,7 @@
 """The orderings of thesis §3.4 (zCDP-NFL) and §6.3 (NPFL-RL) on the shipped peer
 scenarios (3 Monte Carlo runs each; Figs. 6.2 and 6.3 with 10, as §6.3 averages 10
-experiments).  Claims that do not hold here are strict xfails citing docs/fidelity.md.
+experiments).  Claims whose sign changes with the seed (Fig. 6.2's DPG, Fig. 6.3's rich
+peer) are judged over 10 root seeds in tests/test_fidelity_verdicts.py.
 Slow: about 20 minutes on two cores; run with -m slow."""
 
 from pathlib import Path
@@ -100,22 +101,13 @@ def test_npfl_rl_with_the_actor_critic_beats_npfl_with_fixed_tau_and_beats_polic
     assert r["npfl-rl-sac"] < r["npfl-rl-dpg"]
 
 
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §8: DPG ends 0.1-0.2 dB above NPFL tau = 0.05 over 10 runs")
-def test_npfl_rl_with_policy_gradient_beats_npfl_with_fixed_tau(results):
-    r = {alg: final(c) for alg, c in results("npflrl_fig6_2", "test_mse", seed=None, runs=10).items()}
-    for alg in ("npfl-rl-dpg", "npfl-brl-dpg"):
-        assert r[alg] < r["npfl-tau0.05"]
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §9: the rich peer's tau ends near 0 in 4 of 10 runs; "
-                                       "the poor peer's tau rises and does not fall")
-def test_the_data_rich_peer_drops_inter_cluster_learning_and_the_data_poor_one_rises_then_falls(tmp_path):
-    # Fig. 6.3 shows one realization; the claim is about peers' needs, so check it over 10 runs
+@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §9: over 10 runs the poor peer's mean tau rises and does not fall")
+def test_the_data_poor_peer_raises_inter_cluster_learning_then_lowers_it(tmp_path):
+    # Fig. 6.3 shows one realization; the claim is about a peer's needs, so it is checked on
+    # the mean curve of 10 runs (the rich peer's tau, per run: tests/test_fidelity_verdicts.py)
     out = tmp_path / "run"
     run_curves(SCENARIOS / "npflrl_fig6_3.toml", out, ["npfl-rl-sac"], ["run.runs=10"])
-    rich = per_run(out, "tau_rich", "npfl-rl-sac")
     poor = per_run(out, "tau_poor", "npfl-rl-sac")
-    assert np.mean(rich[:, -1] < 0.01) >= 0.8  # "stabilizes around 0" in most runs
     mean_poor = poor.mean(axis=0)
     peak = int(np.argmax(mean_poor))
     assert mean_poor[peak] > mean_poor[0] + 0.02 and mean_poor[-1] < mean_poor[peak] - 0.02  # rises, then falls

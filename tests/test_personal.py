@@ -15,7 +15,7 @@ from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
 from netemu.config import ConfigError
 from netemu.data.federated import FederatedDigits, make_federated_digits
 from netemu.kernels.classifiers import Softmax, sgd
-from netemu.kernels.personal import merge_kept, perfedavg, personalize, pfedme
+from netemu.kernels.personal import batch_stream, batches, merge_kept, perfedavg, personalize, pfedme
 from netemu.engine.net.topology import star
 from netemu.wire.codec import decode
 
@@ -62,34 +62,61 @@ def bias_kept(monkeypatch):
 # ---------------------------------------------------------------- kernels
 
 
+def test_batch_stream_takes_the_batches_of_one_permutation_after_another():
+    stream = batch_stream(10, 4, np.random.default_rng(2))
+    taken = [next(stream) for _ in range(6)]
+    rng = np.random.default_rng(2)
+    expected = [*batches(10, 4, rng), *batches(10, 4, rng)]
+    assert [b.tolist() for b in taken] == [b.tolist() for b in expected]
+    assert [len(b) for b in taken] == [4, 4, 2, 4, 4, 2]
+
+
 def test_pfedme_with_a_stiff_proximal_term_takes_fedavgs_gradient_step():
-    # θ̂ = w − ∇f(θ̂)/λ, so w − ηλ(w − θ̂) = w − η∇f(θ̂) → w − η∇f(w) as λ → ∞
+    # θ̂ = w − ∇f(θ̂)/λ, so w − ηλ(w − θ̂) = w − η∇f(θ̂) → w − η∇f(w) as λ → ∞; 40 samples in
+    # batches of 8 are 5 batches a pass, so R = 10 rounds of one batch are sgd's 2 epochs
     model, w, X, y = problem()
     lam = 1e6
-    w_local, theta = pfedme(model, w, X, y, epochs=2, batch=8, lr=0.1, lam=lam, inner_steps=3, personal_lr=1 / lam,
+    w_local, theta = pfedme(model, w, X, y, rounds=10, batch=8, lr=0.1, lam=lam, inner_steps=3, personal_lr=1 / lam,
                             rng=np.random.default_rng(5))
     plain = sgd(model, w, X, y, epochs=2, batch=8, lr=0.1, rng=np.random.default_rng(5))
     assert np.max(np.abs(w_local - plain)) < 1e-5
     assert np.max(np.abs(w_local - w)) > 1e-2  # the comparison is not between two unmoved models
 
 
+def test_pfedme_takes_one_mini_batch_per_local_round():
+    model, w, X, y = problem()
+    kw = {"batch": 8, "lr": 0.1, "lam": 15.0, "inner_steps": 5, "personal_lr": 0.01}
+    one, _ = pfedme(model, w, X, y, rounds=1, rng=np.random.default_rng(5), **kw)
+    rows = batches(len(y), 8, np.random.default_rng(5))[0]
+    alone, _ = pfedme(model, w, X[rows], y[rows], rounds=1, rng=np.random.default_rng(0), **{**kw, "batch": len(rows)})
+    np.testing.assert_allclose(one, alone, rtol=0, atol=1e-15)  # the first round saw the first batch only
+    two, _ = pfedme(model, w, X, y, rounds=2, rng=np.random.default_rng(5), **kw)
+    assert np.max(np.abs(two - one)) > 1e-4  # and a second round moves on
+
+
 def test_pfedme_solves_the_inner_problem_and_steps_toward_its_solution():
     model, w, X, y = problem()
     lam, lr = 2.0, 0.05
-    w_local, theta = pfedme(model, w, X, y, epochs=1, batch=len(y), lr=lr, lam=lam, inner_steps=400, personal_lr=0.2,
+    w_local, theta = pfedme(model, w, X, y, rounds=1, batch=len(y), lr=lr, lam=lam, inner_steps=400, personal_lr=0.2,
                             rng=np.random.default_rng(0))
     _, g = model.loss_grad(theta, X, y)
-    assert np.linalg.norm(g + lam * (theta - w)) < 1e-9  # θ̂ = argmin f(θ) + λ/2 ‖θ − w‖² (one batch, one step)
+    assert np.linalg.norm(g + lam * (theta - w)) < 1e-9  # θ̂ = argmin f(θ) + λ/2 ‖θ − w‖² (one batch, one round)
     np.testing.assert_allclose(w_local, w - lr * lam * (w - theta), rtol=0, atol=1e-15)
     assert np.linalg.norm(theta - w) > 1e-2
 
 
-def test_perfedavg_with_alpha_zero_is_fedavgs_sgd():
+def test_perfedavg_with_alpha_zero_steps_by_beta_on_every_second_batch():
+    # α = 0: w ← w − β∇f(w; D'), D' the second batch of each round's pair (D, D'); 40 samples
+    # in batches of 10 are 4 a pass, so 6 rounds take 3 passes and use batches 2, 4 of each
     model, w, X, y = problem()
-    plain = sgd(model, w, X, y, epochs=3, batch=7, lr=0.2, rng=np.random.default_rng(9))
-    for order in ("fo", "hf"):
-        maml = perfedavg(model, w, X, y, epochs=3, batch=7, lr=0.2, alpha=0.0, rng=np.random.default_rng(9), order=order)
-        np.testing.assert_array_equal(maml, plain)
+    rng = np.random.default_rng(9)
+    outer = [b for _ in range(3) for b in batches(len(y), 10, rng)[1::2]]
+    expected = w.copy()
+    for rows in outer:
+        expected = expected - 0.2 * model.loss_grad(expected, X[rows], y[rows])[1]
+    maml = perfedavg(model, w, X, y, rounds=6, batch=10, beta=0.2, alpha=0.0, rng=np.random.default_rng(9))
+    np.testing.assert_allclose(maml, expected, rtol=0, atol=1e-14)
+    assert np.max(np.abs(maml - w)) > 1e-2
 
 
 def meta_gradient(model, w, X, y, alpha, h=1e-5):
@@ -103,7 +130,7 @@ def test_perfedavg_hf_follows_the_maml_gradient_and_fo_drops_its_hessian_term():
     model, w, X, y = problem()
     alpha, lr = 0.8, 1.0
     exact = meta_gradient(model, w, X, y, alpha)
-    steps = {order: (w - perfedavg(model, w, X, y, epochs=1, batch=len(y), lr=lr, alpha=alpha,
+    steps = {order: (w - perfedavg(model, w, X, y, rounds=1, batch=len(y), beta=lr, alpha=alpha,
                                    rng=np.random.default_rng(0), order=order)) / lr for order in ("hf", "fo")}
     # central differences of F (h = 1e-5) and of ∇f (δ = 1e-3) are both accurate to ~1e-7 here
     assert np.max(np.abs(steps["hf"] - exact)) < 1e-6
@@ -214,11 +241,12 @@ def test_pfedme_and_perfedavg_cost_their_extra_gradients_in_compute_time():
         world.run()
         return sum(v for node, _, _, m, v in world.metrics if m == "compute_s" and node == "client-0")
 
-    base = compute("fedprox", mu=0.0)
+    base = compute("fedprox", mu=0.0)  # E epochs of 50 samples each
     assert base > 0
-    assert compute("pfedme", inner_steps=3) == pytest.approx(3 * base)
-    assert compute("perfedavg") == pytest.approx(2 * base)
-    assert compute("perfedavg", maml="hf") == pytest.approx(4 * base)
+    batch = 32 / 50  # pFedMe and Per-FedAvg: R = E rounds of one mini-batch of 32 of the 50 samples
+    assert compute("pfedme", inner_steps=3) == pytest.approx(3 * batch * base)
+    assert compute("perfedavg") == pytest.approx(2 * batch * base)
+    assert compute("perfedavg", maml="hf") == pytest.approx(4 * batch * base)
 
 
 # ---------------------------------------------------------------- refusals
@@ -226,7 +254,7 @@ def test_pfedme_and_perfedavg_cost_their_extra_gradients_in_compute_time():
 
 @pytest.mark.parametrize("bad, field", [({"local": "ditto"}, "local"), ({"local": "pfedme", "mu": 0.2}, "mu"),
                                         ({"lam": 0.0}, "lam"), ({"inner_steps": 0}, "inner_steps"),
-                                        ({"server_mix": 0.0}, "server_mix"), ({"alpha": -0.1}, "alpha"),
+                                        ({"server_mix": 0.0}, "server_mix"), ({"alpha": -0.1}, "alpha"), ({"meta_lr": 0.0}, "meta_lr"),
                                         ({"maml": "so"}, "maml"), ({"keep_local": True, "model": "mlp"}, "keep_local"),
                                         ({"keep_local": True, "model": "cnn"}, "keep_local")])
 def test_bad_parameters_are_refused(bad, field):

@@ -1,5 +1,7 @@
 """The orderings of thesis §5.4 on the shipped PGFL scenarios (150 clients, 3 Monte
-Carlo runs each).  Slow: about a quarter of an hour on two cores; run with -m slow."""
+Carlo runs each).  Figs. 5.1a, 5.4a's single steps and 5.5 are claims whose verdict is
+taken over 10 root seeds (tests/test_fidelity_verdicts.py).  Slow: about a quarter of an
+hour on two cores; run with -m slow."""
 
 import csv
 import tomllib
@@ -52,11 +54,6 @@ def steady(curve: np.ndarray, last: int = 20) -> float:
     return float(np.mean(curve[-last:]))
 
 
-def test_ideal_setting_pgfl_with_inter_cluster_learning_beats_pgfl_beats_gfl_and_clusterfl_is_worst(results):
-    r = {alg: steady(c) for alg, c in results("pgfl_fig5_1a").items()}
-    assert r["pgfl-tau0.4"] < r["pgfl-tau0"] < r["gfl"] < r["clusterfl"]
-
-
 def test_nmsd_after_200_iterations_is_u_shaped_in_tau_with_its_minimum_inside_0_1_to_0_5(results):
     r = {alg: c[-1] for alg, c in results("pgfl_fig5_2").items()}
     best = min(r, key=r.get)
@@ -88,27 +85,8 @@ def privacy_sweep(results):
     return zetas, phis
 
 
-def test_more_privacy_costs_accuracy_between_the_extreme_budgets(results):
+def test_more_privacy_costs_accuracy_between_the_extreme_budgets_and_at_every_step_of_phi0(results):
     zetas, phis = privacy_sweep(results)
     assert zetas[-1] > 2 * zetas[0]  # ζ = 0.995 against 0.95: ≥ 3 dB more NMSD (measured 4.2 dB)
     assert phis[0] > 2 * phis[-1]  # φ0 = 0.0003 against 0.01: ≥ 3 dB more NMSD
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §6: with independent draws (3 runs) zeta = 0.95 and 0.97 "
-                                       "are inside the run-to-run spread and come out in the wrong order")
-def test_more_privacy_costs_accuracy_at_every_step_of_the_sweep(results):
-    zetas, phis = privacy_sweep(results)
-    assert zetas == sorted(zetas)  # ζ closer to 1: noise shrinks slower, more privacy, higher NMSD
-    assert phis == sorted(phis, reverse=True)  # smaller φ0: more privacy, higher NMSD
-
-
-def test_inter_cluster_learning_raises_digit_accuracy_in_the_high_similarity_task(results):
-    r = results("pgfl_fig5_5b", "accuracy")
-    assert steady(r["pgfl-tau0.4"], 10) > steady(r["pgfl-tau0"], 10)
-
-
-@pytest.mark.xfail(strict=True, reason="docs/fidelity.md §5: on the 8x8 digits tau = 0.4 lowers the accuracy of the "
-                                       "single-digit pair tasks by 4-6 points, with or without privacy noise")
-def test_inter_cluster_learning_raises_digit_accuracy_even_in_the_low_similarity_task(results):
-    r = results("pgfl_fig5_5a", "accuracy")
-    assert steady(r["pgfl-tau0.4"], 10) > steady(r["pgfl-tau0"], 10)
+    assert phis == sorted(phis, reverse=True)  # and at every step of φ0 (measured 0.8-2.4 dB a step, docs/fidelity.md §6)

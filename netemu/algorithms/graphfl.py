@@ -28,11 +28,13 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
 
 FedPnP's personalized baselines (its Table 1, settings of appendix A.4.3; the maths in
 `netemu.kernels.personal`) are parameters of the same server and client:
-* `local = "pfedme"`: step 2 is pFedMe's local round (λ = `lam`, K = `inner_steps`,
-  `personal_lr`, η = lr) and step 4 pFedMe's global update Ψ ← (1 − β) Ψ + β F(Ω̂) with
-  β = `server_mix`; the client uses its personalized model θ̂ (local accuracy).
-* `local = "perfedavg"`: step 2 is Per-FedAvg's MAML steps (outer step lr, inner step
-  `alpha`, `maml` = "fo" or "hf"); the client uses one step of size α on its data.
+* `local = "pfedme"`: step 2 is pFedMe's local round (R = `epochs` rounds of one
+  mini-batch, λ = `lam`, K = `inner_steps`, `personal_lr`, η = lr) and step 4 pFedMe's
+  global update Ψ ← (1 − β) Ψ + β F(Ω̂) with β = `server_mix`; the client uses its
+  personalized model θ̂ (local accuracy).
+* `local = "perfedavg"`: step 2 is Per-FedAvg's R = `epochs` MAML steps (outer step
+  β = `meta_lr`, inner step `alpha`, `maml` = "fo" or "hf"); the client uses one step of
+  size α on its data.
 * `keep_local = true` (FedBN): the entries of the model's `local_mask` (batch norm) never
   travel: the server sends and receives the other entries only (the message sizes count
   just those) and each client keeps its own across rounds (`graphfl_client.GraphFLLocal`).

@@ -36,9 +36,13 @@ Stream = Callable[[str], np.random.Generator]  # the run's named streams, as a n
 __all__ = ["GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
 
 
-def work_factor(p: GraphFLParams) -> float:
-    """Gradient evaluations per sample and epoch of the local round (its compute work)."""
-    return {"sgd": 1.0, "pfedme": float(p.inner_steps), "perfedavg": 2.0 if p.maml == "fo" else 4.0}[p.local]
+def work_factor(p: GraphFLParams, n: int) -> float:
+    """Gradient evaluations per sample and epoch of the local round (its compute work):
+    pFedMe and Per-FedAvg take one mini-batch (or two, four) per local round, not n samples."""
+    if p.local == "sgd":
+        return 1.0
+    per_batch = float(p.inner_steps) if p.local == "pfedme" else 2.0 if p.maml == "fo" else 4.0
+    return per_batch * min(p.batch, n) / n
 
 
 def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float,
@@ -46,10 +50,10 @@ def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.nda
     """The client's trained model (what its update is taken from) and, for pFedMe, its
     personalized model θ̂ (`local`; netemu.kernels.personal)."""
     if p.local == "pfedme":
-        return pfedme(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
+        return pfedme(model, w, X, y, rounds=epochs, batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
                       personal_lr=p.personal_lr, rng=rng)
     if p.local == "perfedavg":
-        return perfedavg(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, alpha=p.alpha, rng=rng,
+        return perfedavg(model, w, X, y, rounds=epochs, batch=p.batch, beta=p.meta_lr, alpha=p.alpha, rng=rng,
                          order=p.maml, delta=p.hf_delta), None
     return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
 
@@ -117,7 +121,7 @@ class GraphFLLocal:
         if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
             rows = stream(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
             X, y = X[rows], y[rows]
-        work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * work_factor(p)  # samples at f/ρ samples/s
+        work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * work_factor(p, y.size)  # samples at f/ρ samples/s
         return Job(t, w, X, y, epochs, sparsity, work)
 
     def finish(self, job: Job, stream: Stream) -> dict:

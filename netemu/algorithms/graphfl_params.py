@@ -37,7 +37,7 @@ class GraphFLParams:
     channels2: int = 0  # CNN: filters of a second convolution (0: none)
     lr: float = 0.05
     lr_decay: float = 1.0  # learning rate lr · lr_decay^(t−1)
-    epochs: int = 5  # local epochs E
+    epochs: int = 5  # local epochs E; pFedMe and Per-FedAvg: R local rounds of one mini-batch each (their Algorithm 1)
     batch: int = 32
     mu: float = 0.0  # proximal weight (FedPnP eq. 9, FedProx)
     filter: str = "soft"  # "soft" | "hard" | "mean" | "identity"
@@ -74,7 +74,8 @@ class GraphFLParams:
     inner_steps: int = 5  # pFedMe K: gradient steps on the inner problem per batch
     personal_lr: float = 0.1  # pFedMe's step on the inner problem
     server_mix: float = 1.0  # pFedMe β: Ψ ← (1 − β) Ψ + β F(Ω̂)
-    alpha: float = 0.05  # Per-FedAvg α: inner and personalization step (FedPnP: α = lr)
+    alpha: float = 0.1  # Per-FedAvg α: inner and personalization step (FedPnP A.4.3's "personal learning rate 0.1")
+    meta_lr: float = 0.01  # Per-FedAvg β: the outer (MAML) step (FedPnP A.4.3: β = 0.01); lr does not apply
     maml: str = "fo"  # Per-FedAvg "fo" (first order) | "hf" (Hessian-free)
     hf_delta: float = 0.001  # Per-FedAvg (HF): finite-difference step δ
     keep_local: bool = False  # FedBN: the model's `local_mask` entries stay on the client
@@ -123,6 +124,7 @@ class GraphFLParams:
         require(self.personal_lr > 0, "personal_lr", "> 0")
         require(0 < self.server_mix <= 1, "server_mix", "in (0, 1]")
         require(self.alpha >= 0, "alpha", ">= 0")
+        require(self.meta_lr > 0, "meta_lr", "> 0")
         require(self.maml in ("fo", "hf"), "maml", '"fo" or "hf"')
         require(self.hf_delta > 0, "hf_delta", "> 0")
         require(isinstance(self.keep_local, bool), "keep_local", "true or false")
