@@ -40,7 +40,7 @@ def legacy_world(seed: int = 1, *, server_app=LEGACY_SERVER, client_app=LEGACY_C
 
 def log_of(world) -> bytes:
     buf = io.BytesIO()
-    world.log = world.network.emit = MessageLog(buf)
+    world.use_log(MessageLog(buf))
     world.run()
     return buf.getvalue()
 

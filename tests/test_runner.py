@@ -292,3 +292,20 @@ def test_db_metrics_are_averaged_in_the_linear_domain():
     assert mean_over("mse", [0.0, 10.0]) == 5.0
     rows = [("a", 0, 9, 1.0, "mse_db", -10.0), ("a", 1, 9, 1.0, "mse_db", -20.0)]
     assert final_values(rows)["a"]["mse_db"] == pytest.approx(10 * np.log10((0.1 + 0.01) / 2))
+
+
+def test_a_run_folder_of_a_python_world_keeps_its_compute_records(tmp_path):
+    """netemu.run_folder(world, out) writes every record the world makes to the folder's
+    log, the nodes' compute records included (not only the network's)."""
+    from netemu import Actor, World, run_folder, star
+
+    class Worker(Actor):
+        async def run(self):
+            await self.compute(2.0)
+            self.metric("done", 1.0, round=0)
+
+    world = World(star(1), seed=3)
+    world.add(Worker("client-0"))
+    run_folder(world, tmp_path / "run")
+    events = [orjson.loads(line)["event"] for line in (tmp_path / "run" / "messages.jsonl").read_bytes().splitlines()]
+    assert "compute" in events

@@ -163,6 +163,11 @@ class World:
 
     # -------------------------------------------------------------- building
 
+    def use_log(self, log: MessageLog) -> None:
+        """Write this world's records to `log` from now on: the network's message records,
+        the nodes' compute records and everything else the world logs, all to one log."""
+        self.log = self.network.emit = self.engine.record = log
+
     def add(self, actor: H) -> H:
         """Host `actor` (an `Actor`, a `Cohort`: anything `netemu.engine.port.Hosted`) in this world."""
         nodes = list(actor.host_nodes())

@@ -216,7 +216,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
     with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
         writer = TraceWriter(trace_file, trace_header)
         log = MessageLog(log_file).bind(algorithm=label, run=0)
-        world.log = world.network.emit = log
+        world.use_log(log)
         inner = world.network.fates
         world.network.fates = writer.fates(label, 0, None if inner is draw_now else inner)
         try:
