@@ -408,19 +408,17 @@ class _Replier(Actor):
         self.send("server", "update", 1)
 
 
-def test_an_error_in_a_callback_run_at_once_is_reported_as_a_scheduled_callbacks_would_be(caplog):
-    """What main at 655ef0d did: asyncio logs "Exception in callback ..." and the run
-    continues (here: the third update still ends the collection at 4.9)."""
+def test_an_error_in_a_callback_run_at_once_fails_the_waiting_actor():
+    """A `done` that raises where the woken step runs (at once, or as a scheduled
+    callback) fails the collecting actor with its name and virtual time, as an error in
+    its own task would; the run does not go on as if nothing happened."""
     g = star(3)
     world = World(g, seed=1, links={e: Link(Constant(1.0)) for e in g.edges}, log=MessageLog(io.BytesIO()))
     world.add(_Collector("server"))
     for k in range(3):
         world.add(_Replier(f"client-{k}"))
-    with caplog.at_level("ERROR", logger="asyncio"):
-        result = world.run()
-    assert result.complete and result.virtual_time == 4.9
-    assert [m[3:] for m in result.metrics] == [("collected", 3.0)]
-    assert any("Exception in callback" in r.getMessage() and "done() bug" in str(r.exc_info) for r in caplog.records)
+    with pytest.raises(ActorFailed, match=r"actor 'server' failed at virtual time 4.2: ValueError: done\(\) bug"):
+        world.run()
 
 
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from netemu import Actor, NodeBehaviour, World, star
+from netemu import Actor, ActorFailed, NodeBehaviour, World, star
 from netemu.coordination import participants
 
 
@@ -87,3 +87,36 @@ def test_the_control_plane_reports_liveness_and_each_nodes_own_check_in():
     own = {r: [c for c in watcher.neighbours if world.network.participates(c, r)] for r in range(20)}
     assert watcher.checked_in == own
     assert 0 < sum(map(len, own.values())) < 80  # the draws are not all alike
+
+
+@pytest.mark.parametrize("fails_in", ["done", "ends"])
+def test_an_error_in_a_gathers_callback_stops_the_run_naming_the_actor(fails_in):
+    """A collection's `done` or `ends` that raises fails the waiting actor (ActorFailed
+    with its name and virtual time), not the network's delivery or the loop's handler."""
+    got: list = []
+
+    def done():
+        if fails_in == "done" and len(got) == 1:
+            raise RuntimeError("boom in done")
+        return len(got) >= 3
+
+    def ends(msg):
+        if fails_in == "ends":
+            raise RuntimeError("boom in ends")
+        return len(got) + 1 >= 3
+
+    class Server(Actor):
+        async def run(self):
+            await self.collect("u", got.append, done, ends, until=10.0)
+
+    class Client(Actor):
+        async def run(self):
+            await self.sleep(1.0 + int(self.name.split("-")[1]))
+            self.send("server", "u", 1)
+
+    world = World(star(3), seed=1)
+    world.add(Server("server"))
+    for i in range(3):
+        world.add(Client(f"client-{i}"))
+    with pytest.raises(ActorFailed, match=f"actor 'server' failed at virtual time .*boom in {fails_in}"):
+        world.run(max_time=100)

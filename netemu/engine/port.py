@@ -362,16 +362,23 @@ class NodePort:
                 timer[0] = None
             try:
                 handle(msg)
-            except Exception as exc:  # noqa: BLE001 - raised in the waiting task
+                finished = done() or not arm()
+            except Exception as exc:  # noqa: BLE001 - raised in the waiting task, which names the actor
                 inbox.discard(fut)
                 fut.set_exception(exc)
                 return
-            if done() or not arm():
+            if finished:
                 inbox.discard(fut)
                 fut.set_result(None)
 
         def offer(msg: Message) -> bool:
-            if ends(msg) or (until is not None and until - loop.time() <= 0):
+            try:
+                last = ends(msg) or (until is not None and until - loop.time() <= 0)
+            except Exception as exc:  # noqa: BLE001 - raised in the waiting task, not in the network's delivery
+                inbox.discard(fut)
+                fut.set_exception(exc)
+                return True
+            if last:
                 inbox.discard(fut)
                 fut.set_result(msg)  # the task handles it, as `_next` would return it
             else:
