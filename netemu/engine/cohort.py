@@ -173,9 +173,13 @@ class Cohort:
 
     def port(self, m: Member) -> NodePort:
         """Member `m`'s port for the calls that take one (`netemu.coordination`), at its
-        current round; waiting is the cohort's (`receives`), not the port's."""
+        current round, sharing its count of computes (so compute draws never repeat);
+        waiting is the cohort's (`receives`), not the port's."""
         port = NodePort(m.name)
         port.engine, port.round = self.engine, m.round
+        if m._computes is None:
+            m._computes = RoundCounter()
+        port._computes = m._computes  # one count of the member's computes, whichever way it computes
         return port
 
     def compute(self, m: Member, work: float, then: Callable[..., object], *args: Any) -> float:
