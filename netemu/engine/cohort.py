@@ -205,8 +205,6 @@ class Cohort:
             m.handle = loop.call_later(seconds, self._wake, m, m.gen, then, args)
         m.busy = True
 
-    # ------------------------------------------------------------ machinery
-
     # ------------------------------------------------------------ hosting (netemu.engine.port.Hosted)
 
     def host_nodes(self) -> Sequence[str]:

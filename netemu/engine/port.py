@@ -99,9 +99,6 @@ class Engine:
         """Whether `node` is up (a host asks before starting a member; see `available`)."""
         return self.network.nodes[node].up
 
-    def has_node(self, node: str) -> bool:
-        return node in self.network.nodes
-
     def connect(self, node: str, receiver: Callable[[Message], bool | None]) -> None:
         self.network.connect(node, receiver)
 
