@@ -22,7 +22,9 @@ so an ordering is not one set of Gaussian draws scaled.  Claims on one scenario 
 runs.  Runs are deterministic: the same arguments print the same numbers.  Each claim's
 CPU seconds are printed (time.process_time; a claim whose runs were made for one before
 it costs nothing more).  The claims marked MNIST read ../shared/data/mnist10k beside the
-repository (real MNIST digits as IDX files) and are skipped without it.
+repository (real MNIST digits as IDX files) and are skipped without it.  Two claims test a
+cause (docs/fidelity.md §10, §12): `gfedfilt-v-mu10-cnn` (a CNN instead of softmax; about
+160 CPU-seconds a seed) and `gfedfilt-vii-trend-relaxed` (P'' with a relaxed α).
 """
 
 from __future__ import annotations
