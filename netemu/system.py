@@ -22,9 +22,10 @@ The paper relaxes the integer α (§III, before (30)).  netemu keeps it integer 
 and, for each α, solves the remaining linear program in (q, z) with scipy (HiGHS) —
 exact, where the relaxation would need rounding.  With `relax_alpha` α is continuous and
 the time and energy constraints are bilinear in (α, q); the optimum is still exact from
-four linear programs: at an optimum α or q sits at a bound (along α q = const the
-objective μ₁ α/α_max + μ₂ q is convex in α, so an interior point is never the best), and
-with either one fixed the problem is linear in the other two.  The clients then train
+linear programs: at an optimum α or q sits at a bound (along α q = const the objective
+μ₁ α/α_max + μ₂ q is convex in α, so an interior point is never the best), and with
+either one fixed the problem is linear in the other two — so the integer α's programs
+(α_min and α_max among them) plus two with q at q_min or 1 and α free.  The clients then train
 fractional epochs (netemu.kernels.classifiers.passes).
 """
 

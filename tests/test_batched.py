@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netemu.kernels.batched import softmax_sgd_many
-from netemu.kernels.classifiers import Softmax, sgd
+from netemu.kernels.classifiers import Softmax, passes, sgd
 
 
 def both(K, n, d, C, epochs, batch, mu, seed):
@@ -55,8 +55,6 @@ def test_each_client_keeps_its_own_permutations():
 
 
 def test_fractional_epochs_end_with_a_partial_pass():
-    from netemu.kernels.classifiers import passes
-
     assert passes(3, 50) == [50, 50, 50]  # whole epochs: as before
     assert passes(2.36, 50) == [50, 50, 18] and passes(1.005, 50) == [50] and passes(0.5, 7) == [4]
     model, rng = Softmax(3, 2), np.random.default_rng(0)

@@ -71,7 +71,7 @@ def _objective(plan, weights=(0.4, 0.4, 0.2), a_max=5):
 
 @pytest.mark.parametrize("energy", [False, True])
 def test_the_relaxed_alpha_is_the_optimum_over_a_fine_grid_of_alpha(energy):
-    """P'' with a continuous α: the four linear programs of `relax_alpha` against a brute
+    """P'' with a continuous α: the linear programs of `relax_alpha` against a brute
     force over 401 values of α (each with its exact (q, z) program), devices one by one."""
     from scipy.optimize import linprog
 
