@@ -18,9 +18,15 @@ Parameter optimization: the deadline is the latency of the slowest device at the
 smallest parameters, T_opt = max_k τ̃_k (27)–(28); then each device maximizes
 μ₁ α/α_max + μ₂ q + μ₃ z (χ = z χ_max, so χ/χ_max = z) subject to finishing by T_opt
 (31) and its energy budget (23), α_min ≤ α ≤ α_max, q_min ≤ q ≤ 1, z_min ≤ z ≤ 1 (33).
-The paper relaxes the integer α; netemu keeps it integer and, for each α, solves the
-remaining linear program in (q, z) with scipy (HiGHS) — exact, where the relaxation
-would need rounding.
+The paper relaxes the integer α (§III, before (30)).  netemu keeps it integer by default
+and, for each α, solves the remaining linear program in (q, z) with scipy (HiGHS) —
+exact, where the relaxation would need rounding.  With `relax_alpha` α is continuous and
+the time and energy constraints are bilinear in (α, q); the optimum is still exact from
+linear programs: at an optimum α or q sits at a bound (along α q = const the objective
+μ₁ α/α_max + μ₂ q is convex in α, so an interior point is never the best), and with
+either one fixed the problem is linear in the other two — so the integer α's programs
+(α_min and α_max among them) plus two with q at q_min or 1 and α free.  The clients then train
+fractional epochs (netemu.kernels.classifiers.passes).
 """
 
 from __future__ import annotations
@@ -95,7 +101,7 @@ def heterogeneity(devices: list[Device]) -> float:
 @dataclass(frozen=True)
 class Plan:
     deadline: float  # T_opt
-    alpha: tuple[int, ...]  # local epochs per device
+    alpha: tuple[float, ...]  # local epochs per device (integers unless relaxed)
     q: tuple[float, ...]  # data fraction per device
     z: tuple[float, ...]  # share of update entries sent per device
 
@@ -103,12 +109,14 @@ class Plan:
 def optimize(
     devices: list[Device], samples: list[int], bits: tuple[float, float], *, weights=(0.4, 0.4, 0.2),
     alpha_range=(1, 5), q_min: float = 0.3, z_min: float = 0.1, energy_max: float = math.inf,
+    relax_alpha: bool = False,
 ) -> Plan:
     """Problem P'' (33) per device under the deadline T_opt (28).  `bits` = (χ₀, χ₁): an
     update with share z of its entries costs χ₀ + z χ₁ bits on the wire (affine in z, as
     the emulator's partial models are), so the objective's χ/χ_max is monotone in z and
-    each subproblem stays linear.  Raises ValueError if a device cannot meet its energy
-    budget even at the smallest parameters."""
+    each subproblem stays linear.  α is an integer, or continuous with `relax_alpha`
+    (module docstring).  Raises ValueError if a device cannot meet its energy budget even
+    at the smallest parameters."""
     from scipy.optimize import linprog
 
     mu1, mu2, mu3 = weights
@@ -116,21 +124,29 @@ def optimize(
     fixed, per_share = bits
     floor = [d.comp_time(a_min, q_min * n) + d.tran_time(fixed + z_min * per_share) for d, n in zip(devices, samples)]
     T = max(floor)  # (28): the slowest device at the smallest parameters
+    # subproblems with α or q given: α each integer (q free); relaxed, also q at a bound (α free)
+    pinned: list[tuple[str, float]] = [("alpha", a) for a in range(a_min, a_max + 1)]
+    if relax_alpha:
+        pinned += [("q", q_min), ("q", 1.0)]
     alphas, qs, zs = [], [], []
     for k, (d, n) in enumerate(zip(devices, samples)):
+        # time α ψ ρ/f + χ₁/r z ≤ T − χ₀/r, energy likewise ≤ E − p χ₀/r; linear in (free, z)
+        b = [T * (1 + 1e-12) - d.tran_time(fixed)]
+        if math.isfinite(energy_max):
+            b.append(energy_max - d.tran_energy(fixed))
         best = None
-        for a in range(a_min, a_max + 1):
-            # variables (q, z): time a n ρ/f q + χ₁/r z ≤ T − χ₀/r, energy likewise ≤ E − p χ₀/r
-            A = [[d.comp_time(a, n), d.tran_time(per_share)]]
-            b = [T * (1 + 1e-12) - d.tran_time(fixed)]
+        for given, v in pinned:
+            a, q = (v, 1.0) if given == "alpha" else (1.0, v)  # the free one's coefficient per unit
+            A = [[d.comp_time(a, q * n), d.tran_time(per_share)]]
             if math.isfinite(energy_max):
-                A.append([d.comp_energy(a, n), d.tran_energy(per_share)])
-                b.append(energy_max - d.tran_energy(fixed))
-            res = linprog([-mu2, -mu3], A_ub=A, b_ub=b, bounds=[(q_min, 1.0), (z_min, 1.0)], method="highs")
+                A.append([d.comp_energy(a, q * n), d.tran_energy(per_share)])
+            c, free = ([-mu2, -mu3], (q_min, 1.0)) if given == "alpha" else ([-mu1 / a_max, -mu3], (a_min, a_max))
+            res = linprog(c, A_ub=A, b_ub=b, bounds=[free, (z_min, 1.0)], method="highs")
             if res.status == 0:
-                value = mu1 * a / a_max + mu2 * res.x[0] + mu3 * res.x[1]
+                alpha, share = (v, float(res.x[0])) if given == "alpha" else (float(res.x[0]), v)
+                value = mu1 * alpha / a_max + mu2 * share + mu3 * res.x[1]
                 if best is None or value > best[0] + 1e-12:
-                    best = (value, a, float(res.x[0]), float(res.x[1]))
+                    best = (value, alpha, share, float(res.x[1]))
         if best is None:
             raise ValueError(f"device {k}: no (alpha, q, z) meets the deadline {T:g} s and energy budget {energy_max:g} J")
         alphas.append(best[1])

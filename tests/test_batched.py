@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netemu.kernels.batched import softmax_sgd_many
-from netemu.kernels.classifiers import Softmax, sgd
+from netemu.kernels.classifiers import Softmax, passes, sgd
 
 
 def both(K, n, d, C, epochs, batch, mu, seed):
@@ -28,6 +28,7 @@ def both(K, n, d, C, epochs, batch, mu, seed):
     (20, 200, 64, 10, 5, 32, 0.2),  # FedPnP Table 1: 200 samples, a last batch of 8
     (1, 7, 3, 2, 2, 32, 0.0),  # one client, one short batch
     (5, 64, 784, 10, 1, 32, 0.01),  # MNIST-sized features, full batches
+    (4, 50, 8, 3, 2.36, 16, 0.1),  # a relaxed α: two passes and a partial third (18 samples)
 ])
 def test_batched_softmax_sgd_equals_each_clients_own_sgd_exactly(K, n, d, C, epochs, batch, mu):
     alone, together = both(K, n, d, C, epochs, batch, mu, seed=3)
@@ -51,3 +52,25 @@ def test_each_client_keeps_its_own_permutations():
     straight = softmax_sgd_many(model, w, X, y, rngs=[np.random.default_rng(k) for k in (0, 1)], **kw)
     swapped = softmax_sgd_many(model, w, X, y, rngs=[np.random.default_rng(k) for k in (1, 0)], **kw)
     assert not np.array_equal(straight, swapped)
+
+
+def test_fractional_epochs_end_with_a_partial_pass():
+    assert passes(3, 50) == [50, 50, 50]  # whole epochs: as before
+    assert passes(2.36, 50) == [50, 50, 18] and passes(1.005, 50) == [50] and passes(0.5, 7) == [4]
+    model, rng = Softmax(3, 2), np.random.default_rng(0)
+    X, y, w = rng.random((40, 3)), rng.integers(0, 2, 40), np.zeros(model.size)
+    run = lambda e: sgd(model, w, X, y, epochs=e, batch=8, lr=0.1, rng=np.random.default_rng(1))
+    one, half, two = run(1), run(1.5), run(2)
+    assert not np.array_equal(half, one) and not np.array_equal(half, two)
+    # the partial pass is the first 20 samples of the second permutation
+    again = np.random.default_rng(1)
+    first = sgd(model, w, X, y, epochs=1, batch=8, lr=0.1, rng=again)
+    rows = again.permutation(40)[:20]
+    assert np.array_equal(half, sgd(model, first, X[rows], y[rows], epochs=1, batch=8, lr=0.1, rng=_Identity()))
+
+
+class _Identity:
+    """A Generator stand-in whose permutation keeps the order."""
+
+    def permutation(self, n):
+        return np.arange(n)

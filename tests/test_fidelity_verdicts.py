@@ -47,6 +47,7 @@ EXPECTED = {
     "npflrl-6.3-rich": "seed-dependent",
     "gfedfilt-v-mu10": "not reproduced",
     "gfedfilt-vii-trend": "not reproduced",
+    "gfedfilt-vii-trend-relaxed": "not reproduced",  # integer α is not the cause (§12)
     "fedpnp-1-fedavg-local": "not reproduced",
     "fedpnp-1-pfedme": "reproduced",
     "fedpnp-1-perfedavg": "reproduced",

@@ -63,3 +63,36 @@ def test_in_the_emulator_the_optimized_schedule_cuts_latency_and_desynchronizati
     assert runs["after"]["late"] == 0
     assert runs["after"]["latency_s"] < 0.5 * runs["before"]["latency_s"]
     assert runs["after"]["desync_s"] < 0.2 * runs["before"]["desync_s"]
+
+
+def _objective(plan, weights=(0.4, 0.4, 0.2), a_max=5):
+    return np.array([weights[0] * a / a_max + weights[1] * q + weights[2] * z for a, q, z in zip(plan.alpha, plan.q, plan.z)])
+
+
+@pytest.mark.parametrize("energy", [False, True])
+def test_the_relaxed_alpha_is_the_optimum_over_a_fine_grid_of_alpha(energy):
+    """P'' with a continuous α: the linear programs of `relax_alpha` against a brute
+    force over 401 values of α (each with its exact (q, z) program), devices one by one."""
+    from scipy.optimize import linprog
+
+    devices, samples, bits = draw_devices(4, np.random.default_rng(5)), [450] * 4, (2000.0, 6000.0)  # small updates: α > 1 pays
+    budget = 0.5 * max(d.comp_energy(5, 450) + d.tran_energy(8000.0) for d in devices) if energy else math.inf
+    relaxed = optimize(devices, samples, bits, relax_alpha=True, energy_max=budget)
+    integer = optimize(devices, samples, bits, energy_max=budget)
+    assert relaxed.deadline == integer.deadline
+    assert np.all(_objective(relaxed) >= _objective(integer) - 1e-12)
+    assert any(a != round(a) for a in relaxed.alpha)  # the relaxation is used, not rounded away
+    for k, d in enumerate(devices):
+        best = -np.inf
+        for a in np.linspace(1, 5, 401):
+            A = [[d.comp_time(a, 450), d.tran_time(bits[1])]]
+            b = [relaxed.deadline * (1 + 1e-12) - d.tran_time(bits[0])]
+            if energy:
+                A.append([d.comp_energy(a, 450), d.tran_energy(bits[1])])
+                b.append(budget - d.tran_energy(bits[0]))
+            res = linprog([-0.4, -0.2], A_ub=A, b_ub=b, bounds=[(0.3, 1), (0.1, 1)], method="highs")
+            if res.status == 0:
+                best = max(best, 0.4 * a / 5 + 0.4 * res.x[0] + 0.2 * res.x[1])
+        assert best - 1e-9 <= _objective(relaxed)[k] <= best + 5e-3  # no grid point is better; the grid (step 0.01) comes close
+        time = d.comp_time(relaxed.alpha[k], relaxed.q[k] * 450) + d.tran_time(bits[0] + relaxed.z[k] * bits[1])
+        assert time <= relaxed.deadline * (1 + 1e-9)

@@ -22,7 +22,9 @@ so an ordering is not one set of Gaussian draws scaled.  Claims on one scenario 
 runs.  Runs are deterministic: the same arguments print the same numbers.  Each claim's
 CPU seconds are printed (time.process_time; a claim whose runs were made for one before
 it costs nothing more).  The claims marked MNIST read ../shared/data/mnist10k beside the
-repository (real MNIST digits as IDX files) and are skipped without it.
+repository (real MNIST digits as IDX files) and are skipped without it.  Two claims test a
+cause (docs/fidelity.md §10, §12): `gfedfilt-v-mu10-cnn` (a CNN instead of softmax; about
+160 CPU-seconds a seed) and `gfedfilt-vii-trend-relaxed` (P'' with a relaxed α).
 """
 
 from __future__ import annotations
@@ -153,6 +155,20 @@ CLAIMS: tuple[Claim, ...] = (
           "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "pfedme"), "accuracy_local", "points", 5),
     Claim("fedpnp-1-perfedavg", "FedPnP §4.2, Table 1", "FedPnP_s (β = 0.0005) above Per-FedAvg (Dir(0.2))", DIGITS,
           "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_local", "points", 5),
+)
+# The convex-model cause of `gfedfilt-v-mu10` (docs/fidelity.md §10): the same claim with a
+# non-convex model, netemu's small CNN (`model = "cnn"`, lr 0.1 as in fedpnp_cnn_digits).
+ON_CNN = ("algorithm.model=cnn", "algorithm.lr=0.1")
+CLAIMS += (
+    Claim("gfedfilt-v-mu10-cnn", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter; CNN)",
+          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_CNN),
+)
+# The integer-α cause of `gfedfilt-vii-trend` (docs/fidelity.md §12): P'' with a relaxed
+# (continuous) α, as the paper solves it, the clients training fractional epochs.
+CLAIMS += (
+    Claim("gfedfilt-vii-trend-relaxed", "G-Fedfilt §IV-D, Table VII", "the optimized schedule's accuracy cost grows with H (relaxed α)",
+          DIGITS, "gfedfilt_table7", T7[:1], "accuracy_global", "points", 5, ("algorithm.opt_alpha=relaxed",),
+          margin=_table7_trend, extra=T7),
 )
 # The same claims on the real MNIST digits (the papers' data; the 8×8 digits stand in above).
 CLAIMS += (

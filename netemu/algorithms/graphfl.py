@@ -72,7 +72,8 @@ measured in virtual time.  With `optimize = true` the server solves problem P'' 
 once (the devices do not change between rounds): the deadline is T_opt, the latency of
 the slowest device at α_min, q_min, z_min (28), and each device gets its own local
 epochs α, data fraction q (it trains on a random ⌈qD⌉ of its samples each round) and
-sparsity z.  The update sizes in P'' are the emulator's encoded message sizes; the
+sparsity z; α is an integer, or continuous with `opt_alpha = "relaxed"` (fractional
+epochs end with a partial pass).  The update sizes in P'' are the emulator's encoded message sizes; the
 server's deadline is T_opt plus 2% for the step changes of msgpack size headers.
 
 The model (`model`): `"softmax"` (logistic regression), `"mlp"` (one hidden layer of

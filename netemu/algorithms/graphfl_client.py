@@ -22,7 +22,7 @@ from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams
 from netemu.engine.cohort import Cohort, Member
 from netemu.config import ConfigError
 from netemu.kernels.batched import softmax_sgd_many
-from netemu.kernels.classifiers import Softmax, sgd
+from netemu.kernels.classifiers import Softmax, passes, sgd
 from netemu.kernels.graphfilter import statistics
 from netemu.kernels.personal import merge_kept, perfedavg, pfedme
 from netemu.engine.net.network import Message
@@ -45,15 +45,16 @@ def work_factor(p: GraphFLParams, n: int) -> float:
     return per_batch * min(p.batch, n) / n
 
 
-def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: int, lr: float,
+def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: float, lr: float,
                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
     """The client's trained model (what its update is taken from) and, for pFedMe, its
-    personalized model θ̂ (`local`; netemu.kernels.personal)."""
+    personalized model θ̂ (`local`; netemu.kernels.personal).  Fractional epochs (a relaxed
+    α) come only with `local = "sgd"` (GraphFLParams)."""
     if p.local == "pfedme":
-        return pfedme(model, w, X, y, rounds=epochs, batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
+        return pfedme(model, w, X, y, rounds=int(epochs), batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
                       personal_lr=p.personal_lr, rng=rng)
     if p.local == "perfedavg":
-        return perfedavg(model, w, X, y, rounds=epochs, batch=p.batch, beta=p.meta_lr, alpha=p.alpha, rng=rng,
+        return perfedavg(model, w, X, y, rounds=int(epochs), batch=p.batch, beta=p.meta_lr, alpha=p.alpha, rng=rng,
                          order=p.maml, delta=p.hf_delta), None
     return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
 
@@ -88,7 +89,7 @@ class Job:
     w: np.ndarray
     X: np.ndarray
     y: np.ndarray
-    epochs: int
+    epochs: float
     sparsity: float
     work: float
     compute_s: float = 0.0
@@ -121,7 +122,7 @@ class GraphFLLocal:
         if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
             rows = stream(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
             X, y = X[rows], y[rows]
-        work = epochs * y.size * (1.0 if st.devices else p.work_per_sample) * work_factor(p, y.size)  # samples at f/ρ samples/s
+        work = sum(passes(epochs, y.size)) * (1.0 if st.devices else p.work_per_sample) * work_factor(p, y.size)  # samples at f/ρ samples/s
         return Job(t, w, X, y, epochs, sparsity, work)
 
     def finish(self, job: Job, stream: Stream) -> dict:

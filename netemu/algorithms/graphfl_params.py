@@ -62,6 +62,7 @@ class GraphFLParams:
     opt_mu1: float = 0.4  # weights μ₁, μ₂, μ₃ of P'' (33)
     opt_mu2: float = 0.4
     opt_mu3: float = 0.2
+    opt_alpha: str = "integer"  # P'': "integer" α | "relaxed" (continuous α, fractional epochs; netemu.system)
     alpha_min: int = 1
     alpha_max: int = 5
     q_min: float = 0.3
@@ -109,6 +110,9 @@ class GraphFLParams:
         require(0 <= self.system_spread <= 1, "system_spread", "in [0, 1]")
         require(not self.optimize or self.system == "table3", "optimize", 'true only with system = "table3"')
         require(min(self.opt_mu1, self.opt_mu2, self.opt_mu3) >= 0, "opt_mu1", ">= 0 (and opt_mu2, opt_mu3)")
+        require(self.opt_alpha in ("integer", "relaxed"), "opt_alpha", '"integer" or "relaxed"')
+        require(self.opt_alpha == "integer" or self.local == "sgd", "opt_alpha",
+                '"integer" unless local = "sgd" (pFedMe and Per-FedAvg run whole local rounds)')
         require(1 <= self.alpha_min <= self.alpha_max, "alpha_min", "between 1 and alpha_max")
         require(0 < self.q_min <= 1, "q_min", "in (0, 1]")
         require(0 < self.z_min <= 1, "z_min", "in (0, 1]")

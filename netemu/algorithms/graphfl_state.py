@@ -62,7 +62,7 @@ class GraphFLState:
         self.spectrum: tuple[np.ndarray, np.ndarray] | None = None
         self.components = 0
         n = len(self.clients)
-        self.plan = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
+        self.plan: dict[str, tuple[float, float, float]] = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
         self.devices, self.deadline, self.H = None, p.deadline, None
         if p.system == "table3":
             devices = dict(zip(self.clients, draw_devices(n, world.streams.generator("system"), p.system_spread)))
@@ -90,7 +90,7 @@ class GraphFLState:
         devices = [by_client[k] for k in self.clients]
         plan = optimize(devices, [self.task.parts[k][1].size for k in self.clients], self.update_bits(world),
                         weights=(p.opt_mu1, p.opt_mu2, p.opt_mu3), alpha_range=(p.alpha_min, p.alpha_max),
-                        q_min=p.q_min, z_min=p.z_min, energy_max=p.energy_max)
+                        q_min=p.q_min, z_min=p.z_min, energy_max=p.energy_max, relax_alpha=p.opt_alpha == "relaxed")
         self.plan = {k: (plan.alpha[i], plan.q[i], plan.z[i]) for i, k in enumerate(self.clients)}
         self.deadline = plan.deadline * 1.02
 

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netemu.kernels.classifiers import Softmax
+from netemu.kernels.classifiers import Softmax, passes
 
 __all__ = ["softmax_sgd_many"]
 
 
-def softmax_sgd_many(model: Softmax, thetas: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int,
+def softmax_sgd_many(model: Softmax, thetas: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: float, batch: int,
                      lr: np.ndarray, rngs: Sequence[np.random.Generator], mu: float = 0.0,
                      anchors: np.ndarray | None = None) -> np.ndarray:
     """`sgd(model, thetas[k], X[k], y[k], epochs=epochs, batch=batch, lr=lr[k], rng=rngs[k],
@@ -39,9 +39,9 @@ def softmax_sgd_many(model: Softmax, thetas: np.ndarray, X: np.ndarray, y: np.nd
     b = theta[:, d * C :]
     steps = np.asarray(lr, dtype=float)[:, None]
     clients = np.arange(K)[:, None]
-    for _ in range(epochs):
-        order = np.stack([rng.permutation(n) for rng in rngs])
-        for start in range(0, n, batch):
+    for size in passes(epochs, n):
+        order = np.stack([rng.permutation(n)[:size] for rng in rngs])
+        for start in range(0, size, batch):
             rows = order[:, start : start + batch]
             m = rows.shape[1]
             Xb, yb = X[clients, rows], y[clients, rows]  # (K, m, d), (K, m)

@@ -29,7 +29,7 @@ import numpy as np
 
 from netemu.kernels import batchnorm as bn
 
-__all__ = ["MLP", "MLPBN", "Softmax", "accuracy", "confusion", "macro_prf", "predictions", "sgd"]
+__all__ = ["MLP", "MLPBN", "Softmax", "accuracy", "confusion", "macro_prf", "passes", "predictions", "sgd"]
 
 
 def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -164,12 +164,22 @@ class MLPBN:
         return loss, grad
 
 
+def passes(epochs: float, n: int) -> list[int]:
+    """The samples each pass over n samples covers in `epochs` epochs: ⌊epochs⌋ full passes
+    and, for a fractional epochs (G-Fedfilt's relaxed α), a last pass over the first
+    round(frac · n) samples of its permutation (none when that rounds to 0)."""
+    full = int(epochs)
+    part = round((epochs - full) * n)
+    return [n] * full + ([part] if part > 0 else [])
+
+
 def sgd(
-    model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, lr: float,
+    model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, epochs: float, batch: int, lr: float,
     rng: np.random.Generator, mu: float = 0.0, anchor: np.ndarray | None = None,
 ) -> np.ndarray:
-    """`epochs` passes of mini-batch SGD (a fresh permutation per epoch from `rng`) on the
-    loss plus (mu/2)‖θ − anchor‖²; returns a new vector.
+    """`epochs` passes of mini-batch SGD (a fresh permutation per epoch from `rng`; a
+    fractional epochs ends with a partial pass, `passes`) on the loss plus
+    (mu/2)‖θ − anchor‖²; returns a new vector.
 
     The batch-norm hook: a model whose `running` is not None (the slice of θ holding its
     running statistics) is stepped through `loss_grad_stats`, and after each step those
@@ -180,9 +190,9 @@ def sgd(
     anchor = theta.copy() if anchor is None else anchor
     n = y.shape[0]
     running = getattr(model, "running", None)
-    for _ in range(epochs):
-        order = rng.permutation(n)
-        for start in range(0, n, batch):
+    for size in passes(epochs, n):
+        order = rng.permutation(n)[:size]
+        for start in range(0, size, batch):
             rows = order[start : start + batch]
             if running is None:
                 _, g = model.loss_grad(theta, X[rows], y[rows])
