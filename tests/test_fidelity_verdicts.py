@@ -72,7 +72,7 @@ def runs():
 @pytest.mark.parametrize("key", CASES)
 def test_the_claim_gets_its_documented_verdict_over_the_seeds(runs, key):
     claim = fs.BY_KEY[key]
-    if claim.overrides == fs.ON_MNIST and not fs.MNIST.is_dir():
+    if claim.on_mnist and not fs.MNIST.is_dir():
         pytest.skip(f"no MNIST IDX files at {fs.MNIST}")
     n, verdict = CASES[key]
     s = fs.summarize(runs.margins(claim, SEEDS[:n]))

@@ -21,10 +21,13 @@ Where a claim compares privacy budgets, each arm runs on its own root seeds (`ap
 so an ordering is not one set of Gaussian draws scaled.  Claims on one scenario share its
 runs.  Runs are deterministic: the same arguments print the same numbers.  Each claim's
 CPU seconds are printed (time.process_time; a claim whose runs were made for one before
-it costs nothing more).  The claims marked MNIST read ../shared/data/mnist10k beside the
-repository (real MNIST digits as IDX files) and are skipped without it.  Two claims test a
-cause (docs/fidelity.md §10, §12): `gfedfilt-v-mu10-cnn` (a CNN instead of softmax; about
-160 CPU-seconds a seed) and `gfedfilt-vii-trend-relaxed` (P'' with a relaxed α).
+it costs nothing more).  The claims marked MNIST read real MNIST digits as IDX files from
+the folder $NETEMU_MNIST (default: ../shared/data/mnist10k beside the repository) and are
+skipped without it; they run on the fewer seeds of their documented verdicts (5 or 3) unless
+named with --claims.  Two claims test a cause (docs/fidelity.md §10, §12):
+`gfedfilt-v-mu10-cnn` (a CNN instead of softmax; about 160 CPU-seconds a seed) and
+`gfedfilt-vii-trend-relaxed` (P'' with a relaxed α).  The CNN claim and `pgfl-5.5a-mnist`
+(over 5 CPU-minutes a run) run only when named with --claims.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -50,7 +54,7 @@ from netemu.scenario.load import parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 #: real MNIST digits as IDX files (the claims marked MNIST run on them; skipped when absent)
-MNIST = SCENARIOS.parent.parent / "shared" / "data" / "mnist10k"
+MNIST = Path(os.environ.get("NETEMU_MNIST") or SCENARIOS.parent.parent / "shared" / "data" / "mnist10k")
 QUIET = ["output.log=false", "output.trace=false", "output.plots=false"]
 RULE = ('reproduced: the sign holds in >= 80 % of the seeds and the 95 % CI of the mean margin excludes 0; '
         'not reproduced: the sign holds in <= 20 % and the CI excludes 0 on the other side; otherwise seed-dependent')
@@ -80,6 +84,12 @@ class Claim:
     apart: bool = False  # each arm on its own root seeds (privacy budgets)
     margin: Callable[[dict[str, float]], float] | None = None
     extra: tuple[str, ...] = field(default=())  # labels the margin reads beyond `order`
+    seeds: int | None = None  # root seeds of its documented verdict, when fewer than --seeds (costly runs)
+    by_default: bool = True  # False: run only when named with --claims (too costly for the whole run)
+
+    @property
+    def on_mnist(self) -> bool:
+        return self.data == REAL
 
     def labels(self) -> list[str]:
         return list(dict.fromkeys((*self.order, *self.extra)))
@@ -161,7 +171,8 @@ CLAIMS: tuple[Claim, ...] = (
 ON_CNN = ("algorithm.model=cnn", "algorithm.lr=0.1")
 CLAIMS += (
     Claim("gfedfilt-v-mu10-cnn", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter; CNN)",
-          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_CNN),
+          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_CNN,
+          seeds=5, by_default=False),  # 151-164 CPU-s a seed
 )
 # The integer-α cause of `gfedfilt-vii-trend` (docs/fidelity.md §12): P'' with a relaxed
 # (continuous) α, as the paper solves it, the clients training fractional epochs.
@@ -173,15 +184,17 @@ CLAIMS += (
 # The same claims on the real MNIST digits (the papers' data; the 8×8 digits stand in above).
 CLAIMS += (
     Claim("pgfl-5.5a-mnist", "thesis §5.4.2, Fig. 5.5a", "inter-cluster learning helps single-digit pairs (τ = 0.4 > τ = 0)",
-          REAL, "pgfl_fig5_5a", ("pgfl-tau0.4", "pgfl-tau0"), "accuracy", "points", 10, ON_MNIST),
+          REAL, "pgfl_fig5_5a", ("pgfl-tau0.4", "pgfl-tau0"), "accuracy", "points", 10, ON_MNIST,
+          by_default=False),  # not run: one run exceeds 5 CPU-minutes
     Claim("gfedfilt-v-mu10-mnist", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter)",
-          REAL, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_MNIST),
+          REAL, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_MNIST,
+          seeds=3),
     Claim("fedpnp-1-fedavg-local-mnist", "FedPnP §4.2, Table 1", "FedAvg above local training (Dir(0.2))", REAL,
-          "fedpnp_table1_dir02", ("fedavg", "local"), "accuracy_local", "points", 5, ON_MNIST),
+          "fedpnp_table1_dir02", ("fedavg", "local"), "accuracy_local", "points", 5, ON_MNIST, seeds=5),
     Claim("fedpnp-1-pfedme-mnist", "FedPnP §4.2, Table 1", "FedPnP_s (β = 0.0005) above pFedMe (Dir(0.2))", REAL,
-          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "pfedme"), "accuracy_local", "points", 5, ON_MNIST),
+          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "pfedme"), "accuracy_local", "points", 5, ON_MNIST, seeds=5),
     Claim("fedpnp-1-perfedavg-mnist", "FedPnP §4.2, Table 1", "FedPnP_s (β = 0.0005) above Per-FedAvg (Dir(0.2))", REAL,
-          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_local", "points", 5, ON_MNIST),
+          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_local", "points", 5, ON_MNIST, seeds=5),
 )
 BY_KEY = {c.key: c for c in CLAIMS}
 
@@ -279,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in CLAIMS:
             print(f"{c.key:24} {c.source:28} {c.says}")
         return 0
-    keys = [k for k in a.claims.split(",") if k] or [c.key for c in CLAIMS]
+    keys = [k for k in a.claims.split(",") if k] or [c.key for c in CLAIMS if c.by_default]
     unknown = [k for k in keys if k not in BY_KEY]
     if unknown:
         print(f"fidelity_stats: --claims {','.join(unknown)}: unknown; accepted: {', '.join(BY_KEY)}", file=sys.stderr)
@@ -292,11 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = Runs([BY_KEY[k] for k in keys])
     for k in keys:
         c = BY_KEY[k]
-        if c.overrides == ON_MNIST and not MNIST.is_dir():
+        if c.on_mnist and not MNIST.is_dir():
             print(f"{c.key}: skipped: no MNIST IDX files at {MNIST}", flush=True)
             continue
         t0 = time.process_time()
-        m = runs.margins(c, seeds)
+        m = runs.margins(c, seeds[:c.seeds] if c.seeds and not a.claims else seeds)
         cpu = time.process_time() - t0
         s = summarize(m)
         unit = "dB" if c.unit == "dB" else "points"
