@@ -49,8 +49,8 @@ import numpy as np
 
 from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.algorithms.fedavg import local_steps, median_step
-from netemu.engine.cohort import Cohort, Member
+from netemu.algorithms.fedavg import FedAvgClients, median_step
+from netemu.engine.cohort import Member
 from netemu.config import deadline, require
 from netemu.coordination import gather, sample
 from netemu.kernels.linear import gradient_steps, mse
@@ -234,23 +234,11 @@ class SyncServer(_Server):
             self.dropped += 1
 
 
-class AsyncFLClients(Cohort):
-    """The clients, as one cohort: train from the model received, answer with the delta (or the model)."""
+class AsyncFLClients(FedAvgClients):
+    """The clients: FedAvg's local training (`FedAvgClients`), answering with the model
+    ("mix") or its delta, stamped with the version `t` it trained from."""
 
-    receives = "model"
-
-    def __init__(self, name: str, members: list[str], params: AsyncFLParams,
-                 parts: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        super().__init__(name, members)
-        self.p = params
-        self.data = [parts[m] for m in members]
-
-    def on_message(self, m: Member, msg: Message) -> None:
-        m.round = msg.round
-        if not self.participates(m):
-            return
-        steps = local_steps(self.p.local_steps, self.work_fraction(m))
-        self.compute(m, steps * self.data[m.index][1].shape[0], self.reply, msg, steps)
+    p: AsyncFLParams
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
         X, y = self.data[m.index]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -70,13 +70,23 @@ class FedAvgServer(Actor):
             self.metric("participants", len(replies))
 
 
+class LocalTraining(Protocol):
+    """What the clients' local training reads of an algorithm's (frozen) parameters."""
+
+    @property
+    def lr(self) -> float: ...
+
+    @property
+    def local_steps(self) -> int: ...
+
+
 class FedAvgClients(Cohort):
     """The clients' logic, for one cohort or one `Solo` actor each (the local steps stay
     per client, when each client's compute ends)."""
 
     receives = "model"
 
-    def __init__(self, name: str, members: list[str], params: FedAvgParams,
+    def __init__(self, name: str, members: list[str], params: LocalTraining,
                  parts: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         super().__init__(name, members)
         self.p = params
