@@ -1,26 +1,15 @@
 """tools/fidelity_stats.py: the verdict rule decides as docs/fidelity.md states it, the
 margins point the way the claims do, and every claim names algorithms its scenario runs."""
 
-import importlib.util
-import sys
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-TOOL = Path(__file__).parent.parent / "tools" / "fidelity_stats.py"
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("fidelity_stats", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fidelity_stats"] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+from helpers import load_tool
 
 
-fs = load_tool()
+
+fs = load_tool("fidelity_stats")
 
 
 @pytest.mark.parametrize("margins, verdict", [

@@ -5,26 +5,15 @@ its verdict changes and this test fails, and the page has to be updated.  Claims
 real MNIST digits run on fewer seeds (ON_MNIST) and are skipped when their files are absent.  Slow: the whole statistics
 run (docs/fidelity.md, "Verdicts over seeds" gives its time); run with -m slow."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import load_tool
 
-TOOL = Path(__file__).parent.parent / "tools" / "fidelity_stats.py"
 SEEDS = list(range(1, 11))
 pytestmark = pytest.mark.slow
 
 
-def load_tool():
-    spec = importlib.util.spec_from_file_location("fidelity_stats", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fidelity_stats"] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fs = load_tool()
+fs = load_tool("fidelity_stats")
 
 # the verdicts of docs/fidelity.md, "Verdicts over seeds"
 EXPECTED = {
@@ -55,13 +44,13 @@ EXPECTED = {
 
 # on the real MNIST digits, with fewer seeds (an MNIST run costs 5-20 digits runs):
 # "Causes tested on real digits"
-ON_MNIST = {
-    "fedpnp-1-fedavg-local-mnist": (5, "seed-dependent"),
-    "fedpnp-1-pfedme-mnist": (5, "reproduced"),
-    "fedpnp-1-perfedavg-mnist": (5, "reproduced"),
-    "gfedfilt-v-mu10-mnist": (3, "not reproduced"),
+ON_MNIST = {  # on the seeds each claim declares (fs.Claim.seeds)
+    "fedpnp-1-fedavg-local-mnist": "seed-dependent",
+    "fedpnp-1-pfedme-mnist": "reproduced",
+    "fedpnp-1-perfedavg-mnist": "reproduced",
+    "gfedfilt-v-mu10-mnist": "not reproduced",
 }
-CASES = {**{k: (len(SEEDS), v) for k, v in EXPECTED.items()}, **ON_MNIST}
+CASES = {k: (fs.BY_KEY[k].seeds or len(SEEDS), v) for k, v in {**EXPECTED, **ON_MNIST}.items()}
 
 
 @pytest.fixture(scope="module")
