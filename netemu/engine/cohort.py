@@ -35,7 +35,7 @@ class Member:
     """One client of a `Cohort`: its own node name, round, compute counter and queue of
     messages received while it was busy (what its inbox would hold)."""
 
-    __slots__ = ("_computes", "busy", "gen", "handle", "incarnation", "index", "name", "queue", "round", "waiting")
+    __slots__ = ("_computes", "_port", "busy", "gen", "handle", "incarnation", "index", "name", "queue", "round", "waiting")
 
     def __init__(self, name: str, index: int) -> None:
         self.name, self.index = name, index
@@ -47,6 +47,7 @@ class Member:
         self.waiting: str | None = None  # what it waits for while busy, for deadlock reports
         self.queue: deque[Message] | None = None  # created on first use: most members never queue
         self._computes: RoundCounter | None = None
+        self._port: NodePort | None = None  # made on first use of Cohort.port
 
     def __repr__(self) -> str:
         return f"<Member {self.name}>"
@@ -175,11 +176,14 @@ class Cohort:
         """Member `m`'s port for the calls that take one (`netemu.coordination`), at its
         current round, sharing its count of computes (so compute draws never repeat);
         waiting is the cohort's (`receives`), not the port's."""
-        port = NodePort(m.name)
-        port.engine, port.round = self.engine, m.round
-        if m._computes is None:
-            m._computes = RoundCounter()
-        port._computes = m._computes  # one count of the member's computes, whichever way it computes
+        port = m._port
+        if port is None:  # made once per member
+            port = m._port = NodePort(m.name)
+            port.engine = self.engine
+            if m._computes is None:
+                m._computes = RoundCounter()
+            port._computes = m._computes  # one count of the member's computes, whichever way it computes
+        port.round = m.round
         return port
 
     def compute(self, m: Member, work: float, then: Callable[..., object], *args: Any) -> float:
