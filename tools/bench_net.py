@@ -93,7 +93,7 @@ class GatheringServer(Server):
 class Sink(Cohort):
     receives = "model"
 
-    def on_message(self, m, msg):
+    def on_messages(self, ms, msgs):  # a broadcast's messages, due at one instant, in one call
         pass
 
 

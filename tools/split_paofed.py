@@ -39,7 +39,7 @@ RULES = [
     ("netemu/log.py", None, "network: message log"), ("orjson", None, "network: message log"),
     ("netemu/trace", None, "network: message fates, trace"), ("netemu/engine/rng.py", None, "network: message fates, trace"),
     ("netemu/wire/", None, "codec"), ("msgpack", None, "codec"),
-    ("online_fl.py", "client_update", "alg"), ("online_fl.py", "on_message", "alg"), ("online_fl.py", "run", "alg"),
+    ("online_fl.py", "client_updates", "alg"), ("online_fl.py", "on_messages", "alg"), ("online_fl.py", "run", "alg"),
     ("online_fl.py", "decode", "alg"), ("kernels/online.py", "aggregate", "alg"),
     ("netemu/coordination.py", "participants", "participation draws (with their trace entries)"),
     ("netemu/engine/net/network.py", "participates", "participation draws (with their trace entries)"),
@@ -64,7 +64,7 @@ def category(frame) -> tuple[str, str]:
                     break
                 cat = c
                 if c == "alg":
-                    step = "client" if name in ("client_update", "on_message") else "server"
+                    step = "client" if name in ("client_updates", "on_messages") else "server"
                 break
     if cat != "alg":
         return cat, ""

@@ -39,7 +39,6 @@ The parameters and the state the actors share (`OnlineFLParams`, `OnlineState`) 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -105,8 +104,8 @@ class OnlineServer(Actor):
 
 
 class OnlineClients(Cohort):
-    """The clients' logic (for one cohort, or one `Solo` actor each): each client's step,
-    computed when its model arrives."""
+    """The clients' logic (for one cohort, or one `Solo` actor each): the steps of the
+    clients a model reaches at one instant, computed together when their models arrive."""
 
     receives = "model"
 
@@ -116,36 +115,70 @@ class OnlineClients(Cohort):
         self.k = [state.index[m.name] for m in self.members]
         self.sign_rngs: dict[int, np.random.Generator] = {}  # per member, made on first use
 
-    def on_message(self, member: Member, msg: Message) -> None:
-        member.round = msg.round
+    def on_messages(self, ms: list[Member], msgs: list[Message]) -> None:
+        for m, msg in zip(ms, msgs, strict=True):
+            m.round = msg.round
+        if self.state.p.uplink == "sign":  # each client's signs from its own stream
+            for m, msg in zip(ms, msgs, strict=True):
+                self.send(m, msg.src, "update", sign_update(self.state, self.k[m.index], msg, self._sign_rng(m)))
+            return
+        replies = client_updates(self.state, [self.k[m.index] for m in ms], msgs)
+        src = msgs[0].src
+        if all(msg.src == src for msg in msgs):
+            self.send_from(ms, src, "update", replies)
+        else:
+            for m, msg, reply in zip(ms, msgs, replies, strict=True):
+                self.send(m, msg.src, "update", reply)
 
-        def sign_rng() -> np.random.Generator:
-            if member.index not in self.sign_rngs:
-                self.sign_rngs[member.index] = self.rng(member, "stochastic-sign")
-            return self.sign_rngs[member.index]
-
-        self.send(member, msg.src, "update", client_update(self.state, self.k[member.index], msg, sign_rng))
+    def _sign_rng(self, m: Member) -> np.random.Generator:
+        if m.index not in self.sign_rngs:
+            self.sign_rngs[m.index] = self.rng(m, "stochastic-sign")
+        return self.sign_rngs[m.index]
 
 
-def client_update(st: OnlineState, k: int, msg: Message, sign_rng: Callable[[], np.random.Generator]) -> object:
-    """Client k's reply to the model in `msg` (an actor's and a cohort member's step alike):
-    its LMS update (eqs. 4.9–4.10), shared as S_k w_k, or with the sign uplink the
-    stochastic signs of its gradient, drawn from `sign_rng()` (its own stream)."""
-    p, n, payload = st.p, msg.round, msg.payload
+def _starts(st: OnlineState, ks: list[int], msgs: list[Message]) -> np.ndarray:
+    """Row i: the model client ks[i] starts its step from, given the payload of msgs[i]:
+    M w + (I − M) w_k for a partial model, else the model received."""
+    start = np.empty((len(ks), st.p.rff_dim))
+    for i, (k, msg) in enumerate(zip(ks, msgs, strict=True)):
+        payload = msg.payload
+        if isinstance(payload, PartialModel):
+            start[i] = payload.apply_to(st.W[k].copy())
+        elif st.partial_down:
+            start[i] = st.W[k]
+            start[i, st.selected(msg.round, k)] = payload
+        else:
+            start[i] = payload
+    return start
+
+
+def client_updates(st: OnlineState, ks: list[int], msgs: list[Message]) -> list:
+    """The replies of clients `ks` to the models in `msgs` (an actor's step and a cohort's
+    alike, one row per client): their LMS updates (eqs. 4.9–4.10), all rows in one stacked
+    call, each shared as S_k w_k."""
+    p = st.p
+    rounds = [msg.round for msg in msgs]
+    start = _starts(st, ks, msgs)
+    if len(set(rounds)) == 1:  # each row as the client alone would compute it: one run, however hosted
+        Z, y = st.features(rounds[0], np.asarray(ks), by_row=True)
+    else:
+        rows = [st.feature(n, k) for n, k in zip(rounds, ks, strict=True)]
+        Z, y = np.array([z for z, _ in rows]), np.array([y for _, y in rows])
+    W = lms_step(start, Z, y, p.mu)  # eqs. (4.9)–(4.10), row-wise (einsum: a row's result is its own)
+    st.W[ks] = W
+    st.took_part[ks] = rounds
+    return [st.share(w, st.sent_indices(n, k)) for w, n, k in zip(W, rounds, ks, strict=True)]
+
+
+def sign_update(st: OnlineState, k: int, msg: Message, rng: np.random.Generator) -> object:
+    """Client k's stochastic signs of its gradient at the model in `msg` (the sign uplink),
+    drawn from its own stream `rng`."""
+    n = msg.round
     st.took_part[k] = n
     z, y = st.feature(n, k)
-    if isinstance(payload, PartialModel):
-        start = payload.apply_to(st.W[k].copy())  # M w + (I − M) w_k
-    elif st.partial_down:
-        start = st.W[k].copy()
-        start[st.selected(n, k)] = payload  # M w + (I − M) w_k
-    else:
-        start = payload
-    if p.uplink == "sign":
-        e = y - start @ z
-        return {"bits": np.packbits(stochastic_sign(-z * e, sign_rng().random(p.rff_dim)) > 0)}
-    w = st.W[k] = lms_step(start, z, y, p.mu)  # eqs. (4.9)–(4.10)
-    return st.share(w, st.sent_indices(n, k))
+    start = _starts(st, [k], [msg])[0]
+    e = y - start @ z
+    return {"bits": np.packbits(stochastic_sign(-z * e, rng.random(st.p.rff_dim)) > 0)}
 
 
 class ClientPool(Actor):

@@ -89,10 +89,11 @@ class OnlineState:
         self._all.setflags(write=False)
         self._first = np.arange(p.m)  # M_1^(0)'s indices
 
-    def features(self, n: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """RFF features z and outputs y of the samples clients `ks` receive at iteration n."""
+    def features(self, n: int, ks: np.ndarray, *, by_row: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """RFF features z and outputs y of the samples clients `ks` receive at iteration n
+        (`by_row`: each row bit for bit that client's `feature`, see `rff_features`)."""
         X, y = self.stream.samples(n, ks)
-        return rff_features(X, self.omega, self.phase), y
+        return rff_features(X, self.omega, self.phase, by_row=by_row), y
 
     def announce(self, n: int, ks: list[int], w: np.ndarray) -> list:
         """The payload each client of `ks` is sent at iteration n with the server model `w`:

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["Cohort", "Member", "Solo", "add_clients"]
 
 
+def _drain(m: Member) -> None:
+    """Nothing more: `Cohort._step` then handles what waits in the member's queue."""
+
+
 def _noop() -> None:
     """A loop step that does nothing (where an actor's task step would run and do nothing visible)."""
 
@@ -118,8 +122,25 @@ class Cohort:
     # ------------------------------------------------------------ for subclasses
 
     def on_message(self, m: Member, msg: Message) -> None:
-        """Handle `msg` for member `m` (what the actor's loop does after `recv`)."""
-        raise NotImplementedError
+        """Handle `msg` for member `m` (what the actor's loop does after `recv`); by default
+        `on_messages([m], [msg])`, for a cohort that handles messages in arrays."""
+        if not self._batches():
+            raise NotImplementedError(f"{type(self).__name__} defines neither on_message nor on_messages")
+        self.on_messages([m], [msg])
+
+    def on_messages(self, ms: list[Member], msgs: list[Message]) -> None:
+        """Handle `msgs[i]` for member `ms[i]`, all delivered at this instant in one arrival
+        batch (the messages of one `send_many`, or one `send_from`, due now): override it to
+        compute the members' steps as arrays, and answer with `send_from`.  Their deliver
+        records come first, then what this does (docs/formats.md); each member is busy from
+        here until its own work is done, as with `on_message`, which the default calls for
+        each in turn.  A cohort that overrides it gets its deliveries in batches."""
+        for m, msg in zip(ms, msgs, strict=True):
+            self.on_message(m, msg)
+
+    def _batches(self) -> bool:
+        """Whether the members' messages are handled in arrays (`on_messages` is overridden)."""
+        return type(self).on_messages is not Cohort.on_messages
 
     def on_member_start(self, m: Member) -> None:
         """Member `m`'s first step, before it waits for `receives` (what an actor's `run`
@@ -156,6 +177,11 @@ class Cohort:
     def send_many(self, m: Member, dsts: Sequence[str], kind: str, payloads: Sequence[Any], *,
                   round: int | None = None) -> list[int]:
         return self.engine.send_many(m.name, dsts, kind, payloads, m.round if round is None else round)
+
+    def send_from(self, ms: Sequence[Member], dst: str, kind: str, payloads: Sequence[Any]) -> list[int]:
+        """`send(m, dst, kind, payloads[i])` from each member `ms[i]` in its own round, in one
+        call: the same ids, envelopes, fates and records as those sends in turn."""
+        return self.engine.send_from([m.name for m in ms], dst, kind, payloads, [m.round for m in ms])
 
     def participates(self, m: Member, round: int | None = None) -> bool:
         """Member `m`'s participation draw for `round` (default: its current round)."""
@@ -219,8 +245,9 @@ class Cohort:
         method shared by all, not one each (~64 bytes a member)."""
         self.engine = engine
         receive, connect = self._receive, engine.connect
+        many = self._receive_many if self._batches() else None  # one bound method: the network groups by it
         for m in self.members:
-            connect(m.name, receive)
+            connect(m.name, receive, many)
 
     def _receive(self, msg: Message) -> bool:
         """A delivery to a member: queued if it is busy (or of another kind), else its
@@ -240,6 +267,53 @@ class Cohort:
             m.handle = loop.call_soon(self._step, m, m.gen, self.on_message, (msg,))
             return True
         return woke
+
+    def _receive_many(self, msgs: list[Message]) -> bool:
+        """The deliveries of one arrival batch to members: those idle and waiting for their
+        kind are handled together (`on_messages`) as the next loop step; the others queue."""
+        member, receives = self.member, self.receives
+        ms, taken = [], []
+        for msg in msgs:
+            m = member[msg.dst]
+            if m.busy or not _matches(receives, msg):  # (busy: also a second message of this batch)
+                if m.queue is None:
+                    m.queue = deque()
+                m.queue.append(msg)
+                continue
+            m.busy = True
+            m.waiting = None
+            ms.append(m)
+            taken.append(msg)
+        if not ms:
+            return False
+        gens = [m.gen for m in ms]
+        loop = self._loop or running_loop()
+        woke = loop.run_now(self._step_many, ms, gens, taken)
+        if woke is None:
+            loop.call_soon(self._step_many, ms, gens, taken)
+            return True
+        return woke
+
+    def _step_many(self, ms: list[Member], gens: list[int], msgs: list[Message]) -> None:
+        if any(m.gen != gen for m, gen in zip(ms, gens, strict=True)):  # some crashed since: only the others
+            kept = [(m, msg) for m, gen, msg in zip(ms, gens, msgs, strict=True) if m.gen == gen]
+            ms, msgs = [m for m, _ in kept], [msg for _, msg in kept]
+            if not ms:
+                return
+        for m in ms:
+            m.busy = False
+            m.handle = None
+        try:
+            self.on_messages(ms, msgs)
+        except Exception as exc:  # noqa: BLE001 - any member error stops the run, naming the members
+            for m in ms:
+                m.busy = True
+            names = ms[0].name if len(ms) == 1 else f"{ms[0].name} (handling {len(ms)} members' messages at once)"
+            self.engine.fail(names, exc)
+            return
+        for m in ms:
+            if not m.busy and m.queue:  # what arrived meanwhile is handled at once, as `recv` takes it
+                self._step(m, m.gen, _drain, ())
 
     def _wake(self, m: Member, gen: int, then: Callable[..., object], args: tuple) -> None:
         """A member's timer fired: its work runs at the next loop step (as a sleeping

@@ -99,8 +99,11 @@ class Engine:
         """Whether `node` is up (a host asks before starting a member; see `available`)."""
         return self.network.nodes[node].up
 
-    def connect(self, node: str, receiver: Callable[[Message], bool | None]) -> None:
-        self.network.connect(node, receiver)
+    def connect(self, node: str, receiver: Callable[[Message], bool | None],
+                batch: Callable[[list[Message]], bool | None] | None = None) -> None:
+        """Deliver `node`'s messages to `receiver`, or those of one arrival batch for the
+        nodes sharing `batch` to it in one call (`Network.connect`)."""
+        self.network.connect(node, receiver, batch)
 
     # ------------------------------------------------------------ acting
 
@@ -122,6 +125,14 @@ class Engine:
                              f"and {len(payloads)} payloads")
         data = [encode_from(node, kind, payload, dst) for dst, payload in zip(dsts, payloads, strict=True)]
         return self.network.send_many(node, dsts, kind, round, data)
+
+    def send_from(self, nodes: Sequence[str], dst: str, kind: str, payloads: Sequence[Any], rounds: Sequence[int]) -> list[int]:
+        """One message from each of `nodes` to `dst`, in one call (`send` from each in turn)."""
+        if not len(nodes) == len(payloads) == len(rounds):
+            raise ValueError(f"send_from to {dst}: one payload and round per sender is needed, got {len(nodes)} senders, "
+                             f"{len(payloads)} payloads and {len(rounds)} rounds")
+        data = [encode_from(node, kind, payload, dst) for node, payload in zip(nodes, payloads, strict=True)]
+        return self.network.send_from(nodes, dst, kind, rounds, data)
 
     def compute(self, node: str, work: float, round: int, index: int) -> float:
         """The virtual seconds `work` takes on `node` (its `index`-th compute of `round`),

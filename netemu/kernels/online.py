@@ -28,9 +28,17 @@ def rff(input_dim: int, dim: int, width: float, rng: np.random.Generator) -> tup
     return rng.normal(0.0, 1.0 / width, size=(input_dim, dim)), rng.uniform(0.0, 2 * np.pi, size=dim)
 
 
-def rff_features(X: np.ndarray, omega: np.ndarray, phase: np.ndarray) -> np.ndarray:
-    """z = sqrt(2/d) cos(Ωᵀx + b) for every row x of X (cosine features)."""
-    return np.sqrt(2.0 / omega.shape[1]) * np.cos(X @ omega + phase)
+def rff_features(X: np.ndarray, omega: np.ndarray, phase: np.ndarray, *, by_row: bool = False) -> np.ndarray:
+    """z = sqrt(2/d) cos(Ωᵀx + b) for every row x of X (cosine features).  `by_row`: each
+    row's product Ωᵀx on its own, so that a row's features are bit for bit those of that
+    row alone (a stacked product may round differently), the rest in one call."""
+    if by_row:
+        P = np.empty((X.shape[0], omega.shape[1]))
+        for i in range(X.shape[0]):
+            np.matmul(X[i : i + 1], omega, out=P[i : i + 1])
+    else:
+        P = X @ omega
+    return np.sqrt(2.0 / omega.shape[1]) * np.cos(P + phase)
 
 
 def selection(dim: int, m: int, n: int, k: int, coordinated: bool) -> np.ndarray:

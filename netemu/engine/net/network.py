@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import repeat
 from typing import Any, cast
 
 import networkx as nx
@@ -68,6 +69,11 @@ class Message:
     sent_at: float
     delivered_at: float
     nbytes: int
+
+
+def _same_length(node: str, ends: Sequence[str], payloads: Sequence[bytes]) -> None:
+    if len(ends) != len(payloads):
+        raise ValueError(f"{node}: one payload per message is needed, got {len(ends)} ends and {len(payloads)} payloads")
 
 
 class Network:
@@ -194,12 +200,16 @@ class Network:
 
     # ------------------------------------------------------------------ nodes
 
-    def connect(self, name: str, receiver: Callable[[Message], bool | None]) -> None:
+    def connect(self, name: str, receiver: Callable[[Message], bool | None],
+                batch: Callable[[list[Message]], bool | None] | None = None) -> None:
         """Deliver `name`'s messages to `receiver`; it returns False when nothing the
         delivery woke waits to run — none was woken, or the woken code already ran
         (`VirtualTimeLoop.run_now`) — so the next message due at the same instant is
-        delivered at once; anything else when woken code may be waiting."""
-        self._node(name).receiver = receiver
+        delivered at once; anything else when woken code may be waiting.  With `batch`
+        (one callable shared by many nodes, e.g. a cohort's), the messages of one arrival
+        batch for those nodes are delivered to it in one call, as a list (`_arrive`)."""
+        node = self._node(name)
+        node.receiver, node.batch = receiver, batch
 
     def _node(self, name: str) -> Node:
         try:
@@ -311,6 +321,23 @@ class Network:
         is done once.  A destination that is not a neighbour raises `NetworkError`
         after the messages before it were sent, as a loop of `send` would.
         """
+        if not isinstance(payloads, (bytes, bytearray, memoryview)):
+            dsts = list(dsts)
+            _same_length(src, dsts, payloads)
+        return self._send(repeat(src), dsts, kind, repeat(round), payloads)
+
+    def send_from(self, srcs: Iterable[str], dst: str, kind: str, rounds: Iterable[int], payloads: Sequence[bytes]) -> list[int]:
+        """One message from each of `srcs` (in round `rounds[i]`) to `dst`, in one call: what
+        `send` from each source in turn gives — ids, envelopes, fates, records, counts — with
+        the per-call work done once (a cohort's members answering at one instant)."""
+        srcs = list(srcs)
+        _same_length(dst, srcs, payloads)
+        return self._send(srcs, repeat(dst), kind, rounds, payloads)
+
+    def _send(self, srcs: Iterable[str], dsts: Iterable[str], kind: str, rounds: Iterable[int],
+              payloads: Sequence[bytes] | bytes) -> list[int]:
+        """The messages (srcs[i] -> dsts[i], rounds[i], payloads[i]), sent in order (see `send_many`);
+        the three sequences may be `repeat`s of one value, and `payloads` one shared bytes object."""
         env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
         links, draws_of = self.links, self._draws
         schedule = env.schedule  # what env.timeout does, without its object
@@ -319,17 +346,16 @@ class Network:
         now = env.now
         # one bytes-like payload shared by all, or one per destination
         shared = cast("bytes | None", payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None)
-        each = cast("Sequence[bytes]", payloads)
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
         general = self._general
-        for i, dst in enumerate(dsts):
+        each = cast("Iterable[bytes]", repeat(shared) if shared is not None else payloads)
+        for src, dst, round, payload in zip(srcs, dsts, rounds, each):
             link = links.get((src, dst))
             if link is None or general:
-                ids.append(self._send_general(src, dst, kind, round, shared if shared is not None else each[i], box, now))
+                ids.append(self._send_general(src, dst, kind, round, payload, box, now))
                 continue
-            payload = shared if shared is not None else each[i]
             msg_id = self._next_id
             self._next_id = msg_id + 1
             ids.append(msg_id)
@@ -457,27 +483,57 @@ class Network:
         does not return False), the rest of the batch is put back at this instant,
         ahead of every later event, and delivered after the woken code has run —
         the same interleaving, hence the same log, as one event per message.
+
+        Consecutive messages of the batch whose nodes share a batch receiver (the members
+        of a cohort that handles messages in arrays, `connect(..., batch=)`) are delivered
+        to it in one call: their deliver records first, in send order, then their handling
+        (docs/formats.md, "Order of records").
         """
         batch = event._value  # our own event
-        last = len(batch) - 1
-        for i, (msg_id, payload, box) in enumerate(batch):
-            if self._deliver(msg_id, payload, box) is not False and i < last:
-                self.env.schedule(_Due((self._arrive,), batch[i + 1 :]), URGENT)
+        nodes, pending = self.nodes, self._pending
+        i, n = 0, len(batch)
+        while i < n:
+            msg_id, payload, box = batch[i]
+            node = nodes[pending[msg_id][1]]
+            many = node.batch
+            i += 1
+            if many is None or not node.up:
+                woke = self._deliver(node, msg_id, payload, box)
+            else:
+                msg = self._message(node, msg_id, payload, box)
+                msgs = [] if msg is None else [msg]
+                while i < n:
+                    msg_id, payload, box = batch[i]
+                    node = nodes[pending[msg_id][1]]
+                    if node.batch is not many:
+                        break
+                    i += 1
+                    msg = self._message(node, msg_id, payload, box)
+                    if msg is not None:
+                        msgs.append(msg)
+                woke = many(msgs) if msgs else False
+            if woke is not False and i < n:
+                self.env.schedule(_Due((self._arrive,), batch[i:]), URGENT)
                 return
 
-    def _deliver(self, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
-        """Deliver one message (or drop it, ``crash``); returns what the receiver returned
-        (False: no woken code waits to run).  `data` is its encoded payload: the envelope's header
-        was encoded and counted when it was sent, and the receiver needs only the payload.
-        A payload that a broadcast's messages share (`box`) is decoded once."""
-        pending = self._pending
-        node = self.nodes[pending[msg_id][1]]
+    def _deliver(self, node: Node, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
+        """Deliver one message to `node` (or drop it, ``crash``); returns what the receiver
+        returned (False: no woken code waits to run)."""
+        msg = self._message(node, msg_id, data, box)
+        return False if msg is None else node.receiver(msg)  # type: ignore[misc]  # `_message` checked it
+
+    def _message(self, node: Node, msg_id: int, data: bytes, box: _Shared | None) -> Message | None:
+        """The delivered Message `msg_id` for `node`, its deliver record written and counted; or
+        None: the node is down (or has no receiver), and the message is dropped (``crash``).
+        `data` is its encoded payload: the envelope's header was encoded and counted when it was
+        sent, and the receiver needs only the payload.  A payload that a broadcast's messages
+        share (`box`) is decoded once."""
         if not node.up or node.receiver is None:
             if box is not None:
                 box.take()
             self._drop(msg_id, "crash")
-            return False
-        src, dst, kind, round, nbytes, cls, sent_at = pending.pop(msg_id)
+            return None
+        src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
         now = self.env.now
         self._tallies[cls][3] += 1
         extra = self._extras.pop(msg_id, None) if self._extras else None
@@ -486,7 +542,7 @@ class Network:
         else:
             self.emit.message_with(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, {"delay": now - sent_at, **extra})
         payload = decode(data) if box is None else box.payload(data)
-        return node.receiver(Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes))
+        return Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes)
 
     def in_flight(self) -> list[dict]:
         """Messages sent but neither delivered nor dropped yet, in id order."""
