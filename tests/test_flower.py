@@ -268,7 +268,7 @@ def test_importing_netemu_does_not_import_flower():
 
 def test_the_work_model_counts_examples_times_epochs():
     work = WorkModel(train_per_example=2.0, evaluate_per_example=0.5, per_message=1.0)
-    with flower_process_state(Streams(0), run_id=1):  # Flower stamps run and node ids into new messages
+    with flower_process_state(Streams(0).generator, run_id=1):  # Flower stamps run and node ids into new messages
         _check_work(work)
 
 
@@ -578,7 +578,7 @@ def test_an_app_that_reports_no_examples_is_warned_of_in_the_summary(tmp_path):
 
 
 def test_the_work_model_reads_the_legacy_num_examples():
-    with flower_process_state(Streams(0), run_id=1):
+    with flower_process_state(Streams(0).generator, run_id=1):
         ins = Message(RecordDict({"config": ConfigRecord({"local-epochs": 3})}), 1001, "train")
         legacy = Message(RecordDict({"fitres.num_examples": MetricRecord({"num_examples": 10})}), reply_to=ins)
         assert WorkModel().work(ins, legacy, {}) == 3 * 10

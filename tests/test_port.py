@@ -89,6 +89,36 @@ def test_the_control_plane_reports_liveness_and_each_nodes_own_check_in():
     assert 0 < sum(map(len, own.values())) < 80  # the draws are not all alike
 
 
+class Busy(__import__("netemu").Cohort):
+    """Clients with work only in even rounds (client-0) or in rounds below 10 (the others)."""
+
+    receives = "model"
+    asked: list = []
+
+    def on_message(self, m, msg):
+        pass
+
+    def has_work(self, ms, round):
+        type(self).asked.append((len(ms), round))
+        return [round % 2 == 0 if m.name == "client-0" else round < 10 for m in ms]
+
+
+@pytest.mark.parametrize("cohort", [True, False])
+def test_a_check_in_needs_the_clients_own_readiness_and_its_participation_draw(cohort):
+    from netemu.engine.cohort import add_clients
+
+    behaviours = {f"client-{k}": NodeBehaviour(participation=0.5) for k in range(4)}
+    world = World(star(4), seed=3, behaviours=behaviours)
+    watcher = world.add(Watcher("server"))
+    Busy.asked = []
+    add_clients(world, Busy, "clients", [f"client-{k}" for k in range(4)], cohort=cohort)
+    world.run()
+    drawn = {r: [c for c in watcher.neighbours if world.network.participates(c, r)] for r in range(20)}
+    ready = {r: [c for c in drawn[r] if (r % 2 == 0 if c == "client-0" else r < 10)] for r in range(20)}
+    assert watcher.checked_in == ready and ready != drawn
+    assert Busy.asked == ([(4, r) for r in range(20)] if cohort else [(1, r) for r in range(20) for _ in range(4)])
+
+
 @pytest.mark.parametrize("fails_in", ["done", "ends"])
 def test_an_error_in_a_gathers_callback_stops_the_run_naming_the_actor(fails_in):
     """A collection's `done` or `ends` that raises fails the waiting actor (ActorFailed

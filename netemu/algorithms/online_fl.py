@@ -39,7 +39,8 @@ The parameters and the state the actors share (`OnlineFLParams`, `OnlineState`) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -67,8 +68,10 @@ class OnlineServer(Actor):
         self.w = np.zeros(state.p.rff_dim)
 
     def available(self, n: int) -> list[int]:
+        """The clients addressed at iteration n: those that check in (new data, and their
+        participation draw), kept by the server's own scheduling draw."""
         st = self.state
-        present = participants(self, [st.clients[k] for k in st.stream.with_data(n).tolist()], n)
+        present = participants(self, st.clients, n)
         return [st.index[c] for c in keep_each(self, "schedule", present, st.p.select, n)]
 
     async def run(self) -> None:
@@ -129,6 +132,10 @@ class OnlineClients(Cohort):
         else:
             for m, msg, reply in zip(ms, msgs, replies, strict=True):
                 self.send(m, msg.src, "update", reply)
+
+    def has_work(self, ms: list[Member], round: int) -> Sequence[bool]:
+        """A client checks in at iteration `round` when it receives a new sample then."""
+        return cast("Sequence[bool]", self.state.stream.row[round, [self.k[m.index] for m in ms]] >= 0)
 
     def _sign_rng(self, m: Member) -> np.random.Generator:
         if m.index not in self.sign_rngs:

@@ -176,9 +176,10 @@ class Actor:
         `[nodes] completeness`; keyed, so identical across algorithms; 1 = all of it)."""
         return self.port.work_fraction(round)
 
-    def metric(self, name: str, value: float, round: int | None = None) -> None:
-        """Record a metric in the message log (and the run's metrics)."""
-        self.port.metric(name, value, round)
+    def metric(self, name: str, value: float, round: int | None = None, *, done: bool = True) -> None:
+        """Record a metric in the message log (and the run's metrics); `done=False`: a metric
+        of before the rounds, which does not count `round` as done."""
+        self.port.metric(name, value, round, done=done)
 
     # -------------------------------------------------------------- lifecycle
 

@@ -138,6 +138,21 @@ class Cohort:
         for m, msg in zip(ms, msgs, strict=True):
             self.on_message(m, msg)
 
+    def has_work(self, ms: list[Member], round: int) -> Sequence[bool]:
+        """Whether each member of `ms` has work for `round` — the readiness a client reports
+        when it checks in (`NodePort.available(nodes, round)` asks it before the members'
+        participation draws).  Override it where a client without work (e.g. no new data)
+        stays away; by default every member is ready."""
+        return [True] * len(ms)
+
+    def _check_in(self, names: list[str], round: int) -> Sequence[bool]:
+        member = self.member
+        return self.has_work([member[n] for n in names], round)
+
+    def _answers_check_in(self, engine: Engine) -> None:
+        if type(self).has_work is not Cohort.has_work:
+            engine.answers_check_in([m.name for m in self.members], self._check_in)
+
     def _batches(self) -> bool:
         """Whether the members' messages are handled in arrays (`on_messages` is overridden)."""
         return type(self).on_messages is not Cohort.on_messages
@@ -248,6 +263,7 @@ class Cohort:
         many = self._receive_many if self._batches() else None  # one bound method: the network groups by it
         for m in self.members:
             connect(m.name, receive, many)
+        self._answers_check_in(engine)
 
     def _receive(self, msg: Message) -> bool:
         """A delivery to a member: queued if it is busy (or of another kind), else its
@@ -407,6 +423,7 @@ class Solo(Actor):
     def host_attach(self, engine: Engine) -> None:
         super().host_attach(engine)
         self.logic.world, self.logic.engine = self.world, engine
+        self.logic._answers_check_in(engine)
 
     async def run(self) -> None:
         logic, m = self.logic, self.member

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netemu.engine.clock import running_loop
@@ -79,15 +80,16 @@ class Engine:
     Made by the World; hosts reach it through `Hosted.host_attach`.  Every random draw is keyed by
     the node (and round), so a node's draws do not depend on which host runs it."""
 
-    __slots__ = ("_metric", "_privacy", "env", "fail", "network", "record", "streams")
+    __slots__ = ("_metric", "_privacy", "_ready", "env", "fail", "network", "record", "streams")
 
     def __init__(self, env: VirtualEnvironment, network: Network, streams: Streams, record: Callable[..., None],
-                 metric: Callable[[str, str, float, int], None], privacy: Callable[[str, int, float], None],
+                 metric: Callable[[str, str, float, int, bool], None], privacy: Callable[[str, int, float], None],
                  fail: Callable[[str, BaseException], None]) -> None:
         self.env, self.network, self.streams, self.record = env, network, streams, record
         self._metric, self._privacy = metric, privacy
         #: stop the run: node (or host) `name` raised (a host calls it for an error in its callbacks)
         self.fail = fail
+        self._ready: dict[str, Callable[[list[str], int], Sequence[bool]]] = {}  # nodes whose host answers check-ins
 
     @property
     def now(self) -> float:
@@ -104,6 +106,13 @@ class Engine:
         """Deliver `node`'s messages to `receiver`, or those of one arrival batch for the
         nodes sharing `batch` to it in one call (`Network.connect`)."""
         self.network.connect(node, receiver, batch)
+
+    def answers_check_in(self, nodes: Iterable[str], ready: Callable[[list[str], int], Sequence[bool]]) -> None:
+        """The host of `nodes` says which of them have work for a round: `ready(names, round)`,
+        one bool per name, asked by `available(nodes, round)` before their participation draws
+        (a client with no new data does not check in).  Without it a node is always ready."""
+        for node in nodes:
+            self._ready[node] = ready
 
     # ------------------------------------------------------------ acting
 
@@ -147,8 +156,14 @@ class Engine:
     def work_fraction(self, node: str, round: int) -> float:
         return self.network.work_fraction(node, round)
 
-    def metric(self, node: str, name: str, value: float, round: int) -> None:
-        self._metric(node, name, value, round)
+    def metric(self, node: str, name: str, value: float, round: int, done: bool = True) -> None:
+        """A learning metric of `node` for `round` (`done`: the round counts as done, see `World.metric`)."""
+        self._metric(node, name, value, round, done)
+
+    def note(self, node: str, event: str, fields: dict[str, Any]) -> None:
+        """A record `event` of `node`'s own in the message log, with `fields` after `t` and `event`
+        (e.g. the Flower bridge tying a netemu message to its Flower message)."""
+        self.record(t=self.env.now, event=event, **fields)
 
     def rng(self, node: str, purpose: str) -> np.random.Generator:
         """A Generator private to `node` and `purpose`."""
@@ -171,15 +186,33 @@ class Engine:
     def available(self, nodes: Iterable[str], round: int | None = None) -> list[str]:
         """The control plane: which of `nodes` are there for work.  With `round` None,
         those that are up (node liveness, as a Flower SuperLink knows its SuperNodes);
-        with a round, those that check in for it (each node's own keyed participation
-        draw, what its `participates(round)` answers: the check-in of an FL system's
-        control plane, not emulated as traffic).  The one way a node learns of others
+        with a round, those that check in for it: ready, as its host says
+        (`answers_check_in`: e.g. a client with new data), and drawn to take part (its own
+        keyed participation draw, what its `participates(round)` answers) — the check-in
+        of an FL system's control plane, not emulated as traffic.  The one way a node learns of others
         without a message."""
         names = list(nodes)
         if round is None:
             network_nodes = self.network.nodes
             return [n for n in names if network_nodes[n].up]
+        if self._ready:
+            names = self._with_work(names, round)
         return [n for n, yes in zip(names, self.network.participations(names, round), strict=True) if yes]
+
+    def _with_work(self, names: list[str], round: int) -> list[str]:
+        """The names whose hosts say they are ready for `round` (`answers_check_in`), in order:
+        each host asked once, for all of its names."""
+        fns = list(map(self._ready.get, names))
+        if fns and fns.count(fns[0]) == len(fns):  # one host for all (a cohort's clients), or none
+            return names if fns[0] is None else list(compress(names, fns[0](names, round)))
+        hosts: dict[Callable[[list[str], int], Sequence[bool]], list[str]] = {}
+        for n, fn in zip(names, fns, strict=True):
+            if fn is not None:
+                hosts.setdefault(fn, []).append(n)
+        kept = set(names)
+        for fn, own in hosts.items():
+            kept.difference_update(n for n, yes in zip(own, fn(own, round), strict=True) if not yes)
+        return [n for n in names if n in kept]
 
 
 class Inbox:
@@ -440,8 +473,12 @@ class NodePort:
     def work_fraction(self, round: int | None = None) -> float:
         return self.engine.work_fraction(self.name, self.round if round is None else round)
 
-    def metric(self, name: str, value: float, round: int | None = None) -> None:
-        self.engine.metric(self.name, name, value, self.round if round is None else round)
+    def metric(self, name: str, value: float, round: int | None = None, *, done: bool = True) -> None:
+        self.engine.metric(self.name, name, value, self.round if round is None else round, done)
+
+    def note(self, event: str, **fields: Any) -> None:
+        """A record `event` of this node's own in the message log (fields after `t`, `event`)."""
+        self.engine.note(self.name, event, fields)
 
     def rng(self, purpose: str) -> np.random.Generator:
         return self.engine.rng(self.name, purpose)

@@ -210,9 +210,11 @@ class World:
             self.at(recover_at, lambda: self._recover(name))
         self.at(at, lambda: self._crash(name))
 
-    def metric(self, actor: str, name: str, value: float, round: int) -> None:
+    def metric(self, actor: str, name: str, value: float, round: int, done: bool = True) -> None:
+        """Record a metric of `actor` for `round`; with `done` (the default) the round counts as
+        done (`rounds_done`, progress) — not for a metric of before the rounds (Flower's round 0)."""
         value = float(value)
-        if round not in self.rounds_seen:  # a round done (`rounds_done`): progress counts exactly these
+        if done and round not in self.rounds_seen:  # a round done (`rounds_done`): progress counts exactly these
             self.rounds_seen.add(round)
             if self.on_round is not None:
                 self.on_round(round)

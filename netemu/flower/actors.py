@@ -18,7 +18,7 @@ import logging
 import random
 import threading
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -78,8 +78,8 @@ def _transmit(actor: Actor, dst: str, msg: Message, round: int, kind: str) -> in
     data = to_wire(msg)
     net_id = actor.port.send(dst, kind, data, round=round)
     meta = msg.metadata
-    actor.world.log(
-        t=actor.now, event="flower", id=net_id, src=actor.name, dst=dst, message_type=meta.message_type,
+    actor.port.note(
+        "flower", id=net_id, src=actor.name, dst=dst, message_type=meta.message_type,
         message_id=meta.message_id, reply_to=meta.reply_to_message_id, src_node_id=meta.src_node_id,
         dst_node_id=meta.dst_node_id, flower_bytes=len(data), error=msg.has_error(),
     )
@@ -90,7 +90,7 @@ _ONE_FLOWER_RUN = threading.RLock()  # Flower's process state is global: one Flo
 
 
 @contextmanager
-def _torch_seeded(streams: Streams) -> Iterator[None]:
+def _torch_seeded(stream: Callable[[str], np.random.Generator]) -> Iterator[None]:
     """When PyTorch is installed, its global generators (CPU, and CUDA if present) are
     seeded from the named stream "flower/torch" for the run and restored after it.  PyTorch
     is not a dependency; an app that wants bit-identical kernels also calls
@@ -102,7 +102,7 @@ def _torch_seeded(streams: Streams) -> Iterator[None]:
 
     cpu = torch.get_rng_state()
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    torch.manual_seed(int(streams.generator("flower/torch").integers(2**63)))
+    torch.manual_seed(int(stream("flower/torch").integers(2**63)))
     try:
         yield
     finally:
@@ -112,7 +112,7 @@ def _torch_seeded(streams: Streams) -> Iterator[None]:
 
 
 @contextmanager
-def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
+def flower_process_state(stream: Callable[[str], np.random.Generator], run_id: int) -> Iterator[None]:
     """Flower's process-wide state, set for one emulation and restored after it.
 
     Flower's strategies sample nodes with the `random` module; for the run they get a
@@ -127,13 +127,13 @@ def flower_process_state(streams: Streams, run_id: int) -> Iterator[None]:
     with _ONE_FLOWER_RUN:
         saved = (random.getstate(), np.random.get_state(), TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
         saved_sampler: Any = getattr(_strategy_utils, "random", None)
-        random.seed(int(streams.generator("flower/random").integers(2**63)))
-        np.random.seed(int(streams.generator("flower/numpy-random").integers(2**32)))
-        sampler = random.Random(int(streams.generator("flower/sampling").integers(2**63)))
+        random.seed(int(stream("flower/random").integers(2**63)))
+        np.random.seed(int(stream("flower/numpy-random").integers(2**32)))
+        sampler = random.Random(int(stream("flower/sampling").integers(2**63)))
         _strategy_utils.random = sampler  # type: ignore[assignment]  # in place of the module `random` it imported, for this run
         TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
         try:
-            with _torch_seeded(streams):
+            with _torch_seeded(stream):
                 yield
         finally:
             _strategy_utils.random = saved_sampler
@@ -221,14 +221,13 @@ class FlowerServer(Actor):
         self.last_category, self.last_round = "train", 0
 
     async def run(self) -> None:
-        world = self.world
-        self.ids = world.streams.generator(f"flower/message-ids/{self.name}")
+        self.ids = self.port.stream(f"flower/message-ids/{self.name}")
         run = Run.create_empty(self.run_id)
         run.override_config = dict(self.run_config)
         grid = self.grid = NetemuGrid(self, run)
         context = self.context = Context(run_id=self.run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(self.run_config))
         turns = self.turns = Turns(lambda: self.server_app(grid, context), name=f"netemu-flower-{self.name}")
-        with flower_process_state(world.streams, self.run_id), _capture_metrics(self), legacy_hooks(self):
+        with flower_process_state(self.port.stream, self.run_id), _capture_metrics(self), legacy_hooks(self):
             try:
                 kind, exc = await self._drive(turns)
             finally:
@@ -285,16 +284,8 @@ class FlowerServer(Actor):
         """The strategy's initial evaluation (Flower's round 0: the starting model, before
         any round) as metrics of round 0, which do not count as a round done: a run of N
         server rounds does N rounds (`rounds_done`), and the progress bar counts those."""
-        world = self.world
-        seen, on_round = 0 in world.rounds_seen, world.on_round
-        world.on_round = None
-        try:
-            for name, value in values:
-                self.metric(name, value, round=0)
-        finally:
-            world.on_round = on_round
-        if not seen:
-            world.rounds_seen.discard(0)
+        for name, value in values:
+            self.metric(name, value, round=0, done=False)
 
     def report(self, values: list[tuple[str, float]], round: int) -> None:
         """Metrics of `round` (round 0: before the first round, `initial_metrics`)."""
@@ -339,7 +330,7 @@ class FlowerNode(Actor):
 
     async def run(self) -> None:
         if self._ids is None:  # once per run, not per incarnation: ids never repeat after a recovery
-            self._ids = self.world.streams.generator(f"flower/message-ids/{self.name}")
+            self._ids = self.port.stream(f"flower/message-ids/{self.name}")
         while True:
             msg = await self.recv()
             self.round = msg.round
@@ -372,7 +363,7 @@ class FlowerNode(Actor):
                 raise FlowerAppFailed(f"{where} raised {type(exc).__name__}: {_first_line(exc)} {when}",
                                       "".join(traceback.format_exception(exc))) from None
             self.tally.count("client_app_errors", self.round)
-            self.world.log(t=self.now, event="flower_client_error", node=self.name, message_id=ins.metadata.message_id,
+            self.port.note("flower_client_error", node=self.name, message_id=ins.metadata.message_id,
                            message_type=kind, error=f"{type(exc).__name__}: {_first_line(exc)}")
             reason = str(type(exc)) + ":<'" + str(exc) + "'>"  # Flower's format (flwr.supernode.runtime.run_clientapp)
             return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=ins)

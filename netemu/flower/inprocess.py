@@ -83,6 +83,6 @@ def run_inprocess(server_app: Any, client_app: Any, clients: list[str], *, run_c
     run = Run.create_empty(run_id)
     run.override_config = dict(run_config)
     context = Context(run_id=run_id, node_id=0, node_config={}, state=RecordDict(), run_config=dict(run_config))
-    with flower_process_state(streams, run_id):
+    with flower_process_state(streams.generator, run_id):
         server_app(InProcessGrid(client_app, contexts, run, streams), context)
     return context

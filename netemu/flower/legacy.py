@@ -183,7 +183,7 @@ def legacy_hooks(server: FlowerServer) -> Iterator[None]:
         wait=lambda fs, timeout=None, return_when=ALL_COMPLETED: _wait(server, fs, timeout, return_when),
         Future=Future, ALL_COMPLETED=ALL_COMPLETED,
     )
-    sampler = random.Random(int(server.world.streams.generator("flower/legacy-sampling").integers(2**63)))
+    sampler = random.Random(int(server.port.stream("flower/legacy-sampling").integers(2**63)))
     with ExitStack() as stack:
         stack.enter_context(_patched(_server, "concurrent", types.SimpleNamespace(futures=futures)))
         stack.enter_context(_patched(_client_manager, "random", sampler))
