@@ -17,12 +17,19 @@ the build is a large part of it).
     python tools/bench_net.py --sizes 10 256 --reps 3
     python tools/bench_net.py --cohort   # the clients as one Cohort, the server collecting with gather
     python tools/bench_net.py --batched  # the batched path: broadcasts arriving at one instant, no replies
+    python tools/bench_net.py --instant  # --cohort on constant-delay links: members answer as arrays
 
 With --cohort each message costs the same network work (its fate draws, envelope and two
 log lines), without the per-client machinery (a task, future and inbox per client, a
 wake-up of the server per reply); a round ends at the quorum or 10 s after the broadcast
 (instead of 10 s after the last reply), so the two logs differ only in when lossy
 rounds end.
+
+With --instant the links have a constant 10 ms delay (and the same 1 % loss, so every
+message still draws its fate): a broadcast reaches every client at one instant, the
+clients answer in one `on_messages` call with one `send_from`, and the answers reach the
+server at one instant.  This is the path where a cohort's members are handled as arrays;
+with --cohort's exponential delays every delivery is at its own instant.
 
 With --batched the server broadcasts every second over constant-delay links to a cohort
 that only receives: each broadcast is one `send_many` and its messages arrive at one
@@ -113,23 +120,29 @@ class Clients(Cohort):
         self.send(m, msg.src, "update", msg.payload, round=msg.round)
 
 
+class ArrayClients(Cohort):
+    receives = "model"
+
+    def on_messages(self, ms, msgs):  # the members a broadcast reached at this instant
+        for m, msg in zip(ms, msgs):
+            m.round = msg.round
+        self.send_from(ms, msgs[0].src, "update", [msg.payload for msg in msgs])
+
+
 def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False, batched: bool = False,
-            run_cpu: list[float] | None = None) -> int:
+            run_cpu: list[float] | None = None, instant: bool = False) -> int:
     """Build the star and run it; the messages sent.  `run_cpu` gets the run's own CPU time
     (without building the world: at 100,000 actors and two rounds the build is a large part)."""
     g = star(n_actors - 1)
-    if batched:
-        links = {e: Link(Constant(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
-    else:
-        links = {e: Link(Exponential(0.01), loss=Bernoulli(0.01), link_class=g.edges[e]["link_class"]) for e in g.edges}
+    links = {e: link(batched, instant, g.edges[e]["link_class"]) for e in g.edges}
     with open(log_path, "wb") as f:
         world = World(g, seed=1, links=links, log=MessageLog(f))
         if batched:
             world.add(Broadcaster("server", 2 * rounds))
             world.add(Sink("clients", [f"client-{k}" for k in range(n_actors - 1)]))
-        elif cohort:
+        elif cohort or instant:
             world.add(GatheringServer("server", rounds))
-            world.add(Clients("clients", [f"client-{k}" for k in range(n_actors - 1)]))
+            world.add((ArrayClients if instant else Clients)("clients", [f"client-{k}" for k in range(n_actors - 1)]))
         else:
             world.add(Server("server", rounds))
             for k in range(n_actors - 1):
@@ -141,11 +154,18 @@ def emulate(n_actors: int, rounds: int, log_path: str, cohort: bool = False, bat
     return result.messages["total"]["sent"]
 
 
-def reference(n_messages: int, n_links: int, log_path: str, batched: bool = False) -> None:
+def link(batched: bool, instant: bool, link_class: str = "link") -> Link:
+    """A link of the run: constant delay (--batched, no loss; --instant, 1 % loss) or exponential with 1 % loss."""
+    if batched:
+        return Link(Constant(0.01), link_class=link_class)
+    return Link(Constant(0.01) if instant else Exponential(0.01), loss=Bernoulli(0.01), link_class=link_class)
+
+
+def reference(n_messages: int, n_links: int, log_path: str, batched: bool = False, instant: bool = False) -> None:
     """The unavoidable work per message, without the emulator: its fate, its size, its decoded
     payload, its two log lines (batched: no fate)."""
     payload = encode(np.zeros(10))
-    link = Link(Exponential(0.01), loss=Bernoulli(0.01))
+    fates = link(False, instant)
     streams = Streams(1)
     draws = [streams.keyed(f"link/client-{k}->server") for k in range(n_links)]
     with open(log_path, "wb") as f:
@@ -154,7 +174,7 @@ def reference(n_messages: int, n_links: int, log_path: str, batched: bool = Fals
             if batched:
                 delay = 0.01
             else:
-                reason, delay = link.draw_fate(draws[k], round, 0)
+                reason, delay = fates.draw_fate(draws[k], round, 0)
             nbytes = header_size(i, "client-1", "server", "update", 3, 1.5) + len(payload)
             decode(payload)
             for ev in ("send", "deliver"):
@@ -163,15 +183,15 @@ def reference(n_messages: int, n_links: int, log_path: str, batched: bool = Fals
                                      option=orjson.OPT_APPEND_NEWLINE))
 
 
-def measure(n_actors: int, reps: int, cohort: bool = False, batched: bool = False) -> dict:
+def measure(n_actors: int, reps: int, cohort: bool = False, batched: bool = False, instant: bool = False) -> dict:
     rounds = max(2, 200_000 // (2 * n_actors))
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "messages.jsonl")
         run_cpu: list[float] = []
-        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log, cohort, batched, run_cpu), reps)
-        ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log, batched), reps)
+        cpu, wall, sent = timed(lambda: emulate(n_actors, rounds, log, cohort, batched, run_cpu, instant), reps)
+        ref_cpu, ref_wall, _ = timed(lambda: reference(sent, 2 * (n_actors - 1), log, batched, instant), reps)
     return {
-        "actors": n_actors, "cohort": cohort or batched, "batched": batched,
+        "actors": n_actors, "cohort": cohort or batched or instant, "batched": batched, "instant": instant,
         "rounds": rounds,
         "messages": sent,
         "reps": reps,
@@ -190,13 +210,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--cohort", action="store_true", help="clients as one Cohort, server with gather")
     parser.add_argument("--batched", action="store_true", help="broadcasts arriving at one instant to a receiving cohort")
+    parser.add_argument("--instant", action="store_true", help="--cohort on constant-delay links: members answer as arrays")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(measure(args.one, args.reps, args.cohort, args.batched)))
+        print(json.dumps(measure(args.one, args.reps, args.cohort, args.batched, args.instant)))
         return
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort), *(["--batched"] * args.batched)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort), *(["--batched"] * args.batched), *(["--instant"] * args.instant)],
                              capture_output=True, text=True, check=True)
         print(out.stdout.strip(), flush=True)
 
