@@ -306,10 +306,10 @@ class Network:
 
     def send(self, src: str, dst: str, kind: str, round: int, payload: bytes) -> int:
         """Send an already-encoded payload; returns the message id.  Never blocks."""
-        return self.send_many(src, (dst,), kind, round, (payload,))[0]
+        return self._send((src,), (dst,), kind, (round,), (payload,))[0]
 
     def send_many(
-        self, src: str, dsts: Iterable[str], kind: str, round: int, payloads: Sequence[bytes] | bytes
+        self, src: str, dsts: Sequence[str], kind: str, round: int, payloads: Sequence[bytes] | bytes
     ) -> list[int]:
         """Send one message per destination in one call; returns their ids, in order.
 
@@ -322,15 +322,13 @@ class Network:
         after the messages before it were sent, as a loop of `send` would.
         """
         if not isinstance(payloads, (bytes, bytearray, memoryview)):
-            dsts = list(dsts)
             _same_length(src, dsts, payloads)
         return self._send(repeat(src), dsts, kind, repeat(round), payloads)
 
-    def send_from(self, srcs: Iterable[str], dst: str, kind: str, rounds: Iterable[int], payloads: Sequence[bytes]) -> list[int]:
+    def send_from(self, srcs: Sequence[str], dst: str, kind: str, rounds: Sequence[int], payloads: Sequence[bytes]) -> list[int]:
         """One message from each of `srcs` (in round `rounds[i]`) to `dst`, in one call: what
         `send` from each source in turn gives — ids, envelopes, fates, records, counts — with
         the per-call work done once (a cohort's members answering at one instant)."""
-        srcs = list(srcs)
         _same_length(dst, srcs, payloads)
         return self._send(srcs, repeat(dst), kind, rounds, payloads)
 
@@ -490,37 +488,33 @@ class Network:
         (docs/formats.md, "Order of records").
         """
         batch = event._value  # our own event
-        nodes, pending = self.nodes, self._pending
+        nodes, pending, message = self.nodes, self._pending, self._message
         i, n = 0, len(batch)
         while i < n:
             msg_id, payload, box = batch[i]
             node = nodes[pending[msg_id][1]]
-            many = node.batch
             i += 1
-            if many is None or not node.up:
-                woke = self._deliver(node, msg_id, payload, box)
+            msg = message(node, msg_id, payload, box)
+            if msg is None:  # dropped (the node is down): nothing woken
+                continue
+            many = node.batch
+            if many is None:
+                woke = node.receiver(msg)  # type: ignore[misc]  # `_message` checked it
             else:
-                msg = self._message(node, msg_id, payload, box)
-                msgs = [] if msg is None else [msg]
+                msgs = [msg]
                 while i < n:
                     msg_id, payload, box = batch[i]
                     node = nodes[pending[msg_id][1]]
                     if node.batch is not many:
                         break
                     i += 1
-                    msg = self._message(node, msg_id, payload, box)
+                    msg = message(node, msg_id, payload, box)
                     if msg is not None:
                         msgs.append(msg)
-                woke = many(msgs) if msgs else False
+                woke = many(msgs)
             if woke is not False and i < n:
                 self.env.schedule(_Due((self._arrive,), batch[i:]), URGENT)
                 return
-
-    def _deliver(self, node: Node, msg_id: int, data: bytes, box: _Shared | None) -> bool | None:
-        """Deliver one message to `node` (or drop it, ``crash``); returns what the receiver
-        returned (False: no woken code waits to run)."""
-        msg = self._message(node, msg_id, data, box)
-        return False if msg is None else node.receiver(msg)  # type: ignore[misc]  # `_message` checked it
 
     def _message(self, node: Node, msg_id: int, data: bytes, box: _Shared | None) -> Message | None:
         """The delivered Message `msg_id` for `node`, its deliver record written and counted; or
