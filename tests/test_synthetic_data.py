@@ -1,6 +1,7 @@
 """Synthetic data: each client's samples come from its own named stream, drawn in a fixed order."""
 
 import numpy as np
+import pytest
 
 from netemu.data import ClusteredLinearData, LinearData, make_clustered_linear, make_linear
 from netemu.engine.rng import Streams
@@ -36,3 +37,42 @@ def test_a_clients_validation_set_has_its_training_size_and_its_own_stream():
         n = task.parts[c][0].shape[0]
         X = streams.generator(f"data/{c}/validation").standard_normal((n, 3))
         assert np.array_equal(task.validation[c][0], X), c
+
+
+def test_drawn_parts_are_the_kept_parts_drawn_again():
+    from netemu.data import LinearData, make_linear
+    from netemu.data.synthetic import DrawnParts
+    from netemu.engine.rng import Streams
+
+    clients = [f"client-{k}" for k in range(40)]
+    kept = make_linear(LinearData(dim=3), clients, Streams(7))
+    drawn = make_linear(LinearData(dim=3, in_memory=False), clients, Streams(7))
+    assert isinstance(drawn.parts, DrawnParts) and list(drawn.parts) == clients and len(drawn.parts) == 40
+    for c in clients:
+        assert drawn.parts.size(c) == kept.parts[c][1].shape[0]
+        for a, b in zip(drawn.parts[c], kept.parts[c]):
+            assert np.array_equal(a, b)
+    assert np.array_equal(drawn.w_star, kept.w_star) and np.array_equal(drawn.test[0], kept.test[0])
+    with pytest.raises(KeyError):
+        drawn.parts["client-40"]
+
+
+@pytest.mark.parametrize("scenario, sets", [
+    ("quickstart_scripted.toml", ["run.rounds=6"]),  # FedAvg with a crash and a recovery
+    ("stragglers_async.toml", ["run.rounds=6"]),
+])
+def test_a_run_with_drawn_data_writes_the_files_of_a_run_with_kept_data(tmp_path, scenario, sets):
+    from pathlib import Path
+
+    from netemu.run.runner import execute
+    from netemu.scenario import load_scenario
+
+    root = Path(__file__).parent.parent / "scenarios"
+    files = []
+    for in_memory in ("true", "false"):
+        out = tmp_path / in_memory
+        execute(load_scenario(root / scenario, [*sets, "run.runs=1", "output.plots=false", f"data.in_memory={in_memory}"]),
+                out, quiet=True)
+        files.append({f.relative_to(out): f.read_bytes() for f in sorted(out.rglob("*"))
+                      if f.suffix in (".jsonl", ".csv") and f.name != "scenario.toml"})
+    assert files[0] == files[1] and len(files[0]) >= 2

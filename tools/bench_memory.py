@@ -22,6 +22,7 @@ start at N clients x --rounds rounds (log and trace on, plots off); reported: pe
 
     python tools/bench_memory.py                          # components at 20,000 clients
     python tools/bench_memory.py --clients 100000 --run 100000 1000000
+    python tools/bench_memory.py --clients 0 --run 1000000 --set data.in_memory=false   # data drawn on use
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _scenario(clients: int, rounds: int):
+def _scenario(clients: int, rounds: int, sets: list[str] | None = None):
     from netemu.scenario import load_scenario
 
     return load_scenario(ROOT / "scenarios" / "quickstart.toml", [
-        f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false"])
+        f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false", *(sets or [])])
 
 
 def components(clients: int) -> dict:
@@ -115,18 +116,18 @@ def components(clients: int) -> dict:
     return out
 
 
-def one_run(clients: int, rounds: int) -> dict:
+def one_run(clients: int, rounds: int, sets: list[str]) -> dict:
     """`execute` of the quick start in this process (the parent starts a fresh one)."""
     from netemu.run.runner import execute
 
-    sc = _scenario(clients, rounds)
+    sc = _scenario(clients, rounds, sets)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0, c0 = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
         summary = execute(sc, Path(tmp) / "run", quiet=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
-        "clients": clients, "rounds": rounds, "wall_s": round(time.perf_counter() - t0, 1),
+        "clients": clients, "rounds": rounds, "set": sets, "wall_s": round(time.perf_counter() - t0, 1),
         "cpu_s": round(time.process_time() - c0, 1), "peak_rss_mib": round(peak, 1), "rss_before_run_mib": round(before, 1),
         "kib_per_client_above_start": round((peak - before) * 1024 / clients, 2),
         "messages": summary["messages"]["fedavg"]["sent"], "complete": summary["complete"],
@@ -138,15 +139,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20_000, help="clients of the component breakdown (0: skip it)")
     parser.add_argument("--run", type=int, nargs="*", default=[], help="client counts of whole runs, each in a fresh process")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a scenario setting for the whole runs, e.g. data.in_memory=false (repeatable)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one run in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one_run(args.one, args.rounds)))
+        print(json.dumps(one_run(args.one, args.rounds, args.set)))
         return
     if args.clients:
         print(json.dumps(components(args.clients), indent=1))
     for n in args.run:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--rounds", str(args.rounds)],
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--rounds", str(args.rounds),
+                              *(f"--set={s}" for s in args.set)],
                              capture_output=True, text=True, check=True)
         print(out.stdout.strip())
 

@@ -241,7 +241,7 @@ class AsyncFLClients(FedAvgClients):
     p: AsyncFLParams
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
-        X, y = self.data[m.index]
+        X, y = self.parts[m.name]
         start = msg.payload["w"]
         w = gradient_steps(start, X, y, self.p.lr, steps)
         body = {"w": w} if self.p.aggregation == "mix" else {"d": w - start}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -87,21 +87,23 @@ class FedAvgClients(Cohort):
     receives = "model"
 
     def __init__(self, name: str, members: list[str], params: LocalTraining,
-                 parts: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+                 parts: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
         super().__init__(name, members)
         self.p = params
-        self.data = [parts[m] for m in members]
+        self.parts = parts  # read when a member trains: kept, or drawn again (`DrawnParts`)
+        size = getattr(parts, "size", None)  # drawn parts tell a client's sample count without drawing
+        self.sizes = [size(m) if size is not None else int(parts[m][1].shape[0]) for m in members]
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
         if not self.participates(m):
             return
-        n = self.data[m.index][1].shape[0]
+        n = self.sizes[m.index]
         steps = local_steps(self.p.local_steps, self.work_fraction(m))
         self.compute(m, steps * n, self.reply, msg, steps)
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
-        X, y = self.data[m.index]
+        X, y = self.parts[m.name]
         w = gradient_steps(msg.payload, X, y, self.p.lr, steps)
         self.send(m, msg.src, "update", {"w": w, "n": y.shape[0]})
 

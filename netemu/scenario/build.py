@@ -241,10 +241,13 @@ def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
     """Each client's number of training samples, from the data kind's partition (`data.parts`:
     client -> (X, y)); an InputError when the data has no partition to read them from."""
     parts = getattr(data, "parts", None)
-    if not isinstance(parts, dict):
+    if not isinstance(parts, Mapping):
         kind = sc.settings.data.kind if sc.settings.data else None
         raise InputError(f"{sc.path}: nodes.participation: model = \"data_size\" needs each client's sample count, from a data kind "
                          f"that partitions samples among clients (linear, clustered, federated); data.kind = {kind!r} has none")
+    size = getattr(parts, "size", None)  # drawn parts (`DrawnParts`) tell their sizes without drawing
+    if size is not None:
+        return {name: size(name) for name in parts}
     return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
 
 
