@@ -437,6 +437,50 @@ def test_a_crashed_member_is_left_out_of_the_batch_and_its_message_dropped():
     assert [(d["dst"], d["reason"], d["t"]) for d in drops] == [("client-2", "crash", 1.25)]
 
 
+class Ticking(Actor):
+    """Broadcasts, then at the very instant the models arrive sends a tick and reports a metric:
+    a timer due where the batch is delivered."""
+
+    async def run(self):
+        for r in range(2):
+            self.round = r
+            self.broadcast("model", np.full(2, float(r)))
+            await self.sleep(0.25)
+            self.send("client-0", "tick", 0)
+            self.metric("m", r)
+            await self.sleep(0.75)
+
+
+class Twice(Actor):
+    """Sends client-0 two models and client-1 one, in one call."""
+
+    async def run(self):
+        self.round = 0
+        self.send_many(["client-0", "client-0", "client-1"], "model", [np.zeros(1), np.ones(1), np.zeros(1)])
+        await self.sleep(2)
+
+
+@pytest.mark.parametrize("server", [Ticking, Twice])
+def test_a_batch_takes_no_step_ahead_of_what_one_message_at_a_time_would_run_first(server):
+    """A timer due at the batch's instant runs after the first member, as it would one message at a
+    time (not after the whole batch); a member's second message comes after its first is handled.
+    The ids, metrics and records are then those of one actor per client, in the batch's order."""
+    def run(cohort):
+        g = star(2)
+        links = {e: Link(Constant(0.25), link_class=g.edges[e]["link_class"]) for e in g.edges}
+        buf = io.BytesIO()
+        world = World(g, seed=3, links=links, log=MessageLog(buf))
+        world.add(server("server"))
+        from netemu.engine.cohort import add_clients
+        add_clients(world, lambda n, ms: Echo(n, ms), "clients", ["client-0", "client-1"], cohort=cohort)
+        result = world.run()
+        ids = sorted((r["id"], r["event"], r["src"]) for r in map(orjson.loads, buf.getvalue().splitlines()) if "id" in r)
+        return buf.getvalue(), ids, result.metrics
+
+    batched, solo = run(True), run(False)
+    assert batched[1] == solo[1] and batched[2] == solo[2] and by_instant(batched[0]) == by_instant(solo[0])
+
+
 def test_an_error_in_on_messages_stops_the_run_naming_the_members():
     class Broken(Echo):
         def on_messages(self, ms, msgs):

@@ -76,3 +76,19 @@ def test_a_run_with_drawn_data_writes_the_files_of_a_run_with_kept_data(tmp_path
         files.append({f.relative_to(out): f.read_bytes() for f in sorted(out.rglob("*"))
                       if f.suffix in (".jsonl", ".csv") and f.name != "scenario.toml"})
     assert files[0] == files[1] and len(files[0]) >= 2
+
+
+def test_the_calibration_step_draws_only_the_median_client_of_drawn_data():
+    from netemu.algorithms.fedavg import median_step
+    from netemu.data.synthetic import DrawnParts
+
+    clients = [f"client-{k}" for k in range(60)]
+    kept = make_linear(LinearData(dim=3), clients, Streams(2))
+    drawn = make_linear(LinearData(dim=3, in_memory=False), clients, Streams(2))
+    assert isinstance(drawn.parts, DrawnParts)
+    draws = []
+    plain = drawn.parts._draw
+    drawn.parts._draw = lambda rng: draws.append(1) or plain(rng)
+    step_kept, work_kept = median_step(0.1, kept)
+    step_drawn, work_drawn = median_step(0.1, drawn)
+    assert len(draws) == 1 and work_kept == work_drawn and np.array_equal(step_kept(), step_drawn())

@@ -217,7 +217,8 @@ def main() -> None:
         print(json.dumps(measure(args.one, args.reps, args.cohort, args.batched, args.instant)))
         return
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *(["--cohort"] * args.cohort), *(["--batched"] * args.batched), *(["--instant"] * args.instant)],
+        flags = [*(["--cohort"] * args.cohort), *(["--batched"] * args.batched), *(["--instant"] * args.instant)]
+        out = subprocess.run([sys.executable, __file__, "--one", str(n), "--reps", str(args.reps), *flags],
                              capture_output=True, text=True, check=True)
         print(out.stdout.strip(), flush=True)
 

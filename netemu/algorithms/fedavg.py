@@ -91,8 +91,7 @@ class FedAvgClients(Cohort):
         super().__init__(name, members)
         self.p = params
         self.parts = parts  # read when a member trains: kept, or drawn again (`DrawnParts`)
-        size = getattr(parts, "size", None)  # drawn parts tell a client's sample count without drawing
-        self.sizes = [size(m) if size is not None else int(parts[m][1].shape[0]) for m in members]
+        self.sizes = sizes(parts, members)
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
@@ -119,12 +118,19 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
     add_clients(world, lambda n, ms: FedAvgClients(n, ms, params, task.parts), "fedavg-clients", clients, cohort=cohort)
 
 
+def sizes(parts: Mapping[str, tuple[np.ndarray, np.ndarray]], clients: list[str]) -> list[int]:
+    """The clients' sample counts: drawn parts (`data.in_memory = false`) tell them without drawing."""
+    size = getattr(parts, "size", None)
+    return [size(c) if size is not None else int(parts[c][1].shape[0]) for c in clients]
+
+
 def median_step(lr: float, task: LinearTask) -> tuple[Callable[[], object], float]:
     """One local gradient step (step size `lr`) of the client with the median number of
     samples (ties: the first in name order), and its work units (n_k: a client's compute is
     `steps × n_k`) — the `step_cost` of the linear families whose local work is gradient steps."""
-    parts = sorted(task.parts.items(), key=lambda kv: (kv[1][1].shape[0], kv[0]))
-    X, y = parts[(len(parts) - 1) // 2][1]
+    clients = list(task.parts)
+    ranked = sorted(zip(sizes(task.parts, clients), clients))  # by sample count, then name: no part drawn
+    X, y = task.parts[ranked[(len(ranked) - 1) // 2][1]]
     w = np.zeros(task.w_star.shape[0])
     return (lambda: gradient_steps(w, X, y, lr, 1)), float(y.shape[0])
 

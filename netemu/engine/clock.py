@@ -374,15 +374,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             return None
         if phase == 2:
             self._prune()  # the next iteration's start (a no-op for it if the callback is scheduled after all)
-        sched = self._scheduled
-        if sched:
-            now = self.env._time
-            if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
-                return None
-        if phase == 1 and self.env.urgent_due():
-            # an URGENT SimPy event is due now (e.g. a process started by code woken earlier
-            # in this step): scheduled, the callback's successors — the rest of a batch —
-            # would wait behind it; run at once, they would not
+        if not self._nothing_due(phase):
             return None
         self._running_now = True
         try:
@@ -400,6 +392,26 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._ran_now = True
         return self._timeout() == 0
 
+
+    def _nothing_due(self, phase: int) -> bool:
+        """No timer is due now, and (in a SimPy step) no URGENT SimPy event: what a callback run at
+        once would otherwise jump ahead of."""
+        sched = self._scheduled
+        if sched:
+            now = self.env._time
+            if sched[0]._when < now + _resolution(now):  # type: ignore[attr-defined]  # a timer is due now
+                return False
+        # an URGENT SimPy event is due now (e.g. a process started by code woken earlier in this
+        # step): scheduled, the callback's successors — the rest of a batch — would wait behind
+        # it; run at once, they would not
+        return not (phase == 1 and self.env.urgent_due())
+
+    def runs_now(self) -> bool:
+        """Whether a delivery's handling would run at once (`run_now`) here, inside a SimPy
+        step, and its successors — the rest of the arrival batch — right after it: nothing
+        else waits to run at this instant.  A cohort takes a batch of members in one step only
+        then (`Cohort.on_messages`)."""
+        return self._phase == 1 and not (self._ready or self._stopping or self._running_now) and self._nothing_due(1)
 
 def running_loop() -> VirtualTimeLoop:
     """The running event loop: in an emulation, a `VirtualTimeLoop`."""

@@ -284,14 +284,15 @@ class Cohort:
             return True
         return woke
 
-    def _receive_many(self, msgs: list[Message]) -> bool:
-        """The deliveries of one arrival batch to members: those idle and waiting for their
-        kind are handled together (`on_messages`) as the next loop step; the others queue."""
+    def _receive_many(self, msgs: list[Message]) -> bool | None:
+        """A group of one arrival batch's deliveries to distinct members, delivered together
+        because nothing else waits to run at this instant (`Network._arrive`): the idle members
+        waiting for their kind are handled in one step (`on_messages`), the others' messages queue."""
         member, receives = self.member, self.receives
         ms, taken = [], []
         for msg in msgs:
             m = member[msg.dst]
-            if m.busy or not _matches(receives, msg):  # (busy: also a second message of this batch)
+            if m.busy or not _matches(receives, msg):
                 if m.queue is None:
                     m.queue = deque()
                 m.queue.append(msg)
@@ -305,7 +306,7 @@ class Cohort:
         gens = [m.gen for m in ms]
         loop = self._loop or running_loop()
         woke = loop.run_now(self._step_many, ms, gens, taken)
-        if woke is None:
+        if woke is None:  # (not when the network delivers a group: nothing else waits)
             loop.call_soon(self._step_many, ms, gens, taken)
             return True
         return woke

@@ -103,8 +103,8 @@ class Engine:
 
     def connect(self, node: str, receiver: Callable[[Message], bool | None],
                 batch: Callable[[list[Message]], bool | None] | None = None) -> None:
-        """Deliver `node`'s messages to `receiver`, or those of one arrival batch for the
-        nodes sharing `batch` to it in one call (`Network.connect`)."""
+        """Deliver `node`'s messages to `receiver`; a group of one arrival batch's messages for
+        the nodes sharing `batch` is offered to it in one call (`Network.connect`)."""
         self.network.connect(node, receiver, batch)
 
     def answers_check_in(self, nodes: Iterable[str], ready: Callable[[list[str], int], Sequence[bool]]) -> None:
@@ -161,8 +161,9 @@ class Engine:
         self._metric(node, name, value, round, done)
 
     def note(self, node: str, event: str, fields: dict[str, Any]) -> None:
-        """A record `event` of `node`'s own in the message log, with `fields` after `t` and `event`
-        (e.g. the Flower bridge tying a netemu message to its Flower message)."""
+        """A record `event` that `node` writes in the message log, with `fields` after `t` and
+        `event` (they say what it is about: e.g. the Flower bridge's record tying a netemu
+        message to its Flower message names both ends); `t` and `event` are not fields."""
         self.record(t=self.env.now, event=event, **fields)
 
     def rng(self, node: str, purpose: str) -> np.random.Generator:

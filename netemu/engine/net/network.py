@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 from simpy.core import NORMAL, URGENT
 
-from netemu.engine.clock import VirtualEnvironment
+from netemu.engine.clock import VirtualEnvironment, running_loop
 from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.engine.net.fates import Fates, ManyFates, draw_now, fates_many
@@ -71,9 +71,9 @@ class Message:
     nbytes: int
 
 
-def _same_length(node: str, ends: Sequence[str], payloads: Sequence[bytes]) -> None:
-    if len(ends) != len(payloads):
-        raise ValueError(f"{node}: one payload per message is needed, got {len(ends)} ends and {len(payloads)} payloads")
+def _same_length(node: str, ends: Sequence[str], each: Sequence[object]) -> None:
+    if len(ends) != len(each):
+        raise ValueError(f"{node}: one payload and round per message are needed, got {len(ends)} ends and {len(each)}")
 
 
 class Network:
@@ -206,8 +206,8 @@ class Network:
         delivery woke waits to run — none was woken, or the woken code already ran
         (`VirtualTimeLoop.run_now`) — so the next message due at the same instant is
         delivered at once; anything else when woken code may be waiting.  With `batch`
-        (one callable shared by many nodes, e.g. a cohort's), the messages of one arrival
-        batch for those nodes are delivered to it in one call, as a list (`_arrive`)."""
+        (one callable shared by many nodes, e.g. a cohort's), a group of one arrival batch's
+        messages for those nodes is delivered to it in one call, as a list (`_arrive`)."""
         node = self._node(name)
         node.receiver, node.batch = receiver, batch
 
@@ -330,6 +330,7 @@ class Network:
         `send` from each source in turn gives — ids, envelopes, fates, records, counts — with
         the per-call work done once (a cohort's members answering at one instant)."""
         _same_length(dst, srcs, payloads)
+        _same_length(dst, srcs, rounds)
         return self._send(srcs, repeat(dst), kind, rounds, payloads)
 
     def _send(self, srcs: Iterable[str], dsts: Iterable[str], kind: str, rounds: Iterable[int],
@@ -482,10 +483,12 @@ class Network:
         ahead of every later event, and delivered after the woken code has run —
         the same interleaving, hence the same log, as one event per message.
 
-        Consecutive messages of the batch whose nodes share a batch receiver (the members
-        of a cohort that handles messages in arrays, `connect(..., batch=)`) are delivered
-        to it in one call: their deliver records first, in send order, then their handling
-        (docs/formats.md, "Order of records").
+        Consecutive messages of the batch for distinct nodes that share a batch receiver (the
+        members of a cohort that handles messages as arrays, `connect(..., batch=)`) form a
+        group, delivered to it in one call when nothing else waits to run at this instant
+        (`VirtualTimeLoop.runs_now`: what the receiver's step would otherwise run behind);
+        otherwise the first goes to its receiver alone, as one message at a time would, and
+        the rest after what is due (docs/formats.md, "Order of records").
         """
         batch = event._value  # our own event
         nodes, pending, message = self.nodes, self._pending, self._message
@@ -498,15 +501,16 @@ class Network:
             if msg is None:  # dropped (the node is down): nothing woken
                 continue
             many = node.batch
-            if many is None:
+            if many is None or not running_loop().runs_now():  # one at a time (see the docstring)
                 woke = node.receiver(msg)  # type: ignore[misc]  # `_message` checked it
             else:
-                msgs = [msg]
+                msgs, seen = [msg], {node.name}
                 while i < n:
                     msg_id, payload, box = batch[i]
                     node = nodes[pending[msg_id][1]]
-                    if node.batch is not many:
+                    if node.batch is not many or node.name in seen:
                         break
+                    seen.add(node.name)
                     i += 1
                     msg = message(node, msg_id, payload, box)
                     if msg is not None:

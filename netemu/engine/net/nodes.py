@@ -54,7 +54,7 @@ class Node:
     crashes: tuple = ()
     completeness: tuple[float, float] = (1.0, 1.0)
     receiver: Callable[[Message], bool | None] | None = field(default=None, repr=False)
-    #: delivers the messages of one arrival batch for the nodes sharing it in one call (a cohort's)
+    #: delivered a group of one arrival batch's messages for the nodes sharing it, as a list (a cohort's)
     batch: Callable[[list[Message]], bool | None] | None = field(default=None, repr=False)
 
     @property
