@@ -129,12 +129,12 @@ class Cohort:
         self.on_messages([m], [msg])
 
     def on_messages(self, ms: list[Member], msgs: list[Message]) -> None:
-        """Handle `msgs[i]` for member `ms[i]`, all delivered at this instant in one arrival
-        batch (the messages of one `send_many`, or one `send_from`, due now): override it to
-        compute the members' steps as arrays, and answer with `send_from`.  Their deliver
-        records come first, then what this does (docs/formats.md); each member is busy from
-        here until its own work is done, as with `on_message`, which the default calls for
-        each in turn.  A cohort that overrides it gets its deliveries in batches."""
+        """Handle `msgs[i]` for member `ms[i]`: a group of one arrival batch (consecutive messages
+        of one `send_many` or `send_from` due now, one per member), delivered together when
+        nothing else waits to run at this instant.  Override it to compute the members' steps
+        as arrays and answer with `send_from`.  The group's deliver records come first, then
+        what this does (docs/formats.md); each member is busy from here until its own work is
+        done, as with `on_message`, which the default calls for each in turn."""
         for m, msg in zip(ms, msgs, strict=True):
             self.on_message(m, msg)
 
