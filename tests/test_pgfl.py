@@ -105,6 +105,21 @@ def test_logistic_primal_update_converges_to_the_minimizer():
     assert np.max(np.abs(grad)) < 1e-12
 
 
+def test_logistic_primal_update_with_fewer_samples_than_features_takes_the_dense_newton_steps():
+    # the low-rank (Woodbury) step of few-image clients against Newton with the d × d Hessian
+    rng = np.random.default_rng(4)
+    D, d, rho, lam = 3, 200, 1.0, 0.01
+    X, y = rng.random(size=(D, d)), np.array([1.0, 0.0, 1.0])
+    phi, w_s, w = rng.normal(size=d), rng.normal(size=d) / 10, rng.normal(size=d) / 10
+    start = w.copy()
+    for _ in range(5):
+        p = 1 / (1 + np.exp(-X @ w))
+        grad = X.T @ (p - y) / D + 2 * lam * w - phi + rho * (w - w_s)
+        w = w - np.linalg.solve(X.T @ np.diag(p * (1 - p)) @ X / D + (2 * lam + rho) * np.eye(d), grad)
+    fast = logistic_primal(X, y, phi, w_s, rho, lam, start, newton_steps=5)
+    assert np.max(np.abs(fast - w)) <= 1e-12 * np.max(np.abs(w))
+
+
 def test_inter_cluster_step_keeps_the_cluster_mean_and_tau_zero_is_identity():
     hat = np.random.default_rng(2).normal(size=(3, 4))
     out = inter_cluster(hat, 0.4)

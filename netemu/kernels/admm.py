@@ -54,15 +54,27 @@ def logistic_primal(
 
         (1/D) Σ_i [−y_i log σ(wᵀx_i) − (1 − y_i) log(1 − σ(wᵀx_i))] + lam‖w‖²
         − ⟨φ, w − w_s⟩ + (ρ/2)‖w − w_s‖².
+
+    The Hessian is c I + Bᵀ B with c = 2 lam + ρ and B = diag(√(σ(1 − σ)/D)) X, of rank at
+    most D.  With fewer samples than features (PGFL's clients hold 2–10 images of 64 or
+    784 pixels) each Newton step solves it by the Woodbury identity,
+    H⁻¹ g = (g − Bᵀ (c I_D + B Bᵀ)⁻¹ B g) / c: a D × D system instead of a d × d one
+    (on 784-pixel MNIST about a hundred times faster), the same step up to rounding.
     """
     D, d = X.shape
     w = start.copy()
-    eye = np.eye(d)
+    c = 2 * lam + rho
+    low_rank = D < d
+    eye = np.eye(D if low_rank else d)
     for _ in range(newton_steps):
         p = _sigmoid(X @ w)
         grad = X.T @ (p - y) / D + 2 * lam * w - phi + rho * (w - w_s)
-        hess = (X.T * (p * (1 - p))) @ X / D + (2 * lam + rho) * eye
-        w = w - np.linalg.solve(hess, grad)
+        if low_rank:
+            B = X * np.sqrt(p * (1 - p) / D)[:, None]
+            w = w - (grad - B.T @ np.linalg.solve(c * eye + B @ B.T, B @ grad)) / c
+        else:
+            hess = (X.T * (p * (1 - p))) @ X / D + c * eye
+            w = w - np.linalg.solve(hess, grad)
     return w
 
 
