@@ -24,6 +24,7 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.config import deadline, require
 from netemu.coordination import gather
+from netemu.data.base import part_sizes
 from netemu.kernels.linear import gradient_steps, mse, weighted_average
 from netemu.engine.net.network import Message
 from netemu.engine.world import World
@@ -91,7 +92,7 @@ class FedAvgClients(Cohort):
         super().__init__(name, members)
         self.p = params
         self.parts = parts  # read when a member trains: kept, or drawn again (`DrawnParts`)
-        self.sizes = sizes(parts, members)
+        self.sizes = part_sizes(parts, members)
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
@@ -118,18 +119,12 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
     add_clients(world, lambda n, ms: FedAvgClients(n, ms, params, task.parts), "fedavg-clients", clients, cohort=cohort)
 
 
-def sizes(parts: Mapping[str, tuple[np.ndarray, np.ndarray]], clients: list[str]) -> list[int]:
-    """The clients' sample counts: drawn parts (`data.in_memory = false`) tell them without drawing."""
-    size = getattr(parts, "size", None)
-    return [size(c) if size is not None else int(parts[c][1].shape[0]) for c in clients]
-
-
 def median_step(lr: float, task: LinearTask) -> tuple[Callable[[], object], float]:
     """One local gradient step (step size `lr`) of the client with the median number of
     samples (ties: the first in name order), and its work units (n_k: a client's compute is
     `steps × n_k`) — the `step_cost` of the linear families whose local work is gradient steps."""
     clients = list(task.parts)
-    ranked = sorted(zip(sizes(task.parts, clients), clients))  # by sample count, then name: no part drawn
+    ranked = sorted(zip(part_sizes(task.parts, clients), clients))  # by sample count, then name: no part drawn
     X, y = task.parts[ranked[(len(ranked) - 1) // 2][1]]
     w = np.zeros(task.w_star.shape[0])
     return (lambda: gradient_steps(w, X, y, lr, 1)), float(y.shape[0])

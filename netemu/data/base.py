@@ -7,7 +7,7 @@ against `params` (names, types, the class's own range checks) by `netemu validat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from netemu.engine.rng import Streams
 
-__all__ = ["DataSpec", "client_generators"]
+__all__ = ["DataSpec", "client_generators", "part_sizes"]
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,12 @@ def client_generators(streams: Streams, clients: Sequence[str], suffix: str = ""
     """Each client's own data stream, ``data/<client><suffix>``, in the order of `clients`
     (`Streams.generators`: the seeds of many clients derived at once)."""
     return streams.generators([f"data/{c}{suffix}" for c in clients])
+
+
+def part_sizes(parts: Mapping[str, Any], clients: Iterable[str]) -> list[int]:
+    """Each client's number of samples in a partition `parts` (client -> (X, y), or a sized
+    part): parts drawn on use (`netemu.data.synthetic.DrawnParts`) tell it without drawing."""
+    size = getattr(parts, "size", None)
+    if size is not None:
+        return [size(c) for c in clients]
+    return [len(part[1]) if isinstance(part, tuple) else len(part) for part in map(parts.__getitem__, clients)]

@@ -27,12 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["Cohort", "Member", "Solo", "add_clients"]
 
 
-def _drain(m: Member) -> None:
-    """Nothing more: `Cohort._step` then handles what waits in the member's queue."""
-
-
-def _noop() -> None:
-    """A loop step that does nothing (where an actor's task step would run and do nothing visible)."""
+def _noop(*_: object) -> None:
+    """A step that does nothing: a loop step where an actor's task step would run and do
+    nothing visible, or a member's step that only handles what waits in its queue."""
 
 
 class Member:
@@ -330,7 +327,7 @@ class Cohort:
             return
         for m in ms:
             if not m.busy and m.queue:  # what arrived meanwhile is handled at once, as `recv` takes it
-                self._step(m, m.gen, _drain, ())
+                self._step(m, m.gen, _noop, ())
 
     def _wake(self, m: Member, gen: int, then: Callable[..., object], args: tuple) -> None:
         """A member's timer fired: its work runs at the next loop step (as a sleeping

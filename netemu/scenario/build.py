@@ -18,6 +18,7 @@ import numpy as np
 
 from netemu import plugins
 from netemu.config import ConfigError
+from netemu.data.base import part_sizes
 from netemu.devices import attach_devices, read_devices
 from netemu.errors import InputError
 from netemu.log import MessageLog
@@ -245,10 +246,7 @@ def sample_counts(sc: Scenario, data: Any) -> dict[str, int]:
         kind = sc.settings.data.kind if sc.settings.data else None
         raise InputError(f"{sc.path}: nodes.participation: model = \"data_size\" needs each client's sample count, from a data kind "
                          f"that partitions samples among clients (linear, clustered, federated); data.kind = {kind!r} has none")
-    size = getattr(parts, "size", None)  # drawn parts (`DrawnParts`) tell their sizes without drawing
-    if size is not None:
-        return {name: size(name) for name in parts}
-    return {name: len(part[1]) if isinstance(part, tuple) else len(part) for name, part in parts.items()}
+    return dict(zip(parts, part_sizes(parts, parts), strict=True))
 
 
 def run_horizon(sc: Scenario) -> float:
