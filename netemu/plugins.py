@@ -8,6 +8,9 @@ Built-in ones and users' packages register the same way, in their pyproject.toml
     [project.entry-points."netemu.data"]
     mydata = "mypackage.data:SPEC"              # a DataSpec
 
+    [project.entry-points."netemu.tasks"]
+    mytask = "mypackage.task:SPEC"              # a TaskSpec (model, local training, evaluation)
+
     [project.entry-points."netemu.links"]
     spiky = "mypackage.links:Spiky"             # a Latency or Loss subclass, named by the entry point,
     mylinks = "mypackage.links:MODELS"          # or a dict of them by name
@@ -41,6 +44,7 @@ from netemu.algorithms.base import AlgorithmSpec
 from netemu.data.base import DataSpec
 from netemu.errors import InputError
 from netemu.engine.net.impairments import Latency, Loss
+from netemu.tasks.base import TaskSpec
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -49,12 +53,13 @@ if TYPE_CHECKING:
     from netemu.scenario.schema import Issues
 
 __all__ = [
-    "ALGORITHM_GROUP", "DATA_GROUP", "LINK_GROUP", "TOPOLOGY_GROUP", "PluginError", "Registry", "TopologySpec", "algorithm",
-    "data_kind", "latency_model", "loss_model", "refresh", "registry", "resolve", "topology",
+    "ALGORITHM_GROUP", "DATA_GROUP", "LINK_GROUP", "TASK_GROUP", "TOPOLOGY_GROUP", "PluginError", "Registry", "TopologySpec", "algorithm",
+    "data_kind", "latency_model", "loss_model", "refresh", "registry", "resolve", "task", "topology",
 ]
 
 ALGORITHM_GROUP = "netemu.algorithms"
 DATA_GROUP = "netemu.data"
+TASK_GROUP = "netemu.tasks"
 LINK_GROUP = "netemu.links"
 TOPOLOGY_GROUP = "netemu.topologies"
 
@@ -92,6 +97,7 @@ class Registry:
 
     algorithms: dict[str, AlgorithmSpec] = field(default_factory=dict)
     data: dict[str, DataSpec] = field(default_factory=dict)
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)
     latency: dict[str, type[Latency]] = field(default_factory=dict)
     loss: dict[str, type[Loss]] = field(default_factory=dict)
     topologies: dict[str, TopologySpec] = field(default_factory=dict)
@@ -99,9 +105,9 @@ class Registry:
     broken: list[str] = field(default_factory=list)
 
     def names(self, what: str) -> dict[str, Any]:
-        """The table of `what`: "algorithm", "data", "latency", "loss" or "topology"."""
-        tables: dict[str, dict[str, Any]] = {"algorithm": self.algorithms, "data": self.data, "latency": self.latency, "loss": self.loss,
-                                             "topology": self.topologies}
+        """The table of `what`: "algorithm", "data", "task", "latency", "loss" or "topology"."""
+        tables: dict[str, dict[str, Any]] = {"algorithm": self.algorithms, "data": self.data, "task": self.tasks, "latency": self.latency,
+                                             "loss": self.loss, "topology": self.topologies}
         return tables[what]
 
     def unknown(self, what: str, name: str) -> str:
@@ -208,6 +214,7 @@ def _entry_points(group: str, declared: dict[str, list[EntryPoint]] | None) -> l
 
 _SPEC_GROUPS: tuple[tuple[str, str, type, str], ...] = (
     (ALGORITHM_GROUP, "algorithm", AlgorithmSpec, "algorithms"), (DATA_GROUP, "data kind", DataSpec, "data"),
+    (TASK_GROUP, "task", TaskSpec, "tasks"),
     (TOPOLOGY_GROUP, "topology", TopologySpec, "topologies"),
 )
 
@@ -218,7 +225,7 @@ def registry() -> Registry:
     (netemu's own included)."""
     reg = Registry()
     declared = _own_declared()
-    for group in (ALGORITHM_GROUP, DATA_GROUP, LINK_GROUP, TOPOLOGY_GROUP):
+    for group in (ALGORITHM_GROUP, DATA_GROUP, TASK_GROUP, LINK_GROUP, TOPOLOGY_GROUP):
         own = False
         for ep in _entry_points(group, declared):
             where = f"entry point {ep.name} = {ep.value!r} ({group})"
@@ -279,6 +286,11 @@ def algorithm(name: str) -> AlgorithmSpec:
 def data_kind(name: str) -> DataSpec:
     """The data kind registered as `name`, or named by `"package.module:attribute"`."""
     return _named("data", name, DataSpec, "data kind")
+
+
+def task(name: str) -> TaskSpec:
+    """The task registered as `name`, or named by `"package.module:attribute"`."""
+    return _named("task", name, TaskSpec, "task")
 
 
 def latency_model(name: str) -> type[Latency]:

@@ -107,3 +107,26 @@ def load_tool(name: str):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def linear_task(world, clients, *, dim=5, lr=0.05, steps=5, **data):
+    """The `linear` task (least squares, `steps` full-batch gradient steps of size `lr`) over
+    synthetic linear data for `clients`, drawn from the world's streams: what a scenario's
+    `[data] kind = "linear"` and `[task] name = "linear"` build."""
+    from netemu.data import LinearData, make_linear
+    from netemu.plugins import task
+    from netemu.tasks.supervised import LinearParams
+
+    made = make_linear(LinearData(dim=dim, **data), clients, world.streams)
+    return task("linear").make(LinearParams(lr=lr, steps=steps), made, world.streams)
+
+
+class Trained:
+    """An algorithm's params with the task's local training (`lr`, `local_steps`) beside them,
+    for the references written before local training moved to the task."""
+
+    def __init__(self, params, lr, local_steps):
+        self._p, self.lr, self.local_steps = params, lr, local_steps
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import records
+from helpers import Trained, linear_task, records
 from references import async_fl as async_reference
 from references import fedavg as fedavg_reference
 from references import sync_fl as sync_reference
@@ -16,7 +16,6 @@ from netemu import World, star
 from netemu.algorithms.async_fl import SPECS, VARIANTS, AsyncFLParams
 from netemu.config import ConfigError
 from netemu.log import MessageLog
-from netemu.data import LinearData, make_linear
 from netemu.engine.net.nodes import NodeBehaviour
 from netemu.plugins import registry
 
@@ -25,6 +24,12 @@ SPEC = {s.name: s for s in SPECS}
 # sums in another order, agreeing to rounding error (measured ≤ 5e-16 relative over 40–250
 # sequential server updates; 1e-13 leaves two orders of magnitude of margin)
 TOL = 1e-13
+LR, STEPS = 0.1, 5  # the clients' local training (the task's)
+
+
+def ref(params, steps=STEPS):
+    """The params as the references read them: with the task's local training."""
+    return Trained(params, LR, steps)
 
 
 def durations(k: int, *, spread: float = 0.1) -> np.ndarray:
@@ -33,15 +38,15 @@ def durations(k: int, *, spread: float = 0.1) -> np.ndarray:
     return 1.0 + spread * np.sqrt(np.arange(k) + 1.7)
 
 
-def emulate(params, n_clients: int, seconds: np.ndarray, rounds: int, completeness=(1.0, 1.0), log=None):
+def emulate(params, n_clients: int, seconds: np.ndarray, rounds: int, completeness=(1.0, 1.0), log=None, steps=STEPS):
     """An ideal network (no delay, no loss, every client participates) where client k's
     training takes exactly `seconds[k]`: its speed is its work / seconds[k].  `completeness`
     = (low, high): each client does a fraction of its work, drawn per (client, round), and
     its training then takes that many steps' share of `seconds[k]`."""
     names = [f"client-{k}" for k in range(n_clients)]
     world = World(star(n_clients), seed=5, behaviours={c: NodeBehaviour(completeness=completeness) for c in names}, log=log)
-    task = make_linear(LinearData(dim=5), names, world.streams)
-    work = np.array([params.local_steps * task.parts[c][1].shape[0] for c in names], dtype=float)
+    task = linear_task(world, names, lr=LR, steps=steps)
+    work = np.array([steps * task.parts[c][1].shape[0] for c in names], dtype=float)
     speed = work / seconds
     for c, s in zip(names, speed):
         world.network.nodes[c].speed = float(s)
@@ -76,7 +81,7 @@ ASYNC = {
 def test_in_an_ideal_network_the_asynchronous_variants_match_the_event_replay(params):
     seconds = durations(6)
     got, parts, took, metrics, _ = emulate(params, 6, seconds, rounds=10)
-    expected, used, dropped = async_reference(parts, took, params, rounds=10)
+    expected, used, dropped = async_reference(parts, took, ref(params), rounds=10)
     assert_matches(got, expected, used, dropped, metrics)
     assert sum(map(len, used)) > 100  # many updates, most of them stale: the order matters
 
@@ -108,7 +113,7 @@ SYNC = {
 def test_in_an_ideal_network_the_round_variants_match_the_vectorized_reference(params, seconds):
     got, parts, took, metrics, world = emulate(params, 8, seconds, rounds=12)
     draws = world.streams.keyed("async_fl/select")
-    expected, used, dropped = sync_reference(parts, took, params, rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))
+    expected, used, dropped = sync_reference(parts, took, ref(params), rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))
     assert_matches(got, expected, used, dropped, metrics)
 
 
@@ -149,13 +154,13 @@ def test_every_variant_is_registered_with_its_preset():
         spec = algorithms[name]
         params = spec.make_params({})
         assert all(getattr(params, k) == v for k, v in preset.items())
-        assert spec.datasets == ("linear",) and spec.roles == ("server", "client")
+        assert spec.task and spec.roles == ("server", "client")
     assert math.isclose(VARIANTS["overcommit"]["overcommit"], 1.3)
 
 
 def test_rounds_whose_clients_all_answer_in_time_are_fedavg():
-    params = AsyncFLParams(aggregation="sync", lr=0.1, local_steps=3, round_time=2.5)
-    got, parts, _, metrics, _ = emulate(params, 6, durations(6), rounds=8)
+    params = AsyncFLParams(aggregation="sync", round_time=2.5)
+    got, parts, _, metrics, _ = emulate(params, 6, durations(6), rounds=8, steps=3)
     expected = fedavg_reference(parts, 5, rounds=8, lr=0.1, steps=3)
     assert np.linalg.norm(got - expected) <= TOL * np.linalg.norm(expected)
     assert metrics["participants"] == [6.0] * 8 and metrics["staleness"] == [0.0] * 8
@@ -181,10 +186,10 @@ def drawn_steps(world, local_steps: int, low: float, high: float):
                                     ASYNC["bounded staleness, buffer"]], ids=["fedbuff", "fedasync", "bounded staleness"])
 def test_with_partial_work_the_asynchronous_variants_match_the_replay_with_the_drawn_steps(params):
     got, parts, took, metrics, world = emulate(params, 6, durations(6), rounds=10, completeness=PARTIAL)
-    steps = drawn_steps(world, params.local_steps, *PARTIAL)
-    expected, used, dropped = async_reference(parts, took, params, rounds=10, steps=steps)
+    steps = drawn_steps(world, STEPS, *PARTIAL)
+    expected, used, dropped = async_reference(parts, took, ref(params), rounds=10, steps=steps)
     assert_matches(got, expected, used, dropped, metrics)
-    full = async_reference(parts, took, params, rounds=10)[0]
+    full = async_reference(parts, took, ref(params), rounds=10)[0]
     assert np.linalg.norm(got - full) > 1e-6 * np.linalg.norm(full)  # the partial work changed the run
 
 
@@ -193,11 +198,11 @@ def test_with_partial_work_the_round_variants_match_the_vectorized_reference_wit
     params, seconds = SYNC[name]
     got, parts, took, metrics, world = emulate(params, 8, seconds, rounds=12, completeness=PARTIAL)
     draws = world.streams.keyed("async_fl/select")
-    steps = drawn_steps(world, params.local_steps, *PARTIAL)
-    expected, used, dropped = sync_reference(parts, took, params, rounds=12, steps=steps,
+    steps = drawn_steps(world, STEPS, *PARTIAL)
+    expected, used, dropped = sync_reference(parts, took, ref(params), rounds=12, steps=steps,
                                              draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))
     assert_matches(got, expected, used, dropped, metrics)
-    full = sync_reference(parts, took, params, rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))[0]
+    full = sync_reference(parts, took, ref(params), rounds=12, draw=lambda k, r: (draws.uniform(f"client-{k}", r), f"client-{k}"))[0]
     assert np.linalg.norm(got - full) > 1e-6 * np.linalg.norm(full)  # the partial work changed the run
 
 
@@ -213,5 +218,5 @@ def test_with_partial_work_each_compute_is_the_drawn_steps_times_the_clients_sam
         k = int(r["actor"].split("-")[1])
         f = world.network.work_fraction(r["actor"], r["round"])
         fractions.add(f)
-        assert 0.3 <= f <= 1.0 and r["work"] == max(1, math.floor(f * params.local_steps)) * parts[k][1].shape[0]
+        assert 0.3 <= f <= 1.0 and r["work"] == max(1, math.floor(f * STEPS)) * parts[k][1].shape[0]
     assert len(fractions) > 6  # drawn per (client, round)

@@ -49,8 +49,8 @@ def _rows(world, names):
 def test_graphfl_reports_macro_scores_only_when_asked_and_leaves_accuracy_unchanged():
     from test_graphfl import setup
 
-    plain, _, _ = setup("fedprox", rounds=3)
-    scored, _, _ = setup("fedprox", rounds=3, metrics=("accuracy", "f1", "precision"))
+    plain, _, _ = setup("graphfl-fedprox", rounds=3)
+    scored, _, _ = setup("graphfl-fedprox", rounds=3, metrics=("accuracy", "f1", "precision"))
     plain.run()
     scored.run()
     accuracies = {"accuracy_local", "accuracy_global"}

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from netemu import Actor, ActorFailed, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, NodeBehaviour, World, star
+from helpers import linear_task
 from netemu.algorithms.fedavg import SPEC, FedAvgParams
-from netemu.data import LinearData, make_linear
 
 N = 12
 
@@ -41,9 +41,8 @@ def fedavg_run(cohort, links=None, behaviours=None, rounds=10, samples=(20, 80),
 
     buf = io.BytesIO()
     world = World(g, seed=5, links=links(g) if links else None, behaviours=behaviours, log=MessageLog(buf), fates=fates)
-    task = make_linear(LinearData(dim=4, samples_min=samples[0], samples_max=samples[1]),
-                       [f"client-{k}" for k in range(N)], world.streams)
-    SPEC.build(world, FedAvgParams(lr=0.1, local_steps=3, round_time=4.0), task, rounds, cohort=cohort)
+    task = linear_task(world, [f"client-{k}" for k in range(N)], dim=4, lr=0.1, steps=3, samples_min=samples[0], samples_max=samples[1])
+    SPEC.build(world, FedAvgParams(round_time=4.0), task, rounds, cohort=cohort)
     result = world.run(until=until)
     return buf.getvalue(), keys, result, world
 

@@ -2,19 +2,19 @@
 
 import numpy as np
 
+from helpers import linear_task
 from references import fedavg as fedavg_reference
 from netemu import NodeBehaviour, World, star
 from netemu.algorithms.fedavg import SPEC, FedAvgParams
-from netemu.data import LinearData, make_linear
 
 
-PARAMS = FedAvgParams(lr=0.1, local_steps=3)
+PARAMS = FedAvgParams()
 
 
 def emulate(n_clients=6, rounds=8, behaviours=None, links=None, params=PARAMS):
     g = star(n_clients)
     world = World(g, seed=3, links=links, behaviours=behaviours)
-    task = make_linear(LinearData(dim=5), [f"client-{k}" for k in range(n_clients)], world.streams)
+    task = linear_task(world, [f"client-{k}" for k in range(n_clients)], lr=0.1, steps=3)
     SPEC.build(world, params, task, rounds)
     world.run()
     return world, task

@@ -70,7 +70,7 @@ CASES = [
     ("g-fedfilt", {"system": "table3", "optimize": True}, True),  # per-device α, q (a subset of samples), z
     ("fedpnp-soft", {"system": "table3", "late": "carry"}, False),  # Table III devices, no P''
 
-    ("fedprox", {"sparsity": 0.2, "late": "carry"}, False),
+    ("graphfl-fedprox", {"sparsity": 0.2, "late": "carry"}, False),
     ("local", {}, False),
     ("pfedme", {}, False),  # the personal model θ̂ (probe) per client
     ("perfedavg", {"maml": "hf"}, False),

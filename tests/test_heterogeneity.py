@@ -18,7 +18,7 @@ from netemu.log import MessageLog
 from netemu.engine.net import heterogeneity as H
 from netemu.engine.rng import Streams
 from netemu.run.runner import execute
-from netemu.scenario.build import build_behaviours, build_data, build_graph, build_world
+from netemu.scenario.build import build_behaviours, build_data, build_graph, build_task, build_world
 from netemu.scenario.load import parse_scenario
 from netemu.scenario.schema import ScenarioError
 from netemu.scenario.settings import network_model
@@ -47,9 +47,12 @@ samples_max = 60
 
 {nodes}
 
+[task]
+name = "linear"
+steps = 4
+
 [[algorithm]]
 name = "fedavg"
-local_steps = 4
 round_time = 5.0
 {more}
 """
@@ -242,7 +245,7 @@ test_samples = 10
 [nodes]
 participation = {participation}
 [[algorithm]]
-name = "fedprox"
+name = "graphfl-fedprox"
 """
 
 
@@ -351,10 +354,10 @@ def test_fedavg_clients_do_the_drawn_fraction_of_their_local_steps(tmp_path, coh
     sc = scenario(tmp_path, '[nodes]\nspeed = 100.0\ncompleteness = { model = "uniform", low = 0.25, high = 1.0 }')
     streams = Streams(7)
     g = build_graph(sc, streams)
-    task = build_data(sc, g, streams)
+    task = build_task(sc, build_data(sc, g, streams), streams)
     buf = io.BytesIO()
     world = World(g, seed=7, behaviours=build_behaviours(sc, g, streams), log=MessageLog(buf))
-    build(world, FedAvgParams(local_steps=4, round_time=5.0), task, 3, cohort=cohort)
+    build(world, FedAvgParams(round_time=5.0), task, 3, cohort=cohort)
     world.run()
     world.log.flush()
     computes = [r for r in records(buf) if r.get("event") == "compute"]
@@ -431,7 +434,7 @@ def test_measured_compute_records_its_calibration_and_scales_every_compute_time(
 @pytest.mark.parametrize("name", ["fedbuff", "fedasync-mix", "bounded-staleness", "overcommit", "partial-agg"])
 def test_the_async_family_takes_partial_work_and_measured_compute(tmp_path, name):
     text = BASE.format(nodes='[nodes]\ncompute = "measured"\ncompleteness = { model = "uniform", low = 0.3 }', clients=8, rounds=3, more="")
-    text = text.replace('name = "fedavg"\nlocal_steps = 4\nround_time = 5.0', f'name = "{name}"\nround_time = 2.0'
+    text = text.replace('name = "fedavg"\nround_time = 5.0', f'name = "{name}"\nround_time = 2.0'
                         + ("\nclients_per_round = 4" if name == "overcommit" else ""))
     path = tmp_path / "s.toml"
     path.write_text(text)

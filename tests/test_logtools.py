@@ -40,7 +40,7 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("logs")
     path = base / "s.toml"
     path.write_text(SCENARIO)
-    for name, extra in (("a", []), ("b", ["--set", "algorithm.lr=0.5"])):
+    for name, extra in (("a", []), ("b", ["--set", "task.lr=0.5"])):
         assert main(["run", str(path), "--out", str(base / name), "--quiet", *extra]) == 0
     return base
 

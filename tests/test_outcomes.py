@@ -147,7 +147,7 @@ def test_the_horizon_reads_declared_deadlines_not_parameter_names(tmp_path, monk
         lead_time: float = 1e6  # a name the old rule took, not declared
 
     plugin = types.ModuleType("renamed_plugin")
-    plugin.SPEC = AlgorithmSpec("renamed", Params, SPEC.build, datasets=SPEC.datasets, roles=SPEC.roles, requires=SPEC.requires)
+    plugin.SPEC = AlgorithmSpec("renamed", Params, SPEC.build, datasets=SPEC.datasets, roles=SPEC.roles, requires=SPEC.requires, task=True)
     monkeypatch.setitem(sys.modules, "renamed_plugin", plugin)
     sc = load_scenario(write(tmp_path, SCENARIO.replace('name = "fedavg"', 'name = "renamed_plugin:SPEC"')))
     assert sc.settings.algorithms[0].deadlines == (2.0, 1e5)
@@ -169,7 +169,7 @@ def test_a_run_that_delivered_nothing_warns(tmp_path):
 
 
 def test_a_diverging_run_warns_and_its_summary_stays_json(tmp_path):
-    assert run(write(tmp_path), tmp_path / "out", "--set", "algorithm.lr=1e155", "--runs", "1") == EXIT_COMPLETE
+    assert run(write(tmp_path), tmp_path / "out", "--set", "task.lr=1e155", "--runs", "1") == EXIT_COMPLETE
     text = (tmp_path / "out" / "summary.json").read_text()
     def refuse(token):  # JSON has no NaN or Infinity: a non-finite number is written as null
         raise AssertionError(f"summary.json holds the non-JSON number {token}")
@@ -302,7 +302,7 @@ def test_an_actor_failure_is_one_line_with_the_place_and_the_traceback_goes_to_t
     ('links.uplink.latency={model="lognormal",mu=inf,sigma=0.5}', "links.uplink.latency.mu"),
     ('links.uplink.latency={model="exponential",mean=inf}', "links.uplink.latency.mean"),
     ("algorithm.round_time=inf", "algorithm[0].round_time"),
-    ("algorithm.lr=nan", "algorithm[0].lr"),
+    ("task.lr=nan", "task.lr"),
     ("nodes.participation=nan", "nodes.participation"),
     ("run.until=inf", "run.until"),
     ("run.max_time=nan", "run.max_time"),

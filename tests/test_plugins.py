@@ -81,8 +81,11 @@ def test_an_installed_plug_in_sweeps(fedasync, tmp_path, executor):
 MODULE = '''
 from dataclasses import dataclass
 
+from dataclasses import replace
+
+from netemu import plugins
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.algorithms.fedavg import SPEC as FEDAVG
+from netemu.algorithms.fedavg import SPEC as FEDAVG, FedAvgParams
 from netemu.config import require
 from netemu.data.base import DataSpec
 from netemu.data.synthetic import make_linear, LinearData
@@ -98,9 +101,13 @@ class Params:
         require(self.lr > 0, "lr", "> 0")
 
 
-ALGORITHM = AlgorithmSpec("my-fedavg", Params, FEDAVG.build, datasets=("linear", "my-linear"), roles=("server", "client"),
-                        requires=(ONE_SERVER,))
+def build(world, params, task, rounds):
+    FEDAVG.build(world, FedAvgParams(round_time=params.round_time), task, rounds)
+
+
+ALGORITHM = AlgorithmSpec("my-fedavg", Params, build, roles=("server", "client"), requires=(ONE_SERVER,), task=True)
 DATA = DataSpec("my-linear", LinearData, make_linear)
+TASK = replace(plugins.task("linear"), name="my-task", datasets=("my-linear",))
 NOT_A_SPEC = 42
 
 
@@ -153,16 +160,19 @@ def test_a_plug_in_whose_build_raises_stops_the_run_with_one_line_and_an_incompl
     assert summary["complete"] is False and "KeyError" in summary["failure"]
 
 
-def test_a_scenario_names_a_data_kind_as_module_attribute(my_module, tmp_path):
-    path = write(tmp_path, data="my_plugins:DATA")
+def test_a_scenario_names_a_data_kind_and_a_task_as_module_attribute(my_module, tmp_path):
+    path = write(tmp_path, data="my_plugins:DATA", extra='[task]\nname = "my_plugins:TASK"\n')
     sc = load_scenario(path, ["data.dim=3"])
-    assert build_world(sc, 0, 0).actors["server"].task.w_star.shape == (3,)
+    assert build_world(sc, 0, 0).actors["server"].w.shape == (3,)
     with pytest.raises(ScenarioError) as info:
         load_scenario(path, ["data.dimm=3"])
     assert [(i.key, i.value) for i in info.value.issues] == [("data.dimm", 3)]
-    with pytest.raises(ScenarioError) as info:
+    with pytest.raises(ScenarioError) as info:  # a data kind of a plug-in has no default task
         load_scenario(write(tmp_path, name="fedavg", data="my_plugins:DATA"))
-    assert [(i.key, i.value) for i in info.value.issues] == [("algorithm[0].name", "fedavg")]
+    assert [i.key for i in info.value.issues] == ["task"] and "has no default one" in info.value.issues[0].accepts
+    with pytest.raises(ScenarioError) as info:  # the built-in linear task does not learn it
+        load_scenario(write(tmp_path, name="fedavg", data="my_plugins:DATA", extra='[task]\nname = "linear"\n'))
+    assert [(i.key, i.value) for i in info.value.issues] == [("task.name", "linear")]
 
 
 def test_a_module_attribute_plug_in_gets_parameter_errors_with_file_key_value(my_module, tmp_path):
@@ -246,7 +256,7 @@ def test_a_plug_in_cannot_take_a_built_in_name(installed):
               "from netemu.algorithms.fedavg import SPEC as FEDAVG\nfrom dataclasses import replace\nSPEC = replace(FEDAVG, doc='mine')\n")
     assert plugins.registry().algorithms["fedavg"].doc != "mine"
     (line,) = fake_lines()
-    assert "algorithm 'fedavg' is already registered by entry point fedavg = 'netemu.algorithms.fedavg:SPEC'" in line
+    assert "algorithm 'fedavg' is already registered by entry point fedavg = 'netemu.algorithms.fedavg:SPECS'" in line
 
 
 def test_an_entry_point_to_something_else_is_refused(installed):

@@ -38,16 +38,16 @@ speed = 500.0
 [data]
 kind = "linear"
 dim = 4
+[task]
+lr = 0.1
 [[algorithm]]
 name = "fedavg"
 label = "fast"
-lr = 0.1
 round_time = 3.0
 [[algorithm]]
 name = "fedavg"
 label = "slow"
-lr = 0.01
-round_time = 3.0
+round_time = 1.5
 """
 
 
@@ -141,10 +141,10 @@ def fates(recs):
 
 
 def test_another_algorithm_replayed_on_a_trace_meets_the_recorded_participation_and_fates(scenario, tmp_path):
-    a = run(scenario, tmp_path / "a", "--set", "algorithm.slow.local_steps=1")
+    a = run(scenario, tmp_path / "a", "--set", "algorithm.slow.round_time=1.0")
     other = tmp_path / "other.toml"
     # a different algorithm setting, a different seed in the file: the trace's realization wins
-    other.write_text(SCENARIO.replace("seed = 4", "seed = 99").replace('label = "slow"\nlr = 0.01', 'label = "new"\nlr = 0.05\nlocal_steps = 9'))
+    other.write_text(SCENARIO.replace("seed = 4", "seed = 99").replace('label = "slow"\nround_time = 1.5', 'label = "new"\nround_time = 2.0\nmu = 0.5'))
     assert main(["replay", str(a / "trace.msgpack"), "--scenario", str(other), "--source", "fast", "--out", str(tmp_path / "r"), "--quiet"]) == 0
     orig = [r for r in lines(a / "messages.jsonl") if r["algorithm"] == "fast"]
     new = [r for r in lines(tmp_path / "r" / "messages.jsonl") if r["algorithm"] == "new"]

@@ -49,7 +49,7 @@ def test_a_minimal_scenario_is_completed_with_defaults(tmp_path):
     path.write_text(BASE)
     sc = load_scenario(path)
     assert sc.settings.run.seed == 0 and sc.settings.run.runs == 1
-    assert sc.algorithm_params(0).lr == 0.05 and sc.settings.labels == ["fedavg"]
+    assert sc.task_params().lr == 0.05 and sc.settings.task.name == "linear" and sc.settings.labels == ["fedavg"]
     assert sc.name == "s"
 
 
@@ -61,7 +61,7 @@ def test_a_scenario_is_parsed_once_into_typed_read_only_records(tmp_path):
                     '[nodes.speed]\nmodel = "pareto"\nalpha = 2.0\n')
     s = load_scenario(path).settings
     assert (s.run.rounds, s.run.runs, s.run.seed, s.topology.kind, s.topology.params["clients"]) == (3, 1, 0, "star", 4)
-    assert s.labels == ["fedavg"] and s.algorithms[0].params["lr"] == 0.05 and s.algorithms[0].deadlines == (10.0,)
+    assert s.labels == ["fedavg"] and s.algorithms[0].params["round_time"] == 10.0 and s.algorithms[0].deadlines == (10.0,)
     assert s.nodes.crashes[0].recover is None and s.nodes.population and s.nodes.compute == "work"
     assert s.links.outage_ends() == [4.0] and s.data is not None and s.data.kind == "linear"
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -122,8 +122,8 @@ def test_a_disconnected_graph_is_refused(tmp_path):
 
 
 def test_an_algorithm_parameter_out_of_range_is_named_by_its_key(tmp_path):
-    issue = one_problem(BASE + "lr = -1.0\n", tmp_path)
-    assert (issue.key, issue.value, issue.accepts) == ("algorithm[0].lr", -1.0, "> 0")
+    issue = one_problem(BASE + "mu = -1.0\n", tmp_path)
+    assert (issue.key, issue.value, issue.accepts) == ("algorithm[0].mu", -1.0, ">= 0")
 
 
 def test_an_unknown_algorithm_lists_the_algorithms(tmp_path):
@@ -158,27 +158,27 @@ def test_a_missing_script_file_is_named(tmp_path):
 
 def test_all_problems_are_reported_together(tmp_path):
     text = BASE.replace("rounds = 3", "rounds = 0\nseed = -2").replace("clients = 4", "clients = 4\nsize = 3")
-    err = problems(text + "lr = 0.0\n", tmp_path)
-    assert {i.key for i in err.issues} == {"run.rounds", "run.seed", "topology.size", "algorithm[0].lr"}
+    err = problems(text + "mu = -1.0\n", tmp_path)
+    assert {i.key for i in err.issues} == {"run.rounds", "run.seed", "topology.size", "algorithm[0].mu"}
     assert "4 problems in the scenario" in str(err)
 
 
 def test_set_overrides_values_and_is_validated_the_same_way(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE)
-    sc = load_scenario(path, ["run.rounds=200", "algorithm.lr=0.2", "nodes.participation=0.5", "run.name=sweep"])
-    assert sc.settings.run.rounds == 200 and sc.algorithm_params(0).lr == 0.2
+    sc = load_scenario(path, ["run.rounds=200", "task.lr=0.2", "algorithm.mu=0.1", "nodes.participation=0.5", "run.name=sweep"])
+    assert sc.settings.run.rounds == 200 and sc.task_params().lr == 0.2 and sc.algorithm_params(0).mu == 0.1
     assert sc.settings.nodes.default.participation == 0.5 and sc.name == "sweep"
-    issue = one_problem(BASE, tmp_path, ["algorithm.lr=-3"])
-    assert (issue.key, issue.value) == ("algorithm[0].lr", -3)
+    issue = one_problem(BASE, tmp_path, ["task.lr=-3"])
+    assert (issue.key, issue.value) == ("task.lr", -3)
 
 
 def test_set_addresses_one_algorithm_by_its_label(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(BASE + 'label = "a"\n[[algorithm]]\nname = "fedavg"\nlabel = "b"\n')
-    sc = load_scenario(path, ["algorithm.b.lr=0.3"])
-    assert [sc.algorithm_params(i).lr for i in (0, 1)] == [0.05, 0.3]
-    err = problems(path.read_text(), tmp_path, ["algorithm.c.lr=0.3"])
+    sc = load_scenario(path, ["algorithm.b.mu=0.3"])
+    assert [sc.algorithm_params(i).mu for i in (0, 1)] == [0.0, 0.3]
+    err = problems(path.read_text(), tmp_path, ["algorithm.c.mu=0.3"])
     assert "no algorithm labelled 'c'; labels: a, b" in str(err)
 
 

@@ -58,7 +58,7 @@ def rows(out):
 @pytest.mark.parametrize("executor", ["local", "dask"])
 def test_a_small_sweep_runs_every_point_in_its_own_folder(scenario, tmp_path, executor):
     out = tmp_path / "sweep"
-    sweep(scenario, parse_grid(["algorithm.lr=0.05,0.1", "run.seed=1..2"]), out, executor=executor, workers=2)
+    sweep(scenario, parse_grid(["task.lr=0.05,0.1", "run.seed=1..2"]), out, executor=executor, workers=2)
     table = rows(out)
     assert {r["folder"] for r in table} == {f"lr={lr}__seed={s}" for lr in (0.05, 0.1) for s in (1, 2)}
     assert all((out / r["folder"] / "summary.json").is_file() for r in table)
@@ -79,15 +79,15 @@ def test_a_sweep_run_again_skips_the_finished_points(scenario, tmp_path):
 
 
 def test_every_point_is_validated_before_anything_runs(scenario, tmp_path, capsys):
-    assert main(["sweep", str(scenario), "--grid", "algorithm.lr=0.1,-1", "--out", str(tmp_path / "s"), "--quiet"]) == 2
-    assert "algorithm[0].lr = -1" in capsys.readouterr().err and not (tmp_path / "s").exists()
+    assert main(["sweep", str(scenario), "--grid", "task.lr=0.1,-1", "--out", str(tmp_path / "s"), "--quiet"]) == 2
+    assert "task.lr = -1" in capsys.readouterr().err and not (tmp_path / "s").exists()
 
 
 def test_plot_draws_a_final_metric_against_a_swept_parameter(scenario, tmp_path, capsys):
     out = tmp_path / "sweep"
-    assert main(["sweep", str(scenario), "--grid", "algorithm.lr=0.05,0.1", "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    assert main(["sweep", str(scenario), "--grid", "task.lr=0.05,0.1", "--out", str(out), "--quiet", "--workers", "1"]) == 0
     png = tmp_path / "mse.png"
-    assert main(["plot", str(out), "--metric", "mse", "--x", "algorithm.lr", "--out", str(png)]) == 0
+    assert main(["plot", str(out), "--metric", "mse", "--x", "task.lr", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["plot", str(out), "--metric", "mse", "--x", "run.seed"]) == 2
     assert "'run.seed' was not swept" in capsys.readouterr().err
@@ -99,13 +99,13 @@ def test_plot_leaves_out_points_that_did_not_complete(scenario, tmp_path):
     out = tmp_path / "sweep"
     out.mkdir()
     (out / "sweep.csv").write_text(
-        "folder,algorithm.lr,status,error,algorithm,metric,value\n"
+        "folder,task.lr,status,error,algorithm,metric,value\n"
         "a,0.1,complete,,fedavg,mse,1.0\n"
         "b,0.2,failed,boom,fedavg,mse,99.0\n"
     )
     with pytest.warns(UserWarning, match="1 value"):
-        plot_sweep(out, "mse", "algorithm.lr", tmp_path / "p.png")
-    with pytest.raises(ReportError, match="'status' was not swept; swept: algorithm.lr$"):
+        plot_sweep(out, "mse", "task.lr", tmp_path / "p.png")
+    with pytest.raises(ReportError, match="'status' was not swept; swept: task.lr$"):
         plot_sweep(out, "mse", "status", tmp_path / "q.png")
 
 
@@ -198,8 +198,8 @@ def test_a_grid_too_large_is_refused_before_anything_is_allocated(scenario, tmp_
     assert code == 2 and peak < 50 * 2**20
     err = capsys.readouterr().err
     assert "100000000 points (100000000 (run.seed)) is more than the limit of 10000" in err and "--max-points" in err
-    with pytest.raises(SweepError, match="6 points .*3 \\(algorithm.lr\\) x 2 \\(run.seed\\).* limit of 5"):
-        parse_grid(["algorithm.lr=0.1,0.2,0.3", "run.seed=1..2"], max_points=5)
+    with pytest.raises(SweepError, match="6 points .*3 \\(task.lr\\) x 2 \\(run.seed\\).* limit of 5"):
+        parse_grid(["task.lr=0.1,0.2,0.3", "run.seed=1..2"], max_points=5)
 
 
 @pytest.mark.parametrize("workers", ["0", "-2"])

@@ -1,14 +1,14 @@
-"""Asynchronous and straggler-robust federated learning of a linear model over a star.
+"""Asynchronous and straggler-robust federated learning over a star, on any task.
 
 One design, five named variants (presets of `AsyncFLParams`; every parameter can be
 overridden).  The server hands its model x (with its version) to clients; a client that
-participates (its keyed draw for the round it was asked in) spends `steps × n_k` work
-units, runs `steps` gradient steps from the model it received and answers with its delta
-Δ = y − x_τ (or, for FedAsync's mixing, its model y) and the version τ it started from.
-`steps` is `local_steps`, or max(1, floor(f × local_steps)) when the scenario gives clients
-partial work (`[nodes] completeness`: f is the client's `work_fraction` of the round it was
-asked in, as for FedAvg; a client asked twice in one round does the same fraction both
-times, as it makes the same participation draw).  A client the server has asked and not yet heard from is *busy*: it is not asked
+participates (its keyed draw for the round it was asked in) does the task's local round
+(netemu.tasks: the model, local training and metrics are the scenario's `[task]`) from the
+model it received, spending the task's work units, and answers with its delta Δ = y − x_τ
+(or, for FedAsync's mixing, its model y) and the version τ it started from.  With partial
+work (`[nodes] completeness`) it runs max(1, floor(f × steps)) of its steps, f its
+`work_fraction` of the round it was asked in, as for FedAvg (a client asked twice in one
+round does the same fraction both times, as it makes the same participation draw).  A client the server has asked and not yet heard from is *busy*: it is not asked
 again until it answers or `patience` rounds have passed (its model or answer may be lost).
 
 * `aggregation = "buffer"` — FedBuff (Nguyen et al., AISTATS 2022, Algorithm 1): at most
@@ -31,7 +31,7 @@ again until it answers or `patience` rounds have passed (its model or answer may
 
 s(d) = 1 (`staleness = "constant"`) or (1 + d)^−a (`"polynomial"`; a = 0.5 is FedBuff's
 1/√(1 + d)).  The asynchronous variants keep FedAvg's time base for metrics: round r ends at
-virtual time (r + 1) · `round_time`.  Metrics per round: `mse` on the test set,
+virtual time (r + 1) · `round_time`.  Metrics per round: the task's (e.g. `accuracy`; `mse`),
 `participants` (updates used), `staleness` (their mean staleness), `dropped_stale`
 (updates dropped: beyond `max_staleness`, or answers to a closed round when late updates are
 not carried over).
@@ -41,25 +41,20 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.algorithms.fedavg import FedAvgClients, median_step
-from netemu.engine.cohort import Member
+from netemu.algorithms.fedavg import MOVED, FedAvgClients, report, task_step_cost
 from netemu.config import deadline, require
 from netemu.coordination import gather, sample
-from netemu.kernels.linear import gradient_steps, mse
-from netemu.kernels.staleness import buffered_step, mix, staleness_weight, weighted_delta_step
+from netemu.engine.actors import Actor
+from netemu.engine.cohort import Member
 from netemu.engine.net.network import Message
 from netemu.engine.world import World
-
-if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
-    from netemu.data.synthetic import LinearTask
+from netemu.kernels.staleness import buffered_step, mix, staleness_weight, weighted_delta_step
+from netemu.tasks.base import Task
 
 __all__ = ["SPECS", "VARIANTS", "AsyncFLParams"]
 
@@ -70,8 +65,6 @@ STALENESS = ("constant", "polynomial")
 @dataclass(frozen=True)
 class AsyncFLParams:
     aggregation: str = "buffer"  # "buffer" (FedBuff), "mix" (FedAsync), "sync" (rounds with a deadline)
-    lr: float = 0.1  # clients' gradient step
-    local_steps: int = 5
     round_time: float = deadline(5.0)  # virtual seconds: a sync round's deadline, an async run's metric period
     concurrency: int = 0  # buffer / mix: clients training at once (0: all)
     buffer: int = 5  # FedBuff's K
@@ -87,8 +80,6 @@ class AsyncFLParams:
 
     def __post_init__(self) -> None:
         require(self.aggregation in AGGREGATIONS, "aggregation", '"buffer", "mix" or "sync"')
-        require(self.lr > 0, "lr", "> 0")
-        require(self.local_steps >= 1, "local_steps", ">= 1")
         require(self.round_time > 0, "round_time", "> 0 virtual seconds")
         require(self.concurrency >= 0, "concurrency", ">= 0 (0: every client)")
         require(self.buffer >= 1, "buffer", ">= 1 update")
@@ -114,10 +105,10 @@ class AsyncFLParams:
 class _Server(Actor):
     """What both servers share: the model, the busy clients, the round's tallies and metrics."""
 
-    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: LinearTask) -> None:
+    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: Task) -> None:
         super().__init__(name)
         self.p, self.rounds, self.task = params, rounds, task
-        self.w = np.zeros(task.w_star.shape[0])
+        self.w = task.init()
         self.version = 0
         self.busy: dict[str, int] = {}  # client -> round it was asked in, until it answers
         self.used: list[float] = []  # staleness of the updates used this round
@@ -137,7 +128,7 @@ class _Server(Actor):
         return gone
 
     def report(self) -> None:
-        self.metric("mse", mse(self.w, *self.task.test))
+        report(self, self.task, self.rounds, [self.w])
         self.metric("participants", len(self.used))
         self.metric("staleness", float(np.mean(self.used)) if self.used else 0.0)
         self.metric("dropped_stale", self.dropped)
@@ -147,7 +138,7 @@ class _Server(Actor):
 class AsyncServer(_Server):
     """FedBuff (`buffer`) and FedAsync (`mix`): never waits for a round; each answer is used at once."""
 
-    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: LinearTask) -> None:
+    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: Task) -> None:
         super().__init__(name, params, rounds, task)
         self.idle: deque[str] = deque()
         self.slots = 0
@@ -194,7 +185,7 @@ class AsyncServer(_Server):
 class SyncServer(_Server):
     """Rounds with a deadline: over-commitment, partial aggregation with late updates carried over."""
 
-    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: LinearTask) -> None:
+    def __init__(self, name: str, params: AsyncFLParams, rounds: int, task: Task) -> None:
         super().__init__(name, params, rounds, task)
         self.late: list[tuple[Message, int]] = []
 
@@ -238,17 +229,18 @@ class AsyncFLClients(FedAvgClients):
     """The clients: FedAvg's local training (`FedAvgClients`), answering with the model
     ("mix") or its delta, stamped with the version `t` it trained from."""
 
-    p: AsyncFLParams
+    def __init__(self, name: str, members: list[str], task: Task, mix: bool) -> None:
+        super().__init__(name, members, task)
+        self.mix = mix
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
-        X, y = self.parts[m.name]
         start = msg.payload["w"]
-        w = gradient_steps(start, X, y, self.p.lr, steps)
-        body = {"w": w} if self.p.aggregation == "mix" else {"d": w - start}
-        self.send(m, msg.src, "update", {**body, "n": y.shape[0], "t": msg.payload["t"]})
+        w = self.task.train(start, m.name, steps)
+        body = {"w": w} if self.mix else {"d": w - start}
+        self.send(m, msg.src, "update", {**body, "n": self.task.samples(m.name), "t": msg.payload["t"]})
 
 
-def build(world: World, params: AsyncFLParams, task: LinearTask, rounds: int) -> None:
+def build(world: World, params: AsyncFLParams, task: Task, rounds: int) -> None:
     """The server (asynchronous or with rounds, by `aggregation`) and the clients as one cohort."""
     server = SyncServer if params.aggregation == "sync" else AsyncServer
     clients = []
@@ -257,13 +249,7 @@ def build(world: World, params: AsyncFLParams, task: LinearTask, rounds: int) ->
             world.add(server(name, params, rounds, task))
         else:
             clients.append(name)
-    world.add(AsyncFLClients("async-fl-clients", clients, params, task.parts))
-
-
-def step_cost(params: AsyncFLParams, task: LinearTask) -> tuple[Callable[[], object], float]:
-    """One local gradient step of the client with the median number of samples (as FedAvg's:
-    `median_step`), for `[nodes] compute = "measured"`."""
-    return median_step(params.lr, task)
+    world.add(AsyncFLClients("async-fl-clients", clients, task, params.aggregation == "mix"))
 
 
 #: scenario algorithm names -> parameter presets (the built-in FedAsync is `fedasync-mix`: the
@@ -277,7 +263,7 @@ VARIANTS: dict[str, dict] = {
 }
 
 SPECS = [
-    AlgorithmSpec(name, AsyncFLParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__, defaults=preset,
-                  requires=(ONE_SERVER,), partial_work=True, step_cost=step_cost)
+    AlgorithmSpec(name, AsyncFLParams, build, roles=("server", "client"), doc=__doc__, defaults=preset,
+                  requires=(ONE_SERVER,), partial_work=True, step_cost=task_step_cost, task=True, moved=MOVED)
     for name, preset in VARIANTS.items()
 ]

@@ -103,7 +103,12 @@ class AlgorithmSpec:
     when given, returns (step, work): a callable doing one local step of a client on
     representative data and the work units that step counts — what `[nodes] compute =
     "measured"` times (netemu.run.calibration).  validate refuses those keys for families
-    without them."""
+    without them.
+
+    `task` True says the family learns through a task (netemu.tasks): `build` receives the
+    run's `Task` in place of the data, any task fits, and partial work and measured compute come
+    from the task.  `moved` maps parameters that left the family to where they went (e.g.
+    `{"lr": "task.lr"}`), so that validate names the new key instead of calling the old one unknown."""
 
     name: str
     params: type
@@ -116,6 +121,8 @@ class AlgorithmSpec:
     needs_data: bool = True
     partial_work: bool = False
     step_cost: Callable[[Any, Any], tuple[Callable[[], object], float]] | None = None
+    task: bool = False
+    moved: dict = field(default_factory=dict)
 
     def make_params(self, values: dict) -> Any:
         return self.params(**{**self.defaults, **values})

@@ -1,114 +1,140 @@
-"""Federated averaging of a linear model over a star, with a round deadline.
+"""Federated averaging over a star, with a round deadline — and its variants: FedProx,
+the server optimizers FedAvgM, FedAdam and FedYogi, and local-only training.
 
-Each round the server broadcasts the model; a client that participates (its keyed
-Bernoulli draw) spends `steps × n_k` work units, runs `steps` gradient steps and
-returns its model; `steps` is `local_steps`, or max(1, floor(f × local_steps)) when the
-scenario gives clients partial work (`[nodes] completeness`: f is the client's
-`work_fraction()` of the round).  The server waits until the round deadline (or until
-every client answered), then averages the updates of this round weighted by n_k.
-Updates that arrive after their round's deadline are ignored (logged as delivered,
-not used).  Metrics per round: `mse` on the test set, `participants`.
+It learns any task (netemu.tasks): the model, its local training and its metrics are the
+scenario's `[task]`.  Each round the server sends the model; a client that participates (its
+keyed Bernoulli draw) does the task's local round — or, with partial work (`[nodes]
+completeness`), max(1, floor(f × steps)) of its steps, f its `work_fraction()` — spending the
+task's work units for it, and returns its model with its sample count n_k.  The server waits
+until the round deadline (or until every client answered) and aggregates this round's
+updates: x̄ = Σ n_k x_k / Σ n_k (McMahan et al., AISTATS 2017, Algorithm 1).  Updates that
+arrive after their round's deadline are not used (logged as delivered).
+
+* `mu` > 0 — FedProx (Li et al., MLSys 2020, eq. 2): clients minimise their loss plus
+  (mu/2)‖w − x_t‖².
+* `server_optimizer` — x_{t+1} = x̄ ("none"), or a step of FedAvgM / FedAdam / FedYogi on the
+  pseudo-gradient x̄ − x_t (Reddi et al., ICLR 2021, Algorithm 2; netemu.kernels.server_opt)
+  with `server_lr` η, `beta1`, `beta2`, `tau`.
+* `aggregate = false` — local-only training: the server keeps each client's own model, sends
+  it back to that client only, and never averages; metrics are the mean over clients of
+  their models' metrics.
+
+Metrics per round: the task's (e.g. `accuracy`, `loss`; `mse` for linear regression), every
+`evaluate_every` rounds, then `participants`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Any
 
 import numpy as np
 
-from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.config import deadline, require
 from netemu.coordination import gather
-from netemu.data.base import part_sizes
-from netemu.kernels.linear import gradient_steps, mse, weighted_average
+from netemu.engine.actors import Actor
+from netemu.engine.cohort import Cohort, Member, add_clients
 from netemu.engine.net.network import Message
 from netemu.engine.world import World
+from netemu.kernels.linear import weighted_average
+from netemu.kernels.server_opt import OPTIMIZERS, ServerState, server_step
+from netemu.tasks.base import Task
 
-if TYPE_CHECKING:  # the data layer sits below the algorithms: types only
-    from netemu.data.synthetic import LinearTask
+__all__ = ["MOVED", "SPECS", "VARIANTS", "FedAvgClients", "FedAvgParams", "task_step_cost"]
 
-__all__ = ["FedAvgParams", "SPEC", "local_steps", "median_step"]
+#: parameters that moved to the task: validate names where they went
+MOVED = {"lr": "task.lr", "local_steps": "task.steps"}
 
 
 @dataclass(frozen=True)
 class FedAvgParams:
-    lr: float = 0.05
-    local_steps: int = 5
     round_time: float = deadline(10.0)
+    mu: float = 0.0  # FedProx's proximal weight (0: FedAvg's local step)
+    server_optimizer: str = "none"  # "none" | "avgm" | "adam" | "yogi"
+    server_lr: float = 1.0  # η
+    beta1: float = 0.9
+    beta2: float = 0.99
+    tau: float = 1e-3  # adaptivity (FedAdam, FedYogi)
+    aggregate: bool = True  # false: local-only training
 
     def __post_init__(self) -> None:
-        require(self.lr > 0, "lr", "> 0")
-        require(self.local_steps >= 1, "local_steps", ">= 1")
         require(self.round_time > 0, "round_time", "> 0 virtual seconds")
+        require(self.mu >= 0, "mu", ">= 0")
+        require(self.server_optimizer in ("none", *OPTIMIZERS), "server_optimizer", '"none", "avgm", "adam" or "yogi"')
+        require(self.server_lr > 0, "server_lr", "> 0")
+        require(0 <= self.beta1 < 1, "beta1", "in [0, 1)")
+        require(0 <= self.beta2 < 1, "beta2", "in [0, 1)")
+        require(self.tau > 0, "tau", "> 0")
+        require(isinstance(self.aggregate, bool), "aggregate", "true or false")
+        require(self.aggregate or self.server_optimizer == "none", "server_optimizer", '"none" when aggregate = false (nothing is aggregated)')
 
 
-def local_steps(steps: int, fraction: float) -> int:
-    """The local steps of a client that completes `fraction` of its work: max(1, floor(fraction × steps))."""
-    return steps if fraction >= 1.0 else max(1, math.floor(fraction * steps))
+def report(actor: Actor, task: Task, rounds: int, models: list[np.ndarray]) -> None:
+    """The task's metrics of the model (one), or their mean over the clients' models (local-only)."""
+    if not task.evaluates(actor.round, rounds):
+        return
+    scores = [task.evaluate(w) for w in models]
+    for name in scores[0] if scores else ():
+        actor.metric(name, scores[0][name] if len(scores) == 1 else float(np.mean([s[name] for s in scores])))
 
 
 class FedAvgServer(Actor):
-    def __init__(self, name: str, params: FedAvgParams, rounds: int, task: LinearTask) -> None:
+    def __init__(self, name: str, params: FedAvgParams, rounds: int, task: Task) -> None:
         super().__init__(name)
         self.p, self.rounds, self.task = params, rounds, task
-        self.w = np.zeros(task.w_star.shape[0])
+        self.w = task.init()
+        self.opt = ServerState.start(self.w.size, params.tau) if params.server_optimizer != "none" else None
 
     async def run(self) -> None:
         clients = self.neighbours
+        own = dict.fromkeys(clients, self.w)  # local-only: each client's own model
         for r in range(self.rounds):
             self.round = r
-            self.broadcast("model", self.w)
+            if self.p.aggregate:
+                self.broadcast("model", self.w)
+            else:
+                for c in clients:
+                    self.send(c, "model", own[c])
             replies = await gather(self, "update", self.now + self.p.round_time, round=r, quorum=len(clients))
-            if replies:
+            if not self.p.aggregate:
+                own.update((m.src, m.payload["w"]) for m in replies.messages)
+            elif replies:
                 models = [m.payload["w"] for m in replies.messages]
-                self.w = weighted_average(np.array(models), np.array([m.payload["n"] for m in replies.messages]))
-            self.metric("mse", mse(self.w, *self.task.test))
+                mean = weighted_average(np.array(models), np.array([m.payload["n"] for m in replies.messages]))
+                self.w = mean if self.opt is None else self._step(mean)
+            report(self, self.task, self.rounds, [self.w] if self.p.aggregate else list(own.values()))
             self.metric("participants", len(replies))
 
-
-class LocalTraining(Protocol):
-    """What the clients' local training reads of an algorithm's (frozen) parameters."""
-
-    @property
-    def lr(self) -> float: ...
-
-    @property
-    def local_steps(self) -> int: ...
+    def _step(self, mean: np.ndarray) -> np.ndarray:
+        p = self.p
+        assert self.opt is not None
+        return server_step(p.server_optimizer, self.w, mean, self.opt, lr=p.server_lr, beta1=p.beta1, beta2=p.beta2, tau=p.tau)
 
 
 class FedAvgClients(Cohort):
-    """The clients' logic, for one cohort or one `Solo` actor each (the local steps stay
-    per client, when each client's compute ends)."""
+    """The clients' local rounds, for one cohort or one `Solo` actor each (the local steps run
+    per client, when each client's compute ends).  `mu` is FedProx's proximal weight."""
 
     receives = "model"
 
-    def __init__(self, name: str, members: list[str], params: LocalTraining,
-                 parts: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, name: str, members: list[str], task: Task, mu: float = 0.0) -> None:
         super().__init__(name, members)
-        self.p = params
-        self.parts = parts  # read when a member trains: kept, or drawn again (`DrawnParts`)
-        self.sizes = part_sizes(parts, members)
+        self.task, self.mu = task, mu
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
         if not self.participates(m):
             return
-        n = self.sizes[m.index]
-        steps = local_steps(self.p.local_steps, self.work_fraction(m))
-        self.compute(m, steps * n, self.reply, msg, steps)
+        steps, work = self.task.plan(m.name, self.work_fraction(m))
+        self.compute(m, work, self.reply, msg, steps)
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
-        X, y = self.parts[m.name]
-        w = gradient_steps(msg.payload, X, y, self.p.lr, steps)
-        self.send(m, msg.src, "update", {"w": w, "n": y.shape[0]})
+        w = self.task.train(msg.payload, m.name, steps, mu=self.mu)
+        self.send(m, msg.src, "update", {"w": w, "n": self.task.samples(m.name)})
 
 
-def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, cohort: bool = True) -> None:
+def build(world: World, params: FedAvgParams, task: Task, rounds: int, *, cohort: bool = True) -> None:
     """The server and the clients: one cohort for all clients (`cohort=False`: one actor each)."""
     clients = []
     for name, node in world.network.nodes.items():
@@ -116,24 +142,30 @@ def build(world: World, params: FedAvgParams, task: LinearTask, rounds: int, *, 
             world.add(FedAvgServer(name, params, rounds, task))
         else:
             clients.append(name)
-    add_clients(world, lambda n, ms: FedAvgClients(n, ms, params, task.parts), "fedavg-clients", clients, cohort=cohort)
+    add_clients(world, lambda n, ms: FedAvgClients(n, ms, task, params.mu), "fedavg-clients", clients, cohort=cohort)
 
 
-def median_step(lr: float, task: LinearTask) -> tuple[Callable[[], object], float]:
-    """One local gradient step (step size `lr`) of the client with the median number of
-    samples (ties: the first in name order), and its work units (n_k: a client's compute is
-    `steps × n_k`) — the `step_cost` of the linear families whose local work is gradient steps."""
-    clients = list(task.parts)
-    ranked = sorted(zip(part_sizes(task.parts, clients), clients))  # by sample count, then name: no part drawn
-    X, y = task.parts[ranked[(len(ranked) - 1) // 2][1]]
-    w = np.zeros(task.w_star.shape[0])
-    return (lambda: gradient_steps(w, X, y, lr, 1)), float(y.shape[0])
+def task_step_cost(params: Any, task: Task) -> tuple[Any, float]:
+    """One local step of the task's median client (`Task.step_cost`), for `compute = "measured"`."""
+    return task.step_cost()
 
 
-def step_cost(params: FedAvgParams, task: LinearTask) -> tuple[Callable[[], object], float]:
-    """One local gradient step of the client with the median number of samples (`median_step`)."""
-    return median_step(params.lr, task)
+#: scenario algorithm names -> parameter presets (server optimizers: Reddi et al. 2021's
+#: defaults β₁ = 0.9, β₂ = 0.99, τ = 10⁻³, server step η = 10⁻²; FedAvgM: β = 0.9, η = 1)
+VARIANTS: dict[str, dict] = {
+    "fedavg": {},
+    "fedprox": {"mu": 0.01},
+    "fedavgm": {"server_optimizer": "avgm"},
+    "fedadam": {"server_optimizer": "adam", "server_lr": 0.01},
+    "fedyogi": {"server_optimizer": "yogi", "server_lr": 0.01},
+    "local-only": {"aggregate": False},
+}
 
+SPECS = [
+    AlgorithmSpec(name, FedAvgParams, build, roles=("server", "client"), doc=__doc__, defaults=preset, requires=(ONE_SERVER,),
+                  partial_work=True, step_cost=task_step_cost, task=True, moved=MOVED)
+    for name, preset in VARIANTS.items()
+]
 
-SPEC = AlgorithmSpec("fedavg", FedAvgParams, build, datasets=("linear",), roles=("server", "client"), doc=__doc__,
-                     requires=(ONE_SERVER,), partial_work=True, step_cost=step_cost)
+#: the plain FedAvg entry
+SPEC = SPECS[0]

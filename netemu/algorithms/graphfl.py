@@ -228,13 +228,13 @@ def build(world: World, params: GraphFLParams, task: FederatedTask, rounds: int,
     add_clients(world, lambda n, ms: GraphFLClients(n, state, ms), "graphfl-clients", state.clients, cohort=cohort)
 
 
-#: scenario algorithm names -> parameter presets.  FedAvg is `fedprox` with mu = 0
-#: (scenarios label it "fedavg"; the name `fedavg` is the quick-start linear FedAvg).
+#: scenario algorithm names -> parameter presets.  FedAvg is `graphfl-fedprox` with mu = 0
+#: (scenarios label it "fedavg"; `fedavg` and `fedprox` are the task-learning family, netemu.algorithms.fedavg).
 VARIANTS: dict[str, dict] = {
     "fedpnp-soft": {"filter": "soft", "mu": 0.2},
     "fedpnp-hard": {"filter": "hard", "mu": 0.2, "tau": 2},
     "g-fedfilt": {"filter": "soft", "share": "updates", "graph": "positions", "beta1": 10.0, "beta2": 0.0, "nu0": 0.0},
-    "fedprox": {"filter": "mean", "mu": 0.01},
+    "graphfl-fedprox": {"filter": "mean", "mu": 0.01},
     "local": {"filter": "identity"},
     # FedPnP's personalized baselines (Table 1; settings of its appendix A.4.3)
     "pfedme": {"filter": "mean", "mu": 0.0, "local": "pfedme"},

@@ -1,4 +1,4 @@
-"""`netemu algorithms`: every registered algorithm and data kind with its parameters and defaults."""
+"""`netemu algorithms`: every registered algorithm, task and data kind with its parameters and defaults."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     algs = sub.add_parser(
         "algorithms",
-        help="list the algorithms and data kinds (built-in and plug-ins) with their parameters and defaults",
+        help="list the algorithms, tasks and data kinds (built-in and plug-ins) with their parameters and defaults",
         description="List every registered algorithm (netemu's own and installed plug-ins, entry point group "
-        "netemu.algorithms) and data kind (netemu.data): where it comes from, what it needs, its parameters and defaults.",
+        "netemu.algorithms), learning task (netemu.tasks: model, local training, metrics) and data kind (netemu.data): "
+        "where it comes from, what it learns or needs, its parameters and defaults.",
     )
     algs.add_argument("names", nargs="*", help="only these algorithms (default: all)")
     algs.set_defaults(func=cmd_algorithms)
@@ -37,13 +38,19 @@ def cmd_algorithms(args) -> int:
         print(f"{spec.name}  ({reg.origin.get(('algorithm', spec.name), 'module:attribute')})")
         if doc:
             print(f"    {doc}")
-        print(f"    data.kind: {' | '.join(spec.datasets) or 'any'}; roles: {', '.join(spec.roles) or 'any'}")
+        learns = ("task: any ([task] table; its data kind's default without one)" if spec.task
+                  else f"data.kind: {' | '.join(spec.datasets) or 'any'} (its own model and training; no [task])")
+        print(f"    {learns}; roles: {', '.join(spec.roles) or 'any'}")
         for req in spec.requires:
             print(f"    needs: {req.needs}")
         print(f"    parameters: {_parameters(spec.params, spec.defaults)}")
         if deadlines(spec.params):
             print(f"    deadlines: {', '.join(deadlines(spec.params))} (the automatic horizon allows a round twice the longest)")
     if not args.names:
+        print("\ntasks ([task] name = ...):")
+        for name, task in reg.tasks.items():
+            print(f"{name}  ({reg.origin[('task', name)]})\n    {task.doc}\n    data.kind: {' | '.join(task.datasets) or 'any'}\n"
+                  f"    parameters: {_parameters(task.params, {})}")
         print("\ndata kinds:")
         for name, data in reg.data.items():
             print(f"{name}  ({reg.origin[('data kind', name)]})\n    {data.doc}\n    parameters: {_parameters(data.params, {})}")

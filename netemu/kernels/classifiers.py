@@ -29,7 +29,7 @@ import numpy as np
 
 from netemu.kernels import batchnorm as bn
 
-__all__ = ["MLP", "MLPBN", "Softmax", "accuracy", "confusion", "macro_prf", "passes", "predictions", "sgd"]
+__all__ = ["MLP", "MLPBN", "Softmax", "accuracy", "batches", "confusion", "cross_entropy", "macro_prf", "minibatch_steps", "passes", "predictions", "sgd"]
 
 
 def _cross_entropy(logits: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -203,6 +203,50 @@ def sgd(
                 theta -= lr * (g + mu * (theta - anchor))
                 theta[running] = tracked
     return theta
+
+
+def batches(n: int, batch: int, steps: int, rng: np.random.Generator | None):
+    """The rows of each of `steps` mini-batches over n samples: a fresh permutation from `rng`
+    per pass, cut into batches of `batch` (the last of a pass smaller) — the batches `sgd`
+    takes for whole epochs; `batch` 0 (or >= n) is the whole set in order, with no draw."""
+    if batch <= 0 or batch >= n:
+        for _ in range(steps):
+            yield slice(None)
+        return
+    assert rng is not None
+    done = 0
+    while done < steps:
+        order = rng.permutation(n)
+        for start in range(0, n, batch):
+            if done == steps:
+                return
+            yield order[start : start + batch]
+            done += 1
+
+
+def minibatch_steps(
+    model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, *, steps: int, batch: int, lr: float,
+    rng: np.random.Generator | None, mu: float = 0.0,
+) -> np.ndarray:
+    """`steps` SGD steps (mini-batches from `batches`) on the loss plus (mu/2)‖θ − θ₀‖²
+    (FedProx's proximal term around the starting θ₀, Li et al. MLSys 2020, eq. 2); a new
+    vector.  A model with `full_batch_steps` takes that path for whole-set steps without a
+    proximal term (the least-squares kernel's own loop)."""
+    if y.shape[0] == 0:
+        return theta.copy()
+    if mu == 0 and (batch <= 0 or batch >= y.shape[0]) and hasattr(model, "full_batch_steps"):
+        return model.full_batch_steps(theta, X, y, lr, steps)
+    anchor = theta
+    theta = theta.copy()
+    for rows in batches(y.shape[0], batch, steps, rng):
+        _, g = model.loss_grad(theta, X[rows], y[rows])
+        theta -= lr * (g + mu * (theta - anchor)) if mu else lr * g
+    return theta
+
+
+def cross_entropy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+    """The mean softmax cross-entropy of the model's logits (evaluation mode) on (X, y)."""
+    return _cross_entropy(model.logits(theta, X), y)[0]
 
 
 def accuracy(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["gradient_steps", "mse", "weighted_average"]
+__all__ = ["LeastSquares", "gradient_steps", "mse", "weighted_average"]
 
 
 def mse(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
@@ -25,3 +25,33 @@ def weighted_average(vectors: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Σ_k a_k v_k / Σ_k a_k over the rows of `vectors` (FedAvg aggregation)."""
     weights = np.asarray(weights, dtype=float)
     return weights @ np.asarray(vectors) / weights.sum()
+
+
+class LeastSquares:
+    """Linear regression as a model with the classifiers' interface (netemu.kernels.classifiers):
+    θ = w (d entries, zero at the start), loss (1/2n)·‖Xw − y‖², predictions Xw.  Full-batch
+    steps go through `gradient_steps` (the quick start's FedAvg, to the last bit)."""
+
+    local_mask = None
+    running = None
+
+    def __init__(self, d: int) -> None:
+        self.d = d
+
+    @property
+    def size(self) -> int:
+        return self.d
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        return np.zeros(self.d)
+
+    def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        return X @ theta
+
+    def loss_grad(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        r = X @ theta - y
+        n = y.shape[0]
+        return float(r @ r) / (2 * n), X.T @ r / n
+
+    def full_batch_steps(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.ndarray:
+        return gradient_steps(theta, X, y, lr, steps)

@@ -1,8 +1,8 @@
 """Measured compute (`[nodes] compute = "measured"`): time an algorithm's local step on this
 machine once, before a run, and turn it into seconds per work unit.
 
-The algorithm's `AlgorithmSpec.step_cost(params, data)` gives one local step of a client on
-representative data and the work units it counts; the calibration is the median of
+The algorithm's `AlgorithmSpec.step_cost(params, data)` (for a task-learning family, the task's
+`step_cost`) gives one local step of a client on representative data and the work units it counts; the calibration is the median of
 `REPETITIONS` timings (after one untimed warm-up) divided by those units.  Every client's
 compute time is then calibration × work / speed — deterministic within the run.  The value
 is recorded in summary.json and in the trace header (`calibration`), and a replay uses the
@@ -18,7 +18,7 @@ import time
 
 from netemu import plugins
 from netemu.errors import InputError
-from netemu.scenario.build import build_data, build_graph, release, run_seed
+from netemu.scenario.build import build_graph, learning, release, run_seed
 from netemu.scenario.load import Scenario
 
 __all__ = ["REPETITIONS", "calibrate", "measure"]
@@ -37,7 +37,7 @@ def measure(sc: Scenario, algorithm: int, repetitions: int = REPETITIONS) -> flo
         raise InputError(f"{sc.path}: nodes.compute = \"measured\": algorithm[{algorithm}] = {name!r} has no local step to time")
     streams = Streams(run_seed(sc.settings.run.seed, 0))
     graph = build_graph(sc, streams)
-    step, work = spec.step_cost(sc.algorithm_params(algorithm), build_data(sc, graph, streams))
+    step, work = spec.step_cost(sc.algorithm_params(algorithm), learning(sc, spec, graph, streams))
     release(graph)
     if not work > 0:
         raise InputError(f"{name}: step_cost returned {work!r} work units for one local step; expected > 0")

@@ -35,7 +35,7 @@ from netemu.scenario.settings import Algorithm, thawed
 from netemu.engine.world import World, fewer_collections
 
 __all__ = [
-    "DAY", "ScriptError", "build_graph", "build_links", "build_world", "load_script", "release", "run_horizon", "run_seed",
+    "DAY", "ScriptError", "build_graph", "build_links", "build_task", "build_world", "learning", "load_script", "release", "run_horizon", "run_seed",
     "script_hash", "topology_for_validation",
 ]
 
@@ -337,6 +337,23 @@ def build_data(sc: Scenario, graph: nx.DiGraph, streams: Streams) -> Any:
     return plugins.data_kind(sc.settings.data.kind).make(sc.data_params(), clients, streams)
 
 
+def build_task(sc: Scenario, data: Any, streams: Streams) -> Any:
+    """The run's task (netemu.tasks) over its `data`, for the algorithms that learn one."""
+    task = sc.settings.task
+    if task is None:
+        raise InputError(f"{sc.path}: task: required for an algorithm that learns a task (a [task] table with a name)")
+    try:
+        return plugins.task(task.name).make(sc.task_params(), data, streams)
+    except ConfigError as exc:
+        raise InputError(f"{sc.path}: task.{exc.field} ({task.name}): {exc.accepts}") from None
+
+
+def learning(sc: Scenario, spec: Any, graph: nx.DiGraph, streams: Streams) -> Any:
+    """What `spec.build` learns from: the run's task (a task-learning family), else its data."""
+    data = build_data(sc, graph, streams)
+    return build_task(sc, data, streams) if spec.task else data
+
+
 def build_world(
     sc: Scenario,
     algorithm: int,
@@ -366,7 +383,7 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     spec = plugins.algorithm(entry.name)
     try:
         params = sc.algorithm_params(algorithm)
-        data = build_data(sc, graph, streams)  # before the world: a participation model reads the clients' sample counts
+        data = learning(sc, spec, graph, streams)  # before the world: a participation model reads the clients' sample counts
     except ConfigError as exc:
         raise _entry_error(sc, algorithm, entry, exc) from None
     world = World(

@@ -17,7 +17,7 @@ from netemu.engine.net.impairments import Latency, Loss
 from netemu.engine.net.model import NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
-from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
+from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
 
 __all__ = ["MAX_NAME", "SCHEMA", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
@@ -269,6 +269,7 @@ SCHEMA = Section(
             }
         ),
         "data": Custom(data_table, None),  # required unless every algorithm says it needs none (parse_scenario)
+        "task": Custom(task_table, None),  # what task-learning algorithms learn (netemu.tasks); default by data kind
         "algorithm": ArrayOf(Custom(algorithm_table), min_items=1),
         "script": Field(str, "", accepts="(path of a Python scenario script, relative to the scenario)"),
         "devices": Section(

@@ -25,7 +25,7 @@ from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
 from netemu.scenario.settings import Settings, settings, thawed
-from netemu.scenario.specs import algorithm_params, check_algorithms, data_features
+from netemu.scenario.specs import algorithm_params, check_algorithms, data_features, named_task
 
 __all__ = ["SHORTHANDS", "Scenario", "load_scenario", "match_nodes", "parse_scenario"]
 
@@ -64,6 +64,11 @@ class Scenario:
         params = plugins.data_kind(data.kind).params(**thawed(data.params))
         return params.with_paths(resolve or self._relative) if hasattr(params, "with_paths") else params
 
+    def task_params(self) -> Any:
+        """The task's params, its spec's dataclass; None when no algorithm learns a task."""
+        task = self.settings.task
+        return None if task is None else plugins.task(task.name).params(**thawed(task.params))
+
     def _relative(self, path: str) -> str:
         return str(self.resolve(path))
 
@@ -92,6 +97,7 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
         raise ScenarioError([Issue(file, "(nesting)", f"more than {MAX_DEPTH} levels", f"tables and arrays nested at most {MAX_DEPTH} levels deep")])
     issues = Issues(file)
     raw, renamed_keys = shorthands(raw, issues)
+    raw = named_task(raw)
     table = validate(SCHEMA, raw, "", issues)
     sc = None
     if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, lambda p: _resolve(path, p), issues):

@@ -18,7 +18,7 @@ from typing import Any
 from netemu import plugins
 from netemu.config import deadlines
 
-__all__ = ["Algorithm", "Behaviour", "Crash", "Data", "Devices", "Links", "Nodes", "Output", "Run", "Settings", "Topology",
+__all__ = ["Algorithm", "Behaviour", "Crash", "Data", "Devices", "Links", "Nodes", "Output", "Run", "Settings", "Task", "Topology",
            "network_model", "settings", "thawed"]
 
 
@@ -135,6 +135,14 @@ class Data:
 
 
 @dataclass(frozen=True)
+class Task:
+    """[task] (or, without one, the data kind's default task): its registered `name` and params."""
+
+    name: str
+    params: Mapping
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """One [[algorithm]] entry: `params` as the table gives them, `deadlines` the finite values
     of the parameters its spec declares deadlines (netemu.config.deadline)."""
@@ -158,6 +166,7 @@ class Settings:
     links: Links
     nodes: Nodes
     data: Data | None
+    task: Task | None  # None: no algorithm learns a task, or the data kind has no default
     algorithms: tuple[Algorithm, ...]
     devices: Devices
     output: Output
@@ -181,6 +190,16 @@ def _algorithm(entry: dict) -> Algorithm:
     return Algorithm(entry["name"], entry["label"], _frozen({k: v for k, v in entry.items() if k not in ("name", "label")}), finite)
 
 
+def _task(table: dict) -> Task | None:
+    from netemu.scenario.specs import task_name
+
+    if table.get("task"):
+        return Task(table["task"]["name"], _frozen({k: v for k, v in table["task"].items() if k != "name"}))
+    name = task_name(table)
+    learns = any(plugins.algorithm(a["name"]).task for a in table["algorithm"])
+    return Task(name, MappingProxyType({})) if name is not None and learns else None
+
+
 def settings(table: dict) -> Settings:
     """The typed records of a resolved, validated scenario table (netemu.scenario.load)."""
     run, nodes, topo = table["run"], table["nodes"], table["topology"]
@@ -193,6 +212,7 @@ def settings(table: dict) -> Settings:
                     tuple(Crash(c["node"], c["at"], c["recover"] if c["recover"] >= 0 else None) for c in nodes["crash"]),
                     nodes["compute"] or "work"),
         data=Data(table["data"]["kind"], _frozen({k: v for k, v in table["data"].items() if k != "kind"})) if table["data"] else None,
+        task=_task(table),
         algorithms=tuple(map(_algorithm, table["algorithm"])),
         devices=Devices(table["devices"]["file"], table["devices"]["bandwidth"]),
         output=Output(**table["output"]),

@@ -1,6 +1,6 @@
-"""The plug-in side of a scenario: `[data]` and `[[algorithm]]` tables looked up in the
+"""The plug-in side of a scenario: `[data]`, `[task]` and `[[algorithm]]` tables looked up in the
 registry (or "package.module:attribute"), their parameters typed from the spec's params
-dataclass and range-checked by constructing it, and the checks between algorithms and data."""
+dataclass and range-checked by constructing it, and the checks between algorithms, task and data."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from netemu import plugins
 from netemu.algorithms.base import AlgorithmSpec
 from netemu.config import ConfigError
 from netemu.data.base import DataSpec
+from netemu.tasks.base import TaskSpec
 from netemu.scenario.schema import REQUIRED, Field, Issues, Section, validate
 
-__all__ = ["algorithm_params", "algorithm_table", "check_algorithms", "construct", "data_table"]
+__all__ = ["DEFAULT_TASKS", "algorithm_params", "algorithm_table", "check_algorithms", "construct", "data_table", "named_task", "task_name", "task_table"]
+
+#: the task a task-learning algorithm gets when the scenario has no [task] table, by data kind
+DEFAULT_TASKS = {"linear": "linear", "classification": "softmax"}
 
 
 def _params_of(cls: type, defaults: dict | None = None) -> dict[str, Field]:
@@ -60,14 +64,14 @@ def _lookup(value: Any, key: str, issues: Issues, selector: str, what: str) -> A
         issues.add(f"{key}.{selector}" if isinstance(value, dict) else key, got, reg.unknown(what, ""))
         return None
     name = value[selector]
-    kind = AlgorithmSpec if what == "algorithm" else DataSpec
+    kind = {"algorithm": AlgorithmSpec, "data": DataSpec, "task": TaskSpec}[what]
     if ":" in name:
         try:
             return plugins.resolve(name, kind)
         except plugins.PluginError as exc:
             issues.add(f"{key}.{selector}", name, f"an importable \"package.module:attribute\" naming a {kind.__name__}: {exc}")
             return None
-    specs = reg.algorithms if what == "algorithm" else reg.data
+    specs = reg.names(what)
     if name not in specs:
         issues.add(f"{key}.{selector}", name, reg.unknown(what, name))
         return None
@@ -81,10 +85,34 @@ def data_table(value: Any, key: str, issues: Issues) -> Any:
     return _params_table(value, key, issues, spec.params, {"kind": Field(str)})
 
 
+def named_task(raw: dict) -> dict:
+    """`raw` with a [task] table that names no task given its data kind's default (DEFAULT_TASKS),
+    so that `[task] lr = 0.1` (or `--set task.lr=0.1`) tunes the default task."""
+    task, data = raw.get("task"), raw.get("data")
+    if not (isinstance(task, dict) and "name" not in task and isinstance(data, dict) and isinstance(data.get("kind"), str)):
+        return raw
+    try:
+        kind = plugins.data_kind(data["kind"]).name
+    except plugins.PluginError:
+        return raw  # the unknown kind is reported at data.kind
+    return {**raw, "task": {"name": DEFAULT_TASKS[kind], **task}} if kind in DEFAULT_TASKS else raw
+
+
+def task_table(value: Any, key: str, issues: Issues) -> Any:
+    spec = _lookup(value, key, issues, "name", "task")
+    if spec is None:
+        return value
+    return _params_table(value, key, issues, spec.params, {"name": Field(str)})
+
+
 def algorithm_table(value: Any, key: str, issues: Issues) -> Any:
     spec = _lookup(value, key, issues, "name", "algorithm")
     if not isinstance(spec, AlgorithmSpec):
         return value
+    moved = [k for k in value if k in spec.moved]
+    for k in moved:
+        issues.add(f"{key}.{k}", value[k], f"moved to {spec.moved[k]}: {spec.name}'s local training is the task's ([task] table)")
+    value = {k: v for k, v in value.items() if k not in moved}
     fixed = {"name": Field(str), "label": Field(str, value["name"] if ":" not in value["name"] else spec.name)}
     return _params_table(value, key, issues, spec.params, fixed, spec.defaults)
 
@@ -118,6 +146,7 @@ def check_algorithms(table: dict, specs: list[AlgorithmSpec], resolve: Callable[
         if kind is not None and spec.datasets and kind not in spec.datasets:
             issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm for data.kind = {table['data']['kind']!r} "
                        f"({alg['name']} learns data.kind = {' | '.join(spec.datasets)})")
+    _check_task(table, specs, issues)
     labels = [a["label"] for a in table["algorithm"]]
     for label in {x for x in labels if labels.count(x) > 1}:
         issues.add("algorithm", label, "unique labels: give compared variants a distinct `label`")
@@ -138,3 +167,31 @@ def data_features(table: dict, resolve: Callable[[str], str]) -> int | None:
         return params.features() if hasattr(params, "features") else None
     except (ValueError, OSError, TypeError):
         return None
+
+
+def task_name(table: dict) -> str | None:
+    """The task the scenario's task-learning algorithms learn: [task] name, or its data kind's default."""
+    if table.get("task"):
+        return table["task"]["name"]
+    return DEFAULT_TASKS.get(plugins.data_kind(table["data"]["kind"]).name) if table.get("data") else None
+
+
+def _check_task(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None:
+    """A task where an algorithm learns one, of a kind that learns the data; none where no algorithm does."""
+    learners = [i for i, spec in enumerate(specs) if spec.task]
+    for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
+        if table.get("task") and not spec.task:
+            issues.add(f"algorithm[{i}].name", alg["name"], f"an algorithm that learns task {table['task']['name']!r} ({alg['name']} fixes "
+                       f"its own model and training, its paper's: drop the [task] table, or compare it in a scenario of its own)")
+    if not learners or table["data"] is None:
+        return
+    name = task_name(table)
+    kind = plugins.data_kind(table["data"]["kind"]).name
+    if name is None:
+        issues.add("task", REQUIRED, f"required: algorithm[{learners[0]}] = {table['algorithm'][learners[0]]['name']!r} learns a task, "
+                   f"and data.kind = {kind!r} has no default one (a [task] table with a name: {', '.join(plugins.registry().tasks)})")
+        return
+    task = plugins.task(name)
+    if task.datasets and kind not in task.datasets:
+        issues.add("task.name" if table.get("task") else "data.kind", name if table.get("task") else kind,
+                   f"a task for data.kind = {kind!r} (task {task.name!r} learns data.kind = {' | '.join(task.datasets)})")

@@ -9,12 +9,13 @@ trained from the server's model of version τ, it mixes it in at once,
 where t − τ is the update's staleness and s a staleness function (Xie et al. §5.2):
 `constant` s = 1, `polynomial` s(d) = (d + 1)^−a, `hinge` s(d) = 1 for d ≤ b, else
 1 / (a (d − b) + 1).  The server then sends x_t (version t) back to that client, which
-trains `local_steps` gradient steps on its data (the paper's proximal term is left out)
-and replies.  A client whose participation draw fails, or whose model or update is lost,
+does the task's local round on its data (the scenario's `[task]`: any model netemu or a
+plug-in offers; the paper's proximal term is left out) and replies.  A client whose participation draw fails, or whose model or update is lost,
 is sent the current model again after `patience` rounds without an answer.
 
 Metrics: the server keeps FedAvg's time base (rounds of `round_time` virtual seconds), so
-the two can be compared round by round: at the end of each round `mse` on the test set,
+the two can be compared round by round: at the end of each round the task's metrics (`mse`
+for linear regression, `accuracy` and `loss` for a classifier),
 `updates` (mixed in during the round) and `staleness` (their mean t − τ).
 """
 
@@ -28,8 +29,8 @@ from netemu import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import deadline, require
 from netemu.coordination import gather, send_each
-from netemu.kernels.linear import gradient_steps, mse
 from netemu.engine.net.network import Message
+from netemu.tasks import Task
 
 __all__ = ["FedAsyncParams", "SPEC"]
 
@@ -40,8 +41,6 @@ class FedAsyncParams:
     staleness: str = "polynomial"  # "constant" | "polynomial" | "hinge"
     a: float = 0.5  # exponent (polynomial) or slope (hinge)
     b: int = 4  # hinge: staleness tolerated at full weight
-    lr: float = 0.05
-    local_steps: int = 5
     round_time: float = deadline(10.0)  # virtual seconds per metric round (FedAvg's time base)
     patience: int = 3  # rounds without an answer before a client is sent the model again
 
@@ -50,8 +49,6 @@ class FedAsyncParams:
         require(self.staleness in ("constant", "polynomial", "hinge"), "staleness", '"constant", "polynomial" or "hinge"')
         require(self.a >= 0, "a", ">= 0")
         require(self.b >= 0, "b", ">= 0")
-        require(self.lr > 0, "lr", "> 0")
-        require(self.local_steps >= 1, "local_steps", ">= 1")
         require(self.round_time > 0, "round_time", "> 0 virtual seconds")
         require(self.patience >= 1, "patience", ">= 1 round")
 
@@ -67,10 +64,10 @@ class FedAsyncParams:
 
 
 class FedAsyncServer(Actor):
-    def __init__(self, name: str, params: FedAsyncParams, rounds: int, task) -> None:
+    def __init__(self, name: str, params: FedAsyncParams, rounds: int, task: Task) -> None:
         super().__init__(name)
         self.p, self.rounds, self.task = params, rounds, task
-        self.w = np.zeros(task.w_star.shape[0])
+        self.w = task.init()
         self.version = 0
         self.asked: dict[str, int] = {}  # client -> round it was last sent a model
         self.mixed: list[int] = []  # staleness of the updates mixed in this round
@@ -94,7 +91,9 @@ class FedAsyncServer(Actor):
             self.asked.update({c: r for c in idle})
             self.mixed = []
             await gather(self, "update", (r + 1) * self.p.round_time, on_message=self.mix)
-            self.metric("mse", mse(self.w, *self.task.test))
+            if self.task.evaluates(r, self.rounds):
+                for metric, value in self.task.evaluate(self.w).items():
+                    self.metric(metric, value)
             self.metric("updates", len(self.mixed))
             self.metric("staleness", float(np.mean(self.mixed)) if self.mixed else 0.0)
 
@@ -102,9 +101,9 @@ class FedAsyncServer(Actor):
 class FedAsyncClient(Actor):
     daemon = True
 
-    def __init__(self, name: str, params: FedAsyncParams, data: tuple[np.ndarray, np.ndarray]) -> None:
+    def __init__(self, name: str, task: Task) -> None:
         super().__init__(name)
-        self.p, (self.X, self.y) = params, data
+        self.task = task
 
     async def run(self) -> None:
         while True:
@@ -112,18 +111,19 @@ class FedAsyncClient(Actor):
             self.round = msg.round
             if not self.participates():
                 continue
-            await self.compute(self.p.local_steps * self.y.shape[0])
-            w = gradient_steps(msg.payload["w"], self.X, self.y, self.p.lr, self.p.local_steps)
+            steps, work = self.task.plan(self.name, 1.0)
+            await self.compute(work)
+            w = self.task.train(msg.payload["w"], self.name, steps)
             self.send(msg.src, "update", {"w": w, "t": msg.payload["t"]})
 
 
-def build(world, params: FedAsyncParams, task, rounds: int) -> None:
+def build(world, params: FedAsyncParams, task: Task, rounds: int) -> None:
     for name, node in world.network.nodes.items():
         if node.role == "server":
             world.add(FedAsyncServer(name, params, rounds, task))
         else:
-            world.add(FedAsyncClient(name, params, task.parts[name]))
+            world.add(FedAsyncClient(name, task))
 
 
-SPEC = AlgorithmSpec("fedasync", FedAsyncParams, build, datasets=("linear",), roles=("server", "client"),
-                     requires=(ONE_SERVER,), doc=__doc__)
+#: `task=True`: netemu hands `build` the scenario's task (netemu.tasks) instead of raw data
+SPEC = AlgorithmSpec("fedasync", FedAsyncParams, build, roles=("server", "client"), requires=(ONE_SERVER,), doc=__doc__, task=True)

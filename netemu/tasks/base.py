@@ -1,0 +1,113 @@
+"""What a learning task registers, and what an algorithm may ask of it.
+
+A task is learning below the algorithms: the model and its loss, the clients' local training
+and the evaluation, over the data the scenario's `[data]` kind makes (its partition among the
+clients).  An algorithm asks the task for the initial parameters, a client's sample count, the
+work and steps of a (partial) local round, `train`, `evaluate`, and one representative local
+step for measured compute; it never knows whether the model is a linear regression, a NumPy
+CNN or a PyTorch module behind a plug-in.
+
+Built-in tasks and users' plug-ins register the same way: a `TaskSpec` named by a
+`netemu.tasks` entry point, or `[task] name = "package.module:attribute"` in a scenario.
+Parameters travel as one flat float64 vector (a framework's tensors flattened in a fixed order:
+what msgpack encodes, what the wire size counts, and what FedAvg averages).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from netemu.config import require
+from netemu.engine.rng import Streams
+
+__all__ = ["Task", "TaskSpec", "Training", "local_steps"]
+
+
+def local_steps(steps: int, fraction: float) -> int:
+    """The local steps of a client that completes `fraction` of its work: max(1, floor(fraction × steps))."""
+    return steps if fraction >= 1.0 else max(1, math.floor(fraction * steps))
+
+
+class Task(Protocol):
+    """What an algorithm needs of learning (one run's task, made by `TaskSpec.make`)."""
+
+    #: client -> its training data; read by the scenario (participation by data size or label)
+    #: and by metrics, never by an algorithm's logic (a client's count travels in its messages)
+    parts: Mapping[str, Any]
+
+    def init(self) -> np.ndarray:
+        """The initial parameters (the same for every algorithm of a run)."""
+        ...
+
+    def samples(self, client: str) -> int:
+        """The client's number of training samples (what FedAvg weighs it by)."""
+        ...
+
+    def plan(self, client: str, fraction: float) -> tuple[int, float]:
+        """(steps, work units) of the client's local round when it completes `fraction` (0, 1] of it."""
+        ...
+
+    def train(self, params: np.ndarray, client: str, steps: int, *, mu: float = 0.0) -> np.ndarray:
+        """`steps` local steps of the client from `params` on the loss plus (mu/2)‖θ − params‖² (FedProx); new parameters."""
+        ...
+
+    def evaluate(self, params: np.ndarray) -> dict[str, float]:
+        """The task's metrics of `params`, by name, in a fixed order."""
+        ...
+
+    def evaluates(self, round: int, rounds: int) -> bool:
+        """Whether metrics are computed after round `round` (0-based) of `rounds`."""
+        ...
+
+    def step_cost(self) -> tuple[Callable[[], object], float]:
+        """One local step of the client with the median sample count and its work units (`compute = "measured"`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Training:
+    """The keys every built-in task shares: the clients' local training and the evaluation.
+
+    Local training is SGD: `steps` > 0 mini-batch steps, or else `epochs` passes over the
+    client's data, in batches of `batch` samples (0: the whole part, gradient descent).  A
+    round's work is the samples processed × `work_per_sample` work units.  `metrics` are
+    computed every `evaluate_every` rounds (and after the last) on the server's held-out test
+    set (`evaluate_on = "server"`), the clients' own test splits (`"clients"`: metric names
+    gain `_clients`, the mean over clients), or both."""
+
+    lr: float = 0.05
+    batch: int = 32
+    epochs: float = 1.0
+    steps: int = 0
+    work_per_sample: float = 1.0
+    metrics: tuple = ("accuracy", "loss")
+    evaluate_on: str = "server"
+    evaluate_every: int = 1
+
+    def __post_init__(self) -> None:
+        require(self.lr > 0, "lr", "> 0")
+        require(isinstance(self.batch, int) and self.batch >= 0, "batch", "an integer >= 0 (0: the whole part, gradient descent)")
+        require(self.epochs > 0, "epochs", "> 0 passes over the client's data")
+        require(isinstance(self.steps, int) and self.steps >= 0, "steps", "an integer >= 0 (0: `epochs` passes instead)")
+        require(self.work_per_sample > 0, "work_per_sample", "> 0 work units")
+        require(self.evaluate_on in ("server", "clients", "both"), "evaluate_on", '"server", "clients" or "both"')
+        require(isinstance(self.evaluate_every, int) and self.evaluate_every >= 1, "evaluate_every", "an integer >= 1 round")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """`params` is a frozen dataclass checking itself in `__post_init__` (the `[task]` table's
+    keys besides `name`); `make(params, data, streams)` returns the run's `Task` over the data
+    the scenario's `[data]` kind made, drawing only from `streams`; `datasets` lists the
+    `data.kind` values it learns (empty: any)."""
+
+    name: str
+    params: type
+    make: Callable[[Any, Any, Streams], Task]
+    datasets: tuple[str, ...] = ()
+    doc: str = ""

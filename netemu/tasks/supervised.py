@@ -1,0 +1,187 @@
+"""The built-in tasks: a NumPy model trained by local SGD on each client's part of the data.
+
+* `linear` — least-squares linear regression (netemu.kernels.linear.LeastSquares) on the
+  `linear` data kind; metric `mse` (and `loss`, half of it).  Its defaults are the quick
+  start's: 5 full-batch gradient steps of size 0.05.
+* `softmax` — multinomial logistic regression; `mlp` — one hidden layer of `hidden` ReLU units;
+  `cnn` — conv 3×3 (`channels`) → ReLU → max-pool 2×2 [→ a second such layer, `channels2`] →
+  dense (netemu.kernels.classifiers, netemu.kernels.cnn), on the `classification` data kind (a
+  CNN needs square grey images).  Metrics: `accuracy`, `loss` (mean cross-entropy), `f1`
+  (macro F1 over the classes present).
+
+Mini-batches are drawn from the stream `train/<client>/<n>`, n counting the client's local rounds
+in this run, so two algorithms that train a client as often see the same batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from netemu.config import ConfigError, require
+from netemu.data.base import part_sizes
+from netemu.engine.rng import Streams
+from netemu.kernels.classifiers import MLP, Softmax, accuracy, cross_entropy, macro_prf, minibatch_steps, predictions
+from netemu.kernels.cnn import CNN, square_side
+from netemu.kernels.linear import LeastSquares, mse
+from netemu.tasks.base import TaskSpec, Training, local_steps
+
+__all__ = ["CLASSIFIER_METRICS", "SPECS", "CNNParams", "LinearParams", "MLPParams", "ModelTask", "SoftmaxParams"]
+
+CLASSIFIER_METRICS = ("accuracy", "loss", "f1")
+REGRESSION_METRICS = ("mse", "loss")
+
+
+def _metrics_ok(metrics: Any, known: tuple[str, ...]) -> bool:
+    return isinstance(metrics, (list, tuple)) and len(metrics) > 0 and all(m in known for m in metrics)
+
+
+class ModelTask:
+    """A `Task` (netemu.tasks.base) for a NumPy model with `size`, `init(rng)`, `loss_grad(θ, X, y)`
+    and, for a classifier, `logits(θ, X)`; a regression model has `predict(θ, X)`."""
+
+    def __init__(self, model: Any, params: Training, data: Any, streams: Streams, classes: int | None) -> None:
+        self.model, self.p, self.classes = model, params, classes
+        self.parts: Mapping[str, tuple[np.ndarray, np.ndarray]] = data.parts
+        self.test: tuple[np.ndarray, np.ndarray] = data.test
+        self.local_tests: Mapping[str, tuple[np.ndarray, np.ndarray]] = getattr(data, "local_tests", None) or {}
+        if params.evaluate_on != "server" and not self.local_tests:
+            raise ConfigError("evaluate_on", '"server": the data holds no client test splits (set data.client_test > 0)')
+        self._streams = streams
+        self._sizes = dict(zip(self.parts, part_sizes(self.parts, self.parts)))
+        self._rounds: dict[str, int] = {}
+        self._theta0 = model.init(streams.generator("task/init"))
+
+    def init(self) -> np.ndarray:
+        return self._theta0.copy()
+
+    def samples(self, client: str) -> int:
+        return self._sizes[client]
+
+    def _full_steps(self, n: int) -> int:
+        p = self.p
+        if p.steps:
+            return p.steps
+        per_pass = 1 if p.batch <= 0 or p.batch >= n else -(-n // p.batch)
+        return max(1, round(p.epochs * per_pass))
+
+    def plan(self, client: str, fraction: float) -> tuple[int, float]:
+        n = self._sizes[client]
+        steps = local_steps(self._full_steps(n), fraction)
+        b = n if self.p.batch <= 0 or self.p.batch >= n else self.p.batch
+        per_pass = -(-n // b) if b else 1
+        work = ((steps // per_pass) * n + min((steps % per_pass) * b, n)) * self.p.work_per_sample
+        return steps, int(work) if work.is_integer() else work  # whole units log as integers
+
+    def train(self, params: np.ndarray, client: str, steps: int, *, mu: float = 0.0) -> np.ndarray:
+        X, y = self.parts[client]
+        k = self._rounds.get(client, 0)
+        self._rounds[client] = k + 1
+        whole = self.p.batch <= 0 or self.p.batch >= y.shape[0]
+        rng = None if whole else self._streams.generator(f"train/{client}/{k}")
+        return minibatch_steps(self.model, np.asarray(params, dtype=float), X, y, steps=steps, batch=self.p.batch, lr=self.p.lr, rng=rng, mu=mu)
+
+    def _scores(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
+        want = self.p.metrics
+        if self.classes is None:
+            value = mse(theta, X, y)
+            return {name: (value if name == "mse" else value / 2) for name in want}
+        out = {}
+        for name in want:
+            if name == "accuracy":
+                out[name] = accuracy(self.model, theta, X, y)
+            elif name == "loss":
+                out[name] = cross_entropy(self.model, theta, X, y)
+            else:
+                out[name] = macro_prf(y, predictions(self.model, theta, X), self.classes)[2]
+        return out
+
+    def evaluate(self, params: np.ndarray) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.p.evaluate_on in ("server", "both"):
+            out.update(self._scores(params, *self.test))
+        if self.p.evaluate_on in ("clients", "both"):
+            per = [self._scores(params, X, y) for X, y in self.local_tests.values() if y.shape[0]]
+            out.update({f"{name}_clients": float(np.mean([s[name] for s in per])) for name in self.p.metrics})
+        return out
+
+    def evaluates(self, round: int, rounds: int) -> bool:
+        return (round + 1) % self.p.evaluate_every == 0 or round == rounds - 1
+
+    def step_cost(self) -> tuple[Callable[[], object], float]:
+        clients = list(self.parts)
+        ranked = sorted(zip(part_sizes(self.parts, clients), clients))  # by sample count, then name: no part drawn
+        client = ranked[(len(ranked) - 1) // 2][1]
+        X, y = self.parts[client]
+        theta, n = self.init(), y.shape[0]
+        b = n if self.p.batch <= 0 or self.p.batch >= n else self.p.batch
+        rng = np.random.default_rng(0)  # the timing's own batches: nothing of the run's streams
+        return (lambda: minibatch_steps(self.model, theta, X, y, steps=1, batch=self.p.batch, lr=self.p.lr, rng=rng)), b * self.p.work_per_sample
+
+
+@dataclass(frozen=True)
+class LinearParams(Training):
+    lr: float = 0.05
+    batch: int = 0
+    steps: int = 5
+    metrics: tuple = ("mse",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(_metrics_ok(self.metrics, REGRESSION_METRICS), "metrics", 'a list of "mse", "loss"')
+
+
+@dataclass(frozen=True)
+class SoftmaxParams(Training):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(_metrics_ok(self.metrics, CLASSIFIER_METRICS), "metrics", 'a list of "accuracy", "loss", "f1"')
+
+
+@dataclass(frozen=True)
+class MLPParams(SoftmaxParams):
+    hidden: int = 64
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(isinstance(self.hidden, int) and self.hidden >= 1, "hidden", "an integer >= 1")
+
+
+@dataclass(frozen=True)
+class CNNParams(SoftmaxParams):
+    channels: int = 8
+    channels2: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(isinstance(self.channels, int) and self.channels >= 1, "channels", "an integer >= 1")
+        require(isinstance(self.channels2, int) and self.channels2 >= 0, "channels2", "an integer >= 0 (0: one convolution)")
+
+
+def _linear(params: LinearParams, data: Any, streams: Streams) -> ModelTask:
+    return ModelTask(LeastSquares(int(data.test[0].shape[1])), params, data, streams, None)
+
+
+def _classifier(params: SoftmaxParams, data: Any, streams: Streams) -> ModelTask:
+    d, C = int(data.test[0].shape[1]), int(data.classes)
+    if isinstance(params, CNNParams):
+        side = square_side(d)
+        if side is None or side < (4 if params.channels2 else 2):
+            raise ConfigError("name", f'a model for {d} features: "cnn" reads square grey images (64 for the 8x8 digits, 784 for MNIST)')
+        model: Any = CNN(side, C, params.channels, params.channels2)
+    elif isinstance(params, MLPParams):
+        model = MLP(d, params.hidden, C)
+    else:
+        model = Softmax(d, C)
+    return ModelTask(model, params, data, streams, C)
+
+
+SPECS = [
+    TaskSpec("linear", LinearParams, _linear, ("linear",), "least-squares linear regression, full-batch gradient steps; mse"),
+    TaskSpec("softmax", SoftmaxParams, _classifier, ("classification",), "multinomial logistic regression; accuracy, loss, f1"),
+    TaskSpec("mlp", MLPParams, _classifier, ("classification",), "one hidden layer of ReLU units; accuracy, loss, f1"),
+    TaskSpec("cnn", CNNParams, _classifier, ("classification",), "conv 3x3, ReLU, max-pool (x2 with channels2), dense; square grey images"),
+]
