@@ -67,7 +67,7 @@ def _outcome_words(summary: dict) -> str:
             f"{summary['rounds_planned']}); {summary['stopped_by']}")
 
 
-def _execute(sc, args, replay=None, source=None) -> int:
+def _execute(sc, args, replay=None, source=None, overrides: list[str] | None = None) -> int:
     from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
     from netemu.run.runner import Terminated, default_out_dir, execute, stop_on_signals
     from netemu.run.signals import ignore_signals
@@ -80,7 +80,7 @@ def _execute(sc, args, replay=None, source=None) -> int:
     announce_script(sc, args)
     try:
         with stop_on_signals():
-            summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
+            summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source, overrides=overrides or ())
     except KeyboardInterrupt as exc:
         ignore_signals()  # a second signal while this is reported: no traceback
         terminated = isinstance(exc, Terminated)
@@ -128,7 +128,7 @@ def cmd_run(args) -> int:
         overrides.append(f"run.seed={args.seed}")
     if args.runs is not None:
         overrides.append(f"run.runs={args.runs}")
-    return _execute(load_scenario(args.scenario, overrides), args)
+    return _execute(load_scenario(args.scenario, overrides), args, overrides=overrides)
 
 
 def cmd_replay(args) -> int:
@@ -140,5 +140,5 @@ def cmd_replay(args) -> int:
     if sc.settings.run.runs > len(trace.header["runs"]):
         overrides.append(f"run.runs={len(trace.header['runs'])}")
         sc = load_scenario(args.scenario, overrides)
-    return _execute(sc, args, replay=trace, source=args.source)
+    return _execute(sc, args, replay=trace, source=args.source, overrides=overrides)
 

@@ -202,7 +202,9 @@ def _actor_table(folders: list[dict], series: list[dict]) -> str:
             parts.append(f"<details><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors</summary>{_actor_rows(a['rows'])}</details>")
             continue
         q = a["quantiles"]
-        parts.append(f"<details class='slowest' open><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors — quantiles over the actors, "
+        servers = a.get("servers") or 0
+        over = f"the {_fmt(a['actors'] - servers)} clients ({_fmt(servers)} server{'s' if servers > 1 else ''} apart)" if servers else "the actors"
+        parts.append(f"<details class='slowest' open><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors — quantiles over {over}, "
                      f"and the {len(a['slowest'])} with the most compute time</summary><table class='num'><tr><th>figure</th>"
                      + "".join(f"<th>{k}</th>" for k in _QUANTILES) + "</tr>")
         for key, label in (("participation", "participation"), ("compute", "compute time (s)"), ("idle", "idle time (s)")):
@@ -227,6 +229,17 @@ def _privacy_table(folders: list[dict], series: list[dict]) -> str:
         return ""
     return ("<table class='num'><tr><th>series</th><th>clients</th><th>ρ min</th><th>ρ mean</th><th>ρ max</th>"
             "<th>ε min</th><th>ε mean</th><th>ε max</th><th>δ</th></tr>" + "".join(rows) + "</table>")
+
+
+def _changed(folder: dict) -> str:
+    """A note under the description when the run changed the scenario file with --set (summary.json's
+    `overrides`, a sweep point's grid values among them): the description was written for the file."""
+    sets = folder["summary"].get("overrides")
+    if not (isinstance(sets, list) and sets and all(isinstance(x, str) for x in sets)):
+        return ""
+    what = "The description is the scenario file's; " if folder["description"] else ""
+    return (f"<p class='small changed'>{what}this run changed the file with <code>--set</code>: "
+            + ", ".join(f"<code>{_e(x)}</code>" for x in sets) + " (scenario.toml below is what ran)</p>")
 
 
 def _title(folders: list[dict]) -> str:
@@ -290,7 +303,7 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
         cards.append(
             f"<div class='card'><h3>{_e(f['name'])}</h3><p class='small muted'>{_e(f['path'])}</p>"
             f"<p><b>scenario</b> <span class='scn-name'>{_e(f['scenario_name'])}</span></p>"
-            f"<p class='desc'>{_e(f['description'])}</p>{_outcome(f['summary'])}{log}"
+            f"<p class='desc'>{_e(f['description'])}</p>{_changed(f)}{_outcome(f['summary'])}{log}"
             f"<details><summary>scenario.toml</summary><pre>{_e(f['scenario_text'])}</pre></details></div>")
     has_privacy = any(f["privacy_curves"] or (f["summary"].get("privacy")) for f in folders)
     privacy = ""
