@@ -45,15 +45,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _print_summary(summary: dict, out: Path) -> None:
     print(f"run folder: {p(out)}")
     runs = summary.get("runs", 1)
-    print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs' if runs > 1 else ''}")
+    print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs [95 % t-interval]' if runs > 1 else ''}")
     for label, metrics in summary["final"].items():
-        shown = ", ".join(f"{k} = {v:.6g}" for k, v in metrics.items())
+        ci = summary.get("final_ci95", {}).get(label, {})
+        shown = ", ".join(f"{k} = {v:.6g}{_interval(ci.get(k))}" for k, v in metrics.items())
         m = summary["messages"][label]
         print(f"  {p(label)}: {shown}  |  messages sent {m['sent']}, delivered {m['delivered']}, dropped {m['dropped']}, in flight {m['in_flight']}")
     if "replay" in summary:
         print(f"  replayed fates: {summary['replay']['replayed']}, new draws: {summary['replay']['new']}")
     print(f"  {p(_outcome_words(summary))}")
     print(f"  wall time {summary['wall_time_s']:.2f} s")
+
+
+def _interval(ci: dict | None) -> str:
+    if not ci or ci.get("hi") is None:
+        return ""
+    lo = "-inf" if ci["lo"] is None else f"{ci['lo']:.4g}"
+    return f" [{lo}, {ci['hi']:.4g}]"
 
 
 def _outcome_words(summary: dict) -> str:

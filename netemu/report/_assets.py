@@ -501,7 +501,7 @@ SCRIPT = r"""
         if (!c) return;
         if (xaxis === "bytes" && !c.bytes) return;
         series.push({ label: s.label + (c.step > 1 ? " (every " + c.step + " rounds: the page holds at most 1500 points a curve)" : ""), color: colorOf(i),
-                      x: xaxis === "time" ? c.time : xaxis === "bytes" ? c.bytes : c.round, y: c.mean, lo: c.lo, hi: c.hi, c: c });
+                      x: xaxis === "time" ? c.time : xaxis === "bytes" ? c.bytes : c.round, y: c.mean, lo: bandOf(c)[0], hi: bandOf(c)[1], c: c });
       });
       var db = /_db$/.test(mname);
       var sub = markers && markers.length ? "dotted: round starts, dashed red: deadlines (" + S[0].label + ")" : xaxis === "bytes" ? "bytes sent by every actor until the round's metrics were logged (mean over runs)" : "";
@@ -515,6 +515,12 @@ SCRIPT = r"""
     }
     metrics.forEach(function (mname) { draw(root, mname); });
     if (sroot) stale.forEach(function (mname) { draw(sroot, mname); });
+  }
+
+  // The curves' band: the 95 % t-interval of the mean or the min–max over runs (the "band" switch)
+  function bandOf(c) {
+    var el = document.querySelector("input[name=band]:checked");
+    return el && el.value === "ci" && c.ci_lo ? [c.ci_lo, c.ci_hi] : [c.lo, c.hi];
   }
 
   function drawTta() {
@@ -536,7 +542,7 @@ SCRIPT = r"""
     var series = [];
     S.forEach(function (s, i) {
       var c = (folderOf(s).curves[s.algorithm] || {})[T.metric];
-      if (c && c.bytes) series.push({ label: s.label, color: colorOf(i), x: c.bytes, y: c.mean, lo: c.lo, hi: c.hi, c: c });
+      if (c && c.bytes) series.push({ label: s.label, color: colorOf(i), x: c.bytes, y: c.mean, lo: bandOf(c)[0], hi: bandOf(c)[1], c: c });
     });
     if (series.length) lineChart(root, T.metric + " against bytes sent", "dashed: the target " + fmt(T.target), series, {
       xlabel: "bytes sent", xname: "bytes", ylabel: T.metric, xfmt: fmtBytes, hline: T.target,
@@ -846,6 +852,7 @@ SCRIPT = r"""
     var root = document.querySelector("[data-chart=timeline]");
     D.folders.forEach(function (f, fi) { drawTimeline(root, f, fi); });
     Array.prototype.forEach.call(document.querySelectorAll("input[name=xaxis]"), function (r) { r.addEventListener("change", drawCurves); });
+    Array.prototype.forEach.call(document.querySelectorAll("input[name=band]"), function (r) { r.addEventListener("change", drawCurves); });
     status.textContent = charts + " charts; hover for values, drag across a chart to zoom, double-click to reset";
     document.body.setAttribute("data-clipped", String(clippedLabels()));
     document.body.setAttribute("data-rendered", "ok");

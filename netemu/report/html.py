@@ -35,6 +35,7 @@ from netemu.report.logtools import log_path, read
 from netemu.report import read_metrics
 from netemu.report.folders import run_folders
 from netemu.report.page import MANY_ACTORS, embed_json, render
+from netemu.report.target import Target
 from netemu.report.series import add_bytes, curve_data, privacy_curves, report_rounds, thin_marks
 from netemu.report.window import Timeline, Window, lane_key, natural_key
 from netemu.report.traffic import Quantiles, Traffic
@@ -366,11 +367,11 @@ def _binned(steps: list[tuple[float, float]], capacity: Any) -> dict:
 
 
 def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", window: Window = DEFAULT_WINDOW,
-                 actors: str | None = None, target: tuple[str, float] | None = None) -> Path:
+                 actors: str | None = None, target: Target | None = None) -> Path:
     """Collect every run folder and write the page to `out` (`actors`: `--actors`; `target`:
     `--target METRIC=VALUE` for the time to accuracy, netemu/report/target.py)."""
-    run_dirs = run_folders([Path(d) for d in run_dirs])  # a sweep folder: its points
-    folders = [collect(d, window, actors) for d in run_dirs]
+    dirs = run_folders([Path(d) for d in run_dirs])  # a sweep folder: its points
+    folders = [collect(d, window, actors) for d in dirs]
     out = Path(out)
     try:
         page = render(folders, target=target, actors=actors)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from netemu.report.target import Target
+
 MANY_ACTORS = 50  # above this, the clients section shows distributions and the slowest, not a bar per actor
 
 __all__ = ["MANY_ACTORS", "embed_json", "fmt_bytes", "fmt_number", "render"]
@@ -123,16 +125,29 @@ def _outcome(summary: dict) -> str:
     final = summary.get("final") or {}
     if final:
         metrics = sorted({m for v in final.values() if isinstance(v, dict) for m in v})
-        parts.append("<table><tr><th>final (mean over runs)</th>" + "".join(f"<th>{_e(m)}</th>" for m in metrics) + "</tr>")
+        found = summary.get("final_ci95")
+        cis: dict = found if isinstance(found, dict) else {}
+        head = "final (mean over runs [95 % t-interval])" if cis else "final (mean over runs)"
+        parts.append(f"<table><tr><th>{head}</th>" + "".join(f"<th>{_e(m)}</th>" for m in metrics) + "</tr>")
         for alg, v in final.items():
             v = v if isinstance(v, dict) else {}
-            parts.append(f"<tr><td>{_e(alg)}</td>" + "".join(f"<td>{_e(_fmt(v.get(m)))}</td>" for m in metrics) + "</tr>")
+            at = cis.get(alg)
+            ci: dict = at if isinstance(at, dict) else {}
+            parts.append(f"<tr><td>{_e(alg)}</td>" + "".join(f"<td>{_e(_fmt(v.get(m)) + _interval(ci.get(m)))}</td>" for m in metrics) + "</tr>")
         parts.append("</table>")
     vt = summary.get("virtual_time") or {}
     if vt:
         parts.append("<p class='small'>virtual end time per run: " + "; ".join(
             f"{_e(alg)}: {_e(', '.join(_fmt(x, 6) for x in (t if isinstance(t, list) else [t])))} s" for alg, t in vt.items()) + "</p>")
     return "".join(parts)
+
+
+def _interval(ci: object) -> str:
+    """` [lo, hi]` of a summary's `final_ci95` entry, or nothing (fewer than two runs, or not numbers)."""
+    if not (isinstance(ci, dict) and _number(ci.get("hi"))):
+        return ""
+    lo = ci.get("lo")
+    return f" [{_fmt(lo) if _number(lo) else '−∞'}, {_fmt(ci['hi'])}]"
 
 
 def _outcome_table(outcome) -> str:
@@ -258,25 +273,28 @@ def _tta_section(tta: dict, folders: list[dict], series: list[dict]) -> str:
                f"<code>--target {_e(metric)}=VALUE</code>)")
         return f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>{why}</p></section>"
     if tta["given"]:
-        how = "(--target)"
+        how = f"(--target; rule: {_e(tta['rule'])})"
     else:
         pct = round(100 * tta["factor"])
         how = (f"(default: the best final value of the series, {'−' if higher else '+'}{pct} %; "
-               f"<code>--target {_e(metric)}=VALUE</code> chooses another)")
+               f"<code>--target {_e(metric)}=VALUE</code> chooses another, <code>=VALUE:K</code> requires K consecutive "
+               f"evaluations; rule: {_e(tta['rule'])})")
     rows = ["<table class='num'><tr><th>series</th><th>runs that reached it</th><th>round</th><th>virtual time (s)</th>"
-            "<th>bytes sent</th></tr>"]
+            "<th>95 % t-interval (s)</th><th>bytes sent</th></tr>"]
     for x in tta["series"]:
+        ci = x.get("time_ci95")
+        shown = f"[{_fmt(ci[0]) if ci[0] is not None else '−∞'}, {_fmt(ci[1])}]" if ci and ci[1] is not None else "–"
         rows.append(f"<tr><td>{_e(series[x['series']]['label'])}</td><td>{x['reached']} of {x['runs']}</td><td>{_e(_fmt(x['round']))}</td>"
-                    f"<td>{_e(_fmt(x['time']))}</td><td>{_e(fmt_bytes(x['bytes']))}</td></tr>")
+                    f"<td>{_e(_fmt(x['time']))}</td><td>{_e(shown)}</td><td>{_e(fmt_bytes(x['bytes']))}</td></tr>")
     rows.append("</table>")
-    return (f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>When {_e(metric)} first reached {op} "
+    return (f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>When {_e(metric)} reached {op} "
             f"<b class='target'>{_e(_fmt(tta['target']))}</b> {how}: the virtual time of that round's report and the "
             "bytes sent (all messages, every link) until it was logged; mean over the runs that reached it. "
             "Right: the metric against the bytes sent so far (mean over runs), the target dashed.</p>"
             "<div class='charts' data-chart='tta'></div>" + "".join(rows) + "</section>")
 
 
-def render(folders: list[dict], target: tuple[str, float] | None = None, actors: str | None = None) -> str:
+def render(folders: list[dict], target: Target | None = None, actors: str | None = None) -> str:
     """The HTML page for collected run folders (`collect`); `target`: `--target` (netemu/report/target.py)."""
     from netemu.report._assets import CSS, SCRIPT
     from netemu.report.target import time_to_target
@@ -296,6 +314,8 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
     }
     names = ", ".join(f["name"] for f in folders)
     title = _title(folders)
+    runs = [max(c["runs"] or [0]) for f in folders for by in f["curves"].values() for c in by.values()]
+    ci_default = bool(runs) and min(runs) >= 3  # the t-interval by default when every curve has 3 runs or more
     cards = []
     for f in folders:
         log = (f"<p class='small'>message log: {_fmt(f['records'])} records</p>" if f["log"] is None
@@ -331,11 +351,14 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
 <section id="runs"><h2>Scenario and outcome</h2><div class="cards">{''.join(cards)}</div></section>
 <section id="curves"><h2>Learning curves</h2>
 <p class="note">Line: the mean over Monte Carlo runs that reached the round (metrics ending in _db are averaged in the linear domain);
-band: min–max over runs. Against virtual time, a point sits at the mean time of that round's report.
+band: the 95 % Student-t interval of that mean (from two runs on; chosen by default when every series has 3 runs or more) or
+the min–max over runs. Against virtual time, a point sits at the mean time of that round's report.
 Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <div class="controls">x axis: <label><input type="radio" name="xaxis" value="round" checked> round</label>
 <label><input type="radio" name="xaxis" value="time"> virtual time (s)</label>
-<label><input type="radio" name="xaxis" value="bytes"> bytes sent</label></div>
+<label><input type="radio" name="xaxis" value="bytes"> bytes sent</label>
+&nbsp; band: <label><input type="radio" name="band" value="ci"{' checked' if ci_default else ''}> 95 % t-interval</label>
+<label><input type="radio" name="band" value="minmax"{'' if ci_default else ' checked'}> min–max</label></div>
 <div class="charts" data-chart="curves"></div></section>
 {_tta_section(tta, folders, series)}
 {staleness}

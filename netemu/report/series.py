@@ -14,6 +14,7 @@ import numpy as np
 
 from netemu.errors import ReportError
 from netemu.report import mean_over
+from netemu.report.intervals import t_interval
 
 __all__ = ["MAX_CURVE_POINTS", "add_bytes", "thin", "curve_data", "privacy_curves", "report_rounds", "thin_marks"]
 
@@ -31,7 +32,8 @@ def thin(n: int, most: int = MAX_CURVE_POINTS) -> list[int]:
 
 def curve_data(rows: list[tuple]) -> dict[str, dict[str, dict]]:
     """Per algorithm and metric, per round: mean over the runs that reached it (`mean_over`,
-    dB-aware), min and max over runs, and the mean virtual time of the report."""
+    dB-aware), min and max over runs, the 95 % t-interval of the mean (None below two runs), and
+    the mean virtual time of the report."""
     by: dict[tuple[str, str], dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for alg, _run, rnd, t, name, value in rows:
         by[(alg, name)][rnd].append((t, value))
@@ -47,6 +49,8 @@ def curve_data(rows: list[tuple]) -> dict[str, dict[str, dict]]:
             "mean": [float(mean_over(name, v)) for v in vals],
             "lo": [float(v.min()) for v in vals],
             "hi": [float(v.max()) for v in vals],
+            "ci_lo": [x[0] if (x := t_interval(v, name)) else None for v in vals],  # 95 % t-interval of the mean
+            "ci_hi": [x[1] if (x := t_interval(v, name)) else None for v in vals],
             "runs": [len(v) for v in vals],
             "step": keep[1] - keep[0] if len(keep) > 1 else 1,  # > 1: thinned to every step-th round
         }

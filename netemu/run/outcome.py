@@ -13,6 +13,7 @@ from typing import Any
 
 from netemu.version import __version__
 from netemu.report import aggregate_metrics, final_values
+from netemu.report.intervals import final_intervals
 from netemu.run.signals import Terminated
 
 __all__ = ["Results", "message_summary", "network_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason"]
@@ -169,7 +170,7 @@ class Results:
         out: dict[str, Any] = {"scenario": scenario, "complete": complete, "stopped_by": stopped_by, "rounds_planned": planned, **(head or {})}
         out.update({
             "netemu": __version__, "seed": seed, "runs": runs, "algorithms": self.labels, "outcome": self.outcome,
-            "final": final, "messages": messages,
+            "final": final, "final_ci95": final_intervals(self.rows), "messages": messages,
             "network": {label: network_summary(self.counts[label], self.attempts[label]) for label in self.labels},
             "virtual_time": self.vtime, "wall_time_s": wall_time_s,
             "warnings": [w for label in self.labels if self.outcome[label] for w in run_warnings(label, messages[label], final, self.rows)],
