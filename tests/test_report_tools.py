@@ -1,6 +1,7 @@
 """`netemu report` as a reader of a comparison: a sweep folder as its points, the description
 against --set, a colour per compared series, axis labels that fit, servers apart from clients."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -68,3 +69,43 @@ def test_a_folder_that_is_neither_a_run_nor_a_sweep_is_still_refused(tmp_path, c
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "r.html")]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def _write_run(folder: Path, records: list[dict]) -> Path:
+    import orjson
+
+    folder.mkdir()
+    (folder / "metrics.csv").write_text("algorithm,run,round,time,metric,value\n")
+    (folder / "messages.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return folder
+
+
+def test_participation_and_availability_over_rounds_count_clients_not_the_server(tmp_path):
+    def send(t, src, rnd, i):
+        return {"t": t, "event": "send", "id": i, "src": src, "dst": "server", "kind": "update", "round": rnd, "bytes": 10,
+                "link": "uplink"}
+
+    records = [
+        {"t": 0.0, "event": "send", "id": 0, "src": "server", "dst": "client-0", "kind": "model", "round": 0, "bytes": 10, "link": "downlink"},
+        send(1.0, "client-0", 0, 1), send(1.0, "client-1", 0, 2), send(1.0, "client-2", 0, 3),
+        {"t": 5.0, "event": "crash", "actor": "client-2"},
+        send(10.0, "client-0", 1, 4),
+        {"t": 12.0, "event": "recover", "actor": "client-2"},
+        send(20.0, "client-1", 2, 5),
+    ]
+    a = collect(_write_run(tmp_path / "run", records))["activity"][""]
+    assert a["round"] == [0, 1, 2] and a["time"] == [0.0, 10.0, 20.0]
+    assert a["participating"] == [3, 1, 1] and a["available"] == [3, 2, 3] and a["clients"] == 3  # the server is not a client
+
+
+def test_the_report_shows_what_the_network_did_per_link_class(tmp_path):
+    base = tmp_path
+    from test_netstats import LOSSY  # FedAvg over lossy uplinks, reliable transport
+
+    (base / "s.toml").write_text(LOSSY)
+    assert main(["run", str(base / "s.toml"), "--out", str(base / "run"), "--quiet", "--set", "output.plots=false"]) == 0
+    net = collect(base / "run")["traffic"]["fedavg"]["by_link"]["uplink"]["network"]
+    summary = json.loads((base / "run" / "summary.json").read_text())["network"]["fedavg"]["uplink"]
+    assert net["retransmissions"] == summary["retransmissions"] > 0 and net["max_attempts"] == summary["max_attempts"]
+    assert main(["report", str(base / "run"), "--out", str(base / "r.html")]) == 0
+    assert "<th>retransmissions</th>" in (base / "r.html").read_text()

@@ -517,6 +517,25 @@ SCRIPT = r"""
     if (sroot) stale.forEach(function (mname) { draw(sroot, mname); });
   }
 
+  function drawActivity() {
+    var root = document.querySelector("[data-chart=activity]");
+    if (!root) return;
+    while (root.firstChild) root.removeChild(root.firstChild);
+    var el = document.querySelector("input[name=xaxis]:checked"), time = el && el.value === "time";
+    var series = [];
+    S.forEach(function (s, i) {
+      var a = (folderOf(s).activity || {})[s.algorithm];
+      if (!a || !a.round.length) return;
+      var x = time ? a.time : a.round;
+      series.push({ label: s.label + ": participating", color: colorOf(i), x: x, y: a.participating });
+      series.push({ label: s.label + ": available", color: colorOf(i), x: x, y: a.available, dashed: true });
+    });
+    if (!series.length) { htmlEl("p", "muted", root, "no message log"); return; }
+    lineChart(root, "Clients participating and available", "per round, mean over runs", series, {
+      xlabel: time ? "virtual time (s)" : "round", integerx: !time, xname: time ? "t" : "round", ylabel: "clients", logy: false
+    });
+  }
+
   // The curves' band: the 95 % t-interval of the mean or the min–max over runs (the "band" switch)
   function bandOf(c) {
     var el = document.querySelector("input[name=band]:checked");
@@ -847,11 +866,12 @@ SCRIPT = r"""
     drawTta();
     drawTraffic();
     drawLoads();
+    drawActivity();
     drawActors();
     drawPrivacy();
     var root = document.querySelector("[data-chart=timeline]");
     D.folders.forEach(function (f, fi) { drawTimeline(root, f, fi); });
-    Array.prototype.forEach.call(document.querySelectorAll("input[name=xaxis]"), function (r) { r.addEventListener("change", drawCurves); });
+    Array.prototype.forEach.call(document.querySelectorAll("input[name=xaxis]"), function (r) { r.addEventListener("change", drawCurves); r.addEventListener("change", drawActivity); });
     Array.prototype.forEach.call(document.querySelectorAll("input[name=band]"), function (r) { r.addEventListener("change", drawCurves); });
     status.textContent = charts + " charts; hover for values, drag across a chart to zoom, double-click to reset";
     document.body.setAttribute("data-clipped", String(clippedLabels()));

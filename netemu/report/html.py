@@ -33,6 +33,7 @@ import numpy as np
 from netemu.errors import LogError, NetemuError, ReportError
 from netemu.report.logtools import log_path, read
 from netemu.report import read_metrics
+from netemu.report.activity import Lifecycle, activity
 from netemu.report.folders import run_folders
 from netemu.report.page import MANY_ACTORS, embed_json, render
 from netemu.report.target import Target
@@ -236,7 +237,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
         "summary": summary,
         "curves": curve_data(rows),
         "privacy_curves": privacy_curves(d / "privacy.csv"),
-        "traffic": {}, "actors": {}, "timeline": None, "log": None, "records": 0, "loads": {},
+        "traffic": {}, "actors": {}, "activity": {}, "timeline": None, "log": None, "records": 0, "loads": {},
         "deadlines": _deadlines(scenario), "rounds": report_rounds(rows), "rows": rows, "bytes_at": {},
     }
     try:
@@ -255,6 +256,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
     sent_bytes: Counter = Counter()     # per (algorithm, run): bytes sent so far
     bytes_at: dict[tuple, int] = {}     # (algorithm, run, round) -> bytes sent when its first metric was logged
     starts: dict[tuple, dict[int, float]] = defaultdict(dict)  # per (algorithm, run): the first send of each round
+    lifecycles: dict[tuple, Lifecycle] = defaultdict(Lifecycle)  # per (algorithm, run): crash and recover records
     loads: dict[str, dict[str, dict]] = defaultdict(dict)
     loads_run: dict[str, Any] = {}
     n = 0
@@ -280,13 +282,10 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
                     starts[ctx][r["round"]] = float(r["t"])
             elif ev == "metric":
                 bytes_at.setdefault((ctx[0], ctx[1], r["round"]), sent_bytes[ctx])
-            elif ev == "deliver":
-                traffic[ctx[0]][(r["kind"], r["link"])].delays.add(r["delay"])
-                traffic[ctx[0]][(r["kind"], r["link"])].delivered += 1
-            elif ev == "drop":
-                traffic[ctx[0]][(r["kind"], r["link"])].dropped[r["reason"]] += 1
-            elif ev == "in_flight":
-                traffic[ctx[0]][(r["kind"], r["link"])].in_flight += 1
+            elif ev in ("deliver", "drop", "in_flight"):  # duplicates and attempts counted apart (Traffic.outcome)
+                traffic[ctx[0]][(r["kind"], r["link"])].outcome(ev, r)
+            elif ev in ("crash", "recover"):
+                lifecycles[ctx].add(float(r["t"]), r["actor"], ev == "recover")
             elif ev == "load":  # a shared link's load changed (sharing = "max-min"): the first run of each algorithm
                 if loads_run.setdefault(ctx[0], ctx[1]) == ctx[1]:
                     steps = loads[ctx[0]].setdefault(f"{r['src']}->{r['dst']}", {"capacity": r.get("capacity"), "steps": []})["steps"]
@@ -338,6 +337,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
                 idle.append(max(0.0, span - compute[c][a]))
             stats.append([a, float(np.mean(part)), float(np.mean(comp)), float(np.mean(idle))])
         folder["actors"][alg] = _actor_view(stats)
+        folder["activity"][alg] = activity([(sent_rounds[c], starts[c], lifecycles[c]) for c in ctxs])
     folder["loads"] = {alg: {link: _binned(x["steps"], x["capacity"]) for link, x in sorted(by.items())} for alg, by in loads.items()}
     folder["timeline"] = tl.as_dict()
     if folder["timeline"] is None:

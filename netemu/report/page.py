@@ -196,6 +196,21 @@ def _traffic_table(folders: list[dict], series: list[dict]) -> str:
     return "".join(rows)
 
 
+def _network_table(folders: list[dict], series: list[dict]) -> str:
+    """What the network did per link class: retransmissions, attempts per message, timeouts, queue drops, duplicates."""
+    rows = ["<table class='num'><tr><th>series</th><th>link class</th><th>retransmissions</th><th>attempts / message</th>"
+            "<th>max attempts</th><th>timeouts</th><th>queue drops</th><th>duplicates</th></tr>"]
+    for s in series:
+        t = folders[s["folder"]]["traffic"].get(s["algorithm"])
+        for link, x in (t or {}).get("by_link", {}).items():
+            n = x.get("network") or {}
+            cells = [s["label"], link, _fmt(n.get("retransmissions")), _fmt(n.get("attempts_per_message")), _fmt(n.get("max_attempts")),
+                     _fmt(n.get("timeouts")), _fmt(n.get("queue_drops")), _fmt(n.get("duplicates"))]
+            rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
 def _actor_rows(rows: list) -> str:
     out = ["<table class='num'><tr><th>actor</th><th>participation</th><th>compute time (s)</th><th>idle time (s)</th></tr>"]
     for name, p, c, i in rows:
@@ -310,7 +325,7 @@ def render(folders: list[dict], target: Target | None = None, actors: str | None
         "series": series,
         "tta": tta,
         "folders": [{k: f.get(k, {}) for k in ("name", "curves", "privacy_curves", "traffic", "actors", "timeline", "loads",
-                                                "rounds", "deadlines")} for f in folders],
+                                                "rounds", "deadlines", "activity")} for f in folders],
     }
     names = ", ".join(f["name"] for f in folders)
     title = _title(folders)
@@ -366,7 +381,16 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
 from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>
 <div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}
+<p class="note">What the network did to the messages, per link class (all runs): retransmissions (attempts beyond each
+message's first, under the reliable transport), attempts per delivered or dropped message (mean and max), timeouts (the
+reliable transport gave up), queue drops (a full link queue) and duplicates (second copies, not counted as messages).</p>
+{_network_table(folders, series)}
 <div class="charts" data-chart="loads"></div></section>
+<section id="activity"><h2>Participation and availability over time</h2>
+<p class="note">Per round (mean over runs): the clients that sent in it (participating, solid) and the clients up when it
+started (available, dashed: the clients of the log less those crashed or offline then); against the learning curves' x axis
+choice of rounds or virtual time (the round's first send). Servers are not counted.</p>
+<div class="charts" data-chart="activity"></div></section>
 <section id="clients"><h2>Clients: participation, compute and idle time</h2>
 <p class="note">Per run, then the mean over runs: participation = rounds in which the actor sent / rounds seen;
 compute = virtual seconds computing (clipped to the run's end); idle = run length − compute. With more than {MANY_ACTORS}

@@ -143,6 +143,7 @@ class Results:
         self.vtime: dict[str, list[float]] = {label: [] for label in labels}
         self.privacy: dict[str, list[dict]] = {label: [] for label in labels}
         self.outcome: dict[str, list[dict]] = {label: [] for label in labels}
+        self.notes: dict[str, list[str]] = {label: [] for label in labels}  # warnings actors give (`summary_warnings`)
 
     def add(self, label: str, run: int, world, outcome: dict) -> None:
         """The results of `world`, algorithm `label`'s Monte Carlo run `run`, that ended with `outcome` (`run_outcome`)."""
@@ -156,6 +157,11 @@ class Results:
         self.privacy[label].append(world.privacy.summary())
         self.releases.extend((label, run, *rel) for rel in world.privacy.releases())
         self.outcome[label].append(outcome)
+        for actor in world.actors.values():  # e.g. a Flower server: waits on Flower's default timeouts
+            notes = getattr(actor, "summary_warnings", None)
+            for note in notes() if callable(notes) else ():
+                if note not in self.notes[label]:
+                    self.notes[label].append(note)
 
     def early(self) -> list[tuple[str, dict]]:
         """(algorithm, outcome) of every run that ended early, in order."""
@@ -173,7 +179,8 @@ class Results:
             "final": final, "final_ci95": final_intervals(self.rows), "messages": messages,
             "network": {label: network_summary(self.counts[label], self.attempts[label]) for label in self.labels},
             "virtual_time": self.vtime, "wall_time_s": wall_time_s,
-            "warnings": [w for label in self.labels if self.outcome[label] for w in run_warnings(label, messages[label], final, self.rows)],
+            "warnings": [w for label in self.labels if self.outcome[label]
+                         for w in [*run_warnings(label, messages[label], final, self.rows), *(f"{label}: {n}" for n in self.notes[label])]],
         })
         if any(any(runs) for runs in self.privacy.values()):
             out["privacy"] = {label: privacy_summary(runs) for label, runs in self.privacy.items()}
