@@ -9,6 +9,7 @@ end is not positive the dB interval has no lower end (None).  Fewer than two run
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -38,15 +39,27 @@ def t_band(values: ArrayLike, metric: str = "") -> tuple[np.ndarray, np.ndarray]
     return lo, hi
 
 
+@lru_cache(maxsize=256)
+def _quantile(dof: int) -> float:
+    return float(student_t.ppf(0.5 + LEVEL / 2, dof))
+
+
 def t_interval(values: ArrayLike, metric: str = "") -> tuple[float | None, float | None] | None:
-    """The interval of the mean of `values` (NaN and infinities left out); None for fewer than two."""
+    """The interval of the mean of `values` (NaN and infinities left out); None for fewer than two.
+    (`t_band` for many columns at once; this one is called per curve point, so its quantile is cached.)"""
     v = np.asarray(values, dtype=float).ravel()
     v = v[np.isfinite(v)]
-    if len(v) < 2:
+    n = len(v)
+    if n < 2:
         return None
-    lo, hi = t_band(v[:, None], metric)
-    as_float = lambda x: float(x) if math.isfinite(float(x)) else None
-    return as_float(lo[0]), as_float(hi[0])
+    db = metric.endswith("_db")
+    x = 10 ** (v / 10) if db else v
+    half = _quantile(n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
+    mean = float(x.mean())
+    lo, hi = mean - half, mean + half
+    if db:
+        return (10 * math.log10(lo) if lo > 0 else None), (10 * math.log10(hi) if hi > 0 else None)
+    return lo, hi
 
 
 def final_intervals(rows: list[tuple]) -> dict[str, dict[str, dict]]:

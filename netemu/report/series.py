@@ -43,14 +43,15 @@ def curve_data(rows: list[tuple]) -> dict[str, dict[str, dict]]:
         keep = thin(len(ks))
         ks = [ks[i] for i in keep]
         vals = [np.array([v for _, v in rounds[k]]) for k in ks]
+        cis = [t_interval(v, name) for v in vals]
         out[alg][name] = {
             "round": ks,
             "time": [float(np.mean([t for t, _ in rounds[k]])) for k in ks],
             "mean": [float(mean_over(name, v)) for v in vals],
             "lo": [float(v.min()) for v in vals],
             "hi": [float(v.max()) for v in vals],
-            "ci_lo": [x[0] if (x := t_interval(v, name)) else None for v in vals],  # 95 % t-interval of the mean
-            "ci_hi": [x[1] if (x := t_interval(v, name)) else None for v in vals],
+            "ci_lo": [x[0] if x else None for x in cis],  # 95 % t-interval of the mean
+            "ci_hi": [x[1] if x else None for x in cis],
             "runs": [len(v) for v in vals],
             "step": keep[1] - keep[0] if len(keep) > 1 else 1,  # > 1: thinned to every step-th round
         }
