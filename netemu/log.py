@@ -30,6 +30,9 @@ class MessageLog:
         self._context = context
         self._write: Callable[[bytes], Any] | None = sink.write if sink is not None else None
         self.records = 0
+        # per link class: [records with `attempts`, their attempts, the most]: the reliable transport's
+        # retransmissions, for summary.json's `network` (counted whether or not the log is written)
+        self.attempts: dict[str, list[int]] = {}
         self._templates: dict[Any, dict[str, Any]] = {}  # record templates: `message`'s by its last field's key, `message_with`'s by its fields' names
 
     def bind(self, **context: Any) -> MessageLog:
@@ -38,6 +41,8 @@ class MessageLog:
 
     def __call__(self, *, t: float, event: str, **fields: Any) -> None:
         self.records += 1
+        if "attempts" in fields:
+            self._attempts(fields["link"], fields["attempts"])
         if self._write is not None:
             self._write(orjson.dumps({"t": t, "event": event, **self._context, **fields}, option=_OPTIONS))
 
@@ -87,6 +92,8 @@ class MessageLog:
                                           "link": link, **fields})
                 return
         self.records += 1
+        if "attempts" in fields:
+            self._attempts(link, fields["attempts"])
         if self._write is None:
             return
         record = template.copy()
@@ -101,6 +108,15 @@ class MessageLog:
         record["link"] = link
         record.update(fields)
         self._write(orjson.dumps(record, option=_OPTIONS))
+
+    def _attempts(self, link: str, k: int) -> None:
+        a = self.attempts.get(link)
+        if a is None:
+            a = self.attempts[link] = [0, 0, 0]
+        a[0] += 1
+        a[1] += k
+        if k > a[2]:
+            a[2] = k
 
     def _template(self, key: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
         """The record template of a message record whose fields after `link` are `names`, kept

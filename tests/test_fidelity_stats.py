@@ -63,3 +63,9 @@ def test_help_states_the_rule_and_bad_arguments_are_refused(capsys):
     assert fs.main(["--claims", "nope"]) == 2
     assert "--claims nope: unknown; accepted:" in capsys.readouterr().err
     assert fs.main(["--seeds", "1"]) == 2
+
+
+@pytest.mark.parametrize("claim", [c for c in fs.CLAIMS if "peers" in c.data], ids=lambda c: c.key)
+def test_a_claims_peer_count_is_its_scenarios(claim):
+    table = tomllib.loads((fs.SCENARIOS / f"{claim.scenario}.toml").read_text())
+    assert f"{table['topology']['peers']} peers" in claim.data

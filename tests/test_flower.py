@@ -411,7 +411,7 @@ def test_app_dir_is_relative_to_the_scenario_file_not_the_working_directory(tmp_
     with pytest.raises(ScenarioError, match=r"flower\.server_app = 'netemu_app_dir_probe:server': .*no module 'netemu_app_dir_probe' in app_dir"):
         load_scenario(bad)
     assert load_scenario(good).table["algorithm"][0]["app_dir"] == "../apps"  # the table keeps what the file says
-    assert load_scenario(good).algorithm_params(0).app_dir == str(good.parent / "../apps")  # the params, where it is
+    assert load_scenario(good).algorithm_params(0).app_dir == str((good.parent / "../apps").resolve())  # the params, where it is (absolute)
     assert "netemu_app_dir_probe" not in sys.modules  # located, never imported: validate runs no scenario code
 
 

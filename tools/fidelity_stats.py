@@ -115,7 +115,7 @@ def _table7_trend(v: dict[str, float]) -> float:
 SYNTH_PAO = "synthetic (thesis §4.4.1: RFF regression, K = 256)"
 SYNTH_PGFL = "synthetic regression (thesis §5.4.1: 10 servers × 15 clients, d = 60)"
 DIGITS = "scikit-learn 8×8 digits (1,797 images)"
-SYNTH_NPFL = "synthetic regression (thesis §6.3: 40 peers, d = 60)"
+SYNTH_NPFL = "synthetic regression (thesis §6.3: 30 peers, d = 60)"
 SYNTH_NFL = "synthetic (thesis §3.4: elastic net / LAD / ridge on a peer graph)"
 REAL = "real MNIST (mnist10k: 8,004 training / 1,996 test digits, 28×28)"
 ON_MNIST = (f"data.source={MNIST}",)

@@ -60,12 +60,9 @@ def cmd_log_summary(args) -> int:
         return 0
     first, last = s["virtual_time"]["first"], s["virtual_time"]["last"]
     print(f"{s['records']} records of {s['runs']} algorithm/run pair(s), virtual time {first} .. {last}")
-    print(f"\n{'kind / link class':<28}{'sent':>9}{'deliv.':>9}{'dropped':>9}{'in fl.':>8}{'bytes':>12}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}  drops")
-    for name, t in s["traffic"].items():
-        d = t["delay"] or dict.fromkeys(("p50", "p90", "p99", "max"), float("nan"))
-        reasons = ", ".join(f"{p(k)} {v}" for k, v in t["dropped_by_reason"].items())
-        print(f"{p(name):<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
-              f"{d['p50']:>9.3g}{d['p90']:>9.3g}{d['p99']:>9.3g}{d['max']:>9.3g}  {reasons}")
+    groups = s["traffic_by_algorithm"] if len(s["traffic_by_algorithm"]) > 1 else {"": s["traffic"]}
+    for alg, traffic in groups.items():
+        _traffic_table(traffic, f"algorithm {p(alg)}" if alg else "")
     print("(delay percentiles from a streaming sketch, within 1 % of the exact order statistic; max exact)")
     for title, key in (("slowest links", "slowest_links"), ("slowest receivers", "slowest_receivers")):
         print(f"\n{title} (mean delay):")
@@ -78,6 +75,26 @@ def cmd_log_summary(args) -> int:
         for name, a in actors.items():
             print(f"{p(name):<20}{a['participation_rate']:>14.3f}{a['compute_time']:>14.4g}{a['idle_time']:>12.4g}")
     return 0
+
+
+def _traffic_table(traffic: dict, title: str) -> None:
+    """The traffic per kind / link class, then what the network did to it (retransmissions, ...)."""
+    from netemu.terminal import printable as p
+
+    if title:
+        print(f"\n{title}:")
+    print(f"\n{'kind / link class':<28}{'sent':>9}{'deliv.':>9}{'dropped':>9}{'in fl.':>8}{'bytes':>12}{'p50':>9}{'p90':>9}{'p99':>9}{'max':>9}  drops")
+    for name, t in traffic.items():
+        d = t["delay"] or dict.fromkeys(("p50", "p90", "p99", "max"), float("nan"))
+        reasons = ", ".join(f"{p(k)} {v}" for k, v in t["dropped_by_reason"].items())
+        print(f"{p(name):<28}{t['sent']:>9}{t['delivered']:>9}{t['dropped']:>9}{t['in_flight']:>8}{t['bytes']:>12}"
+              f"{d['p50']:>9.3g}{d['p90']:>9.3g}{d['p99']:>9.3g}{d['max']:>9.3g}  {reasons}")
+    print(f"\n{'network':<28}{'retrans.':>9}{'att./msg':>9}{'max att.':>9}{'timeouts':>9}{'queue dr.':>10}{'dupl.':>8}")
+    for name, t in traffic.items():
+        n = t["network"]
+        per = n["attempts_per_message"]
+        print(f"{p(name):<28}{n['retransmissions']:>9}{(per if per is not None else float('nan')):>9.3f}{n['max_attempts']:>9}"
+              f"{n['timeouts']:>9}{n['queue_drops']:>10}{n['duplicates']:>8}")
 
 
 def _safe_json(line: str) -> str:

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rounds and virtual time, traffic per link class, per-client participation and compute, privacy spent, the "
         "scenario, the outcome and a timeline window. Several folders are compared side by side.",
     )
-    rep.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="run folders")
+    rep.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="run folders (a sweep folder: its points' run folders)")
     rep.add_argument("--out", type=Path, default=Path("report.html"), help="HTML file to write (default report.html)")
     rep.add_argument("--since", type=float, help="timeline window start (virtual s; default: the run's start)")
     rep.add_argument("--until", type=float, help="timeline window end (default: after the first 3 rounds)")
@@ -25,9 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "time bin and lane group (default 1000)")
     rep.add_argument("--actors", metavar="PATTERN",
                      help="only these actors in the clients section and the timeline: comma-separated globs, e.g. 'server,client-1?'")
-    rep.add_argument("--target", metavar="METRIC=VALUE",
-                     help="time to accuracy: when METRIC first reaches VALUE (default: the main metric's best final value "
-                     "within 10 %%; docs/inspecting.md)")
+    rep.add_argument("--target", metavar="METRIC=VALUE[:K]",
+                     help="time to accuracy: when METRIC first reaches VALUE, or with :K when it has held for K consecutive "
+                     "evaluations (default: the main metric's best final value within 10 %%; docs/inspecting.md)")
     rep.set_defaults(func=cmd_report)
 
 

@@ -45,15 +45,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _print_summary(summary: dict, out: Path) -> None:
     print(f"run folder: {p(out)}")
     runs = summary.get("runs", 1)
-    print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs' if runs > 1 else ''}")
+    print(f"  final values: each metric's last-round value{f', mean over {runs} Monte Carlo runs [95 % t-interval]' if runs > 1 else ''}")
     for label, metrics in summary["final"].items():
-        shown = ", ".join(f"{k} = {v:.6g}" for k, v in metrics.items())
+        ci = summary.get("final_ci95", {}).get(label, {})
+        shown = ", ".join(f"{k} = {v:.6g}{_interval(ci.get(k))}" for k, v in metrics.items())
         m = summary["messages"][label]
         print(f"  {p(label)}: {shown}  |  messages sent {m['sent']}, delivered {m['delivered']}, dropped {m['dropped']}, in flight {m['in_flight']}")
     if "replay" in summary:
         print(f"  replayed fates: {summary['replay']['replayed']}, new draws: {summary['replay']['new']}")
     print(f"  {p(_outcome_words(summary))}")
     print(f"  wall time {summary['wall_time_s']:.2f} s")
+
+
+def _interval(ci: dict | None) -> str:
+    if not ci or ci.get("hi") is None:
+        return ""
+    lo = "-inf" if ci["lo"] is None else f"{ci['lo']:.4g}"
+    return f" [{lo}, {ci['hi']:.4g}]"
 
 
 def _outcome_words(summary: dict) -> str:
@@ -67,7 +75,7 @@ def _outcome_words(summary: dict) -> str:
             f"{summary['rounds_planned']}); {summary['stopped_by']}")
 
 
-def _execute(sc, args, replay=None, source=None) -> int:
+def _execute(sc, args, replay=None, source=None, overrides: list[str] | None = None) -> int:
     from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
     from netemu.run.runner import Terminated, default_out_dir, execute, stop_on_signals
     from netemu.run.signals import ignore_signals
@@ -80,7 +88,7 @@ def _execute(sc, args, replay=None, source=None) -> int:
     announce_script(sc, args)
     try:
         with stop_on_signals():
-            summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source)
+            summary = execute(sc, out, quiet=args.quiet, replay=replay, replay_source=source, overrides=overrides or ())
     except KeyboardInterrupt as exc:
         ignore_signals()  # a second signal while this is reported: no traceback
         terminated = isinstance(exc, Terminated)
@@ -128,7 +136,7 @@ def cmd_run(args) -> int:
         overrides.append(f"run.seed={args.seed}")
     if args.runs is not None:
         overrides.append(f"run.runs={args.runs}")
-    return _execute(load_scenario(args.scenario, overrides), args)
+    return _execute(load_scenario(args.scenario, overrides), args, overrides=overrides)
 
 
 def cmd_replay(args) -> int:
@@ -140,5 +148,5 @@ def cmd_replay(args) -> int:
     if sc.settings.run.runs > len(trace.header["runs"]):
         overrides.append(f"run.runs={len(trace.header['runs'])}")
         sc = load_scenario(args.scenario, overrides)
-    return _execute(sc, args, replay=trace, source=args.source)
+    return _execute(sc, args, replay=trace, source=args.source, overrides=overrides)
 

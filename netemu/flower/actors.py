@@ -36,6 +36,8 @@ from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
 from netemu.flower.legacy import legacy_hooks
 from netemu.flower.spec import ON_CLIENT_ERROR
+from netemu.flower.appconfig import fused_run_config
+from netemu.flower.notes import WAIT_WARNING, Waits, sleep_warning, wall_sleeps
 from netemu.flower.tally import Tally
 from netemu.flower.turns import Turns
 from netemu.flower.waits import Replies
@@ -206,8 +208,10 @@ class FlowerServer(Actor):
     """Runs a Flower ServerApp on the server node, through a `NetemuGrid`."""
 
     def __init__(self, name: str, server_app: Any, nodes: Mapping[int, str], run_config: Mapping[str, Any], run_id: int,
-                 console: int | None = None) -> None:
+                 console: int | None = None, wait_warning: float = WAIT_WARNING) -> None:
         super().__init__(name)
+        self.waits = Waits(wait_warning)  # the ServerApp's waits: on Flower's defaults, longer than wait_warning, current
+        self.round0 = False  # the app numbers its rounds from 0 (it exchanged messages in round 0)
         self.console = console  # the lowest level Flower's console handlers show during the run (None: as configured)
         self.server_app = server_app
         self.nodes = dict(nodes)  # Flower node id -> netemu node
@@ -271,8 +275,23 @@ class FlowerServer(Actor):
     def wait(self, ids: list[str], *, until: float | None, any_reply: bool) -> None:
         """Block the calling thread of the ServerApp until replies for `ids` are in (all,
         or any one), the virtual time `until` passes, or their TTLs run out."""
-        assert self.turns is not None
+        assert self.turns is not None and self.grid is not None
+        end = until if until is not None else self.grid.next_expiry(ids)
+        started = self.waits.start(self.now, end, len(ids), self.last_category, self.last_round)
         self.turns.call(Replies(ids, until, any_reply))
+        self.waits.end(started, self.now, self.last_round)
+
+    def host_waits(self) -> dict[str, str | None]:
+        """What the server waits for, as a stop at the horizon names it: the ServerApp's wait, if any."""
+        waits = super().host_waits()
+        if self.waits.current is not None:
+            waits[self.name] = self.waits.current
+        return waits
+
+    def summary_warnings(self) -> list[str]:
+        """summary.json warnings of this run (netemu/flower/notes.py): waits on Flower's default timeouts,
+        waits longer than `wait_warning`, ClientApps sleeping in wall-clock time."""
+        return self.waits.warnings() + sleep_warning(self.tally)
 
     def ingest(self) -> None:
         """Take every reply delivered so far into the Grid."""
@@ -288,8 +307,9 @@ class FlowerServer(Actor):
             self.metric(name, value, round=0, done=False)
 
     def report(self, values: list[tuple[str, float]], round: int) -> None:
-        """Metrics of `round` (round 0: before the first round, `initial_metrics`)."""
-        if round == 0:
+        """Metrics of `round` (round 0: before the first round, `initial_metrics`, unless the app
+        numbers its rounds from 0: then round 0 is a round like the others)."""
+        if round == 0 and not self.round0:
             self.initial_metrics(values)
         else:
             for name, value in values:
@@ -299,6 +319,8 @@ class FlowerServer(Actor):
         """Per exchange (a send_and_receive, or the legacy server's pool of them): how many
         replies carried content, how many were errors (train and evaluate messages)."""
         category, rnd = self.last_category, self.last_round
+        if category in EXCHANGES and rnd == 0 and replies:
+            self.round0 = True  # messages went out in round 0: the app counts its rounds from 0 (Flower's own start at 1)
         if category in EXCHANGES:
             self.report([(f"{category}_replies", sum(1 for r in replies if not r.has_error())),
                          (f"{category}_failures", sum(1 for r in replies if r.has_error()))], rnd)
@@ -353,7 +375,8 @@ class FlowerNode(Actor):
         Grid drops it, as the SuperLink does, and counts it)."""
         kind = ins.metadata.message_type
         try:
-            reply = self.client_app(ins, self.context)
+            with wall_sleeps(self.tally, self.name):  # a wall-clock sleep is counted and reported, not made virtual
+                reply = self.client_app(ins, self.context)
             if not isinstance(reply, Message):
                 raise TypeError(f"the ClientApp returned {type(reply).__name__}, not a Message (Message(content, reply_to=message))")
         except Exception as exc:  # noqa: BLE001 - Flower's runtime turns it into an error reply; "stop" reports it
@@ -385,12 +408,15 @@ def add_flower(
     app_dir: str | None = None,
     console: int | None = None,
     on_client_error: str = "reply",
+    wait_warning: float = WAIT_WARNING,
 ) -> dict[int, str]:
     """Put a Flower ServerApp on the world's one server node and a Flower node with the
     ClientApp on every client node.  Apps are objects or "package.module:attribute".
-    `console` (a logging level) quiets Flower's console output below it during the run.
-    `on_client_error`: "reply" (a ClientApp that raises sends Flower's error reply) or "stop" (the run stops).
-    Returns Flower node id -> netemu node."""
+    `run_config` goes on top of the app's `[tool.flwr.app.config]` (pyproject.toml in `app_dir`),
+    merged as `flwr run` merges them.  `console` (a logging level) quiets Flower's console output
+    below it during the run.  `on_client_error`: "reply" (a ClientApp that raises sends Flower's
+    error reply) or "stop" (the run stops).  `wait_warning`: a wait of the ServerApp longer than
+    this many virtual seconds is a summary warning.  Returns Flower node id -> netemu node."""
     server_app = load_server_app(server_app, setting="server_app", app_dir=app_dir)
     client_app = load_client_app(client_app, setting="client_app", app_dir=app_dir)
     roles = world.network.nodes
@@ -402,11 +428,11 @@ def add_flower(
         raise InputError("a Flower app needs client nodes (role client) in the topology")
     if on_client_error not in ON_CLIENT_ERROR:
         raise InputError(f"on_client_error = {on_client_error!r}: accepted: {' or '.join(map(repr, ON_CLIENT_ERROR))}")
-    run_config = dict(run_config or {})
+    run_config = fused_run_config(app_dir, run_config or {})  # the app's pyproject.toml defaults, as `flwr run` merges them
     work = work or WorkModel()
     run_id = flower_run_id(world.streams.seed)
     nodes = flower_nodes(clients)
-    server = FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console)
+    server = FlowerServer(servers[0], server_app, {i: name for i, (name, _) in nodes.items()}, run_config, run_id, console, wait_warning)
     world.add(server)
     for node_id, (name, node_config) in nodes.items():
         world.add(FlowerNode(name, client_app, node_id, node_config, run_config, run_id, work, on_client_error, server.tally))

@@ -12,8 +12,9 @@ The Flower family as an algorithm spec, for the plug-in registry (a scenario's t
     console = "info"                             # show Flower's INFO output (default: warnings and errors)
     on_client_error = "reply"                    # a ClientApp that raises sends Flower's error reply ("stop": the run stops)
 
-`run.rounds` becomes the run config's "num-server-rounds" unless `run_config` sets it.
-A Flower app loads its own data: a scenario needs no `[data]` table.  This module imports
+The run config is the app's `[tool.flwr.app.config]` (pyproject.toml in `app_dir`) with
+`run_config` on top, merged as `flwr run` merges them (netemu/flower/appconfig.py); `run.rounds`
+becomes its "num-server-rounds" unless `run_config` sets it.  A Flower app loads its own data: a scenario needs no `[data]` table.  This module imports
 without Flower installed (so a registry can list the family); building a run needs it.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import ConfigError, require
+from netemu.flower.appconfig import app_defaults, fused_run_config
 from netemu.flower.work import WorkModel
 from netemu.engine.world import World
 
@@ -58,6 +60,7 @@ class FlowerParams:
     per_message: float = 0.0
     console: str = "warning"
     on_client_error: str = "reply"
+    wait_warning: float = 600.0  # virtual seconds: a longer wait of the ServerApp is a summary warning
 
     def __post_init__(self) -> None:
         require(_is_ref(self.server_app), "server_app", "'package.module:attribute' naming a flwr.serverapp.ServerApp")
@@ -69,6 +72,8 @@ class FlowerParams:
                 "log record shown on the console during the run)")
         require(self.on_client_error in ON_CLIENT_ERROR, "on_client_error", "'reply' (a ClientApp that raises sends Flower's "
                 "error reply, counted in the summary's warnings) or 'stop' (the run stops)")
+        require(isinstance(self.wait_warning, (int, float)) and not isinstance(self.wait_warning, bool) and self.wait_warning > 0,
+                "wait_warning", "a positive number of virtual seconds (a longer wait of the ServerApp is a summary warning)")
         self.work()  # checks the work-model fields
         if not self.app_dir or Path(self.app_dir).is_absolute():  # a relative one waits for with_paths (the scenario's folder)
             self._check_apps()
@@ -85,6 +90,7 @@ class FlowerParams:
         from netemu.flower.apps import FlowerAppError, compiled_without_source, load_app, locate
 
         if self.app_dir:
+            fused_run_config(self.app_dir, self.run_config)  # keys the app's pyproject.toml does not declare: refused, as by `flwr run`
             compiled = compiled_without_source(self.app_dir) if Path(self.app_dir).is_dir() else []
             if compiled:
                 raise ConfigError("app_dir", f"{self.app_dir!r} holds compiled Python without its source ({compiled[0]}); "
@@ -109,16 +115,21 @@ class FlowerParams:
         return [("app_dir", self.app_dir)] if self.app_dir else []
 
     def with_paths(self, resolve: Callable[[str], str]) -> FlowerParams:
-        """app_dir relative to the scenario file (the copy checks that the apps load from there)."""
-        return replace(self, app_dir=resolve(self.app_dir)) if self.app_dir else self
+        """app_dir relative to the scenario file, made absolute (the copy checks that the apps load
+        from there, whatever the working directory and however the scenario's path was given)."""
+        return replace(self, app_dir=str(Path(resolve(self.app_dir)).resolve())) if self.app_dir else self
 
 
 def build(world: World, params: FlowerParams, data: Any, rounds: int) -> None:
     from netemu.flower.actors import add_flower  # Flower is imported when a run is built (FlowerMissing if absent)
 
-    run_config = {"num-server-rounds": rounds, **params.run_config}
+    defaults = app_defaults(params.app_dir or None)
+    run_config = dict(params.run_config)
+    if "num-server-rounds" not in run_config and (defaults is None or "num-server-rounds" in defaults):
+        run_config["num-server-rounds"] = rounds  # run.rounds, over the app's own default
     add_flower(world, params.server_app, params.client_app, run_config=run_config, work=params.work(),
-               app_dir=params.app_dir or None, console=CONSOLE_LEVELS[params.console], on_client_error=params.on_client_error)
+               app_dir=params.app_dir or None, console=CONSOLE_LEVELS[params.console], on_client_error=params.on_client_error,
+               wait_warning=float(params.wait_warning))
 
 
 SPEC = AlgorithmSpec("flower", FlowerParams, build, datasets=(), roles=("server", "client"), doc=__doc__,

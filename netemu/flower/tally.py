@@ -20,6 +20,14 @@ class Tally:
     replies: int = 0
     with_examples: int = 0
     events: defaultdict[str, Counter[int]] = field(default_factory=lambda: defaultdict(Counter))
+    # wall-clock time.sleep calls of the ClientApps, per node: [calls, seconds] (summary warnings only,
+    # never metrics: the message log stays the same however long an app sleeps)
+    sleeps: dict[str, list[float]] = field(default_factory=dict)
+
+    def slept(self, node: str, seconds: float) -> None:
+        s = self.sleeps.setdefault(node, [0, 0.0])
+        s[0] += 1
+        s[1] += float(seconds)
 
     def count(self, what: str, round: int) -> None:
         self.events[what][round] += 1

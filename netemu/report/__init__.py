@@ -104,8 +104,41 @@ def write_summary(path: Path, summary: dict) -> None:
     path.write_text(json.dumps(_finite_or_null(summary), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
-def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per algorithm: rounds, mean, min and max over runs of `metric` (rounds all runs reached)."""
+BANDS = ("auto", "ci", "minmax", "none")
+_BAND_LABEL = {"ci": "band: 95 % t-interval of the mean over runs", "minmax": "band: min–max over runs"}
+
+
+def _band(metric: str, values: np.ndarray, band: str) -> tuple[np.ndarray, np.ndarray]:
+    """The band of a runs × points matrix: its 95 % t-interval (`ci`), its min and max (`minmax`), or none."""
+    if band == "ci":
+        from netemu.report.intervals import t_band
+
+        return t_band(values, metric)
+    if band == "none":
+        m = mean_over(metric, values, axis=0)
+        return m, m
+    return values.min(0), values.max(0)
+
+
+def resolve_band(band: str, runs: int) -> str:
+    """`--band auto`: the t-interval when every series has at least 3 runs, else min–max."""
+    if band not in BANDS:
+        raise ReportError(f"--band {band!r}: accepted {', '.join(BANDS)}")
+    return ("ci" if runs >= 3 else "minmax") if band == "auto" else band
+
+
+def runs_per_series(rows: list[tuple], metric: str) -> int:
+    """The fewest Monte Carlo runs any algorithm reported `metric` in (0 without rows)."""
+    runs: dict[str, set] = defaultdict(set)
+    for alg, run, _rnd, _t, name, _v in rows:
+        if name == metric:
+            runs[alg].add(run)
+    return min((len(r) for r in runs.values()), default=0)
+
+
+def curves(rows: list[tuple], metric: str, band: str = "minmax") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per algorithm: rounds, mean, and the band's lower and upper ends over runs of `metric`
+    (rounds all runs reached; `band`: minmax, ci or none, `_band`)."""
     by: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for alg, run, rnd, _t, name, value in rows:
         if name == metric:
@@ -115,12 +148,12 @@ def curves(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.nda
         common = sorted(set.intersection(*(set(r) for r in runs.values())))
         if common:
             values = np.array([[runs[run][k] for k in common] for run in sorted(runs)])
-            out[alg] = (np.array(common), mean_over(metric, values, axis=0), values.min(0), values.max(0))
+            out[alg] = (np.array(common), mean_over(metric, values, axis=0), *_band(metric, values, band))
     return out
 
 
-def curves_time(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per algorithm: virtual times, mean, min and max over runs of `metric` against time.
+def curves_time(rows: list[tuple], metric: str, band: str = "minmax") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per algorithm: virtual times, mean and band (`curves`) over runs of `metric` against time.
 
     A run's value at time t is the last one it reported at or before t (a metric holds
     until its next report); the grid is every time any run reported, from the moment
@@ -140,7 +173,7 @@ def curves_time(rows: list[tuple], metric: str) -> dict[str, tuple[np.ndarray, n
             times = np.array([t for t, _, _ in s])
             vals = np.array([v for _, _, v in s])
             values[i] = vals[np.searchsorted(times, grid, side="right") - 1]
-        out[alg] = (grid, mean_over(metric, values, axis=0), values.min(0), values.max(0))
+        out[alg] = (grid, mean_over(metric, values, axis=0), *_band(metric, values, band))
     return out
 
 
@@ -164,8 +197,9 @@ def read_metrics(run_dir: Path) -> list[tuple]:
         raise ReportError(f"{path}: malformed row ({exc})") from None
 
 
-def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None, step: bool = False) -> Path:
-    """Mean curve per label with a min–max band over runs (said in the legend); a log
+def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | None = None, step: bool = False,
+            band: str = "minmax") -> Path:
+    """Mean curve per label with its band over runs (`band`, said in the legend); a log
     axis for values spanning decades; `step`: values hold until the next point."""
     from matplotlib.figure import Figure  # imported here: only runs that draw pay for it; no pyplot state
     from matplotlib.patches import Patch
@@ -176,9 +210,10 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
     for label, (x, mean, lo, hi) in series.items():
         (line,) = ax.plot(x, mean, label=label, lw=1.5, marker="o" if len(x) <= 30 and not step else None, ms=4,
                           drawstyle="steps-post" if step else "default")
-        if np.any(hi > lo):
+        if band != "none" and np.any(np.nan_to_num(hi) > np.nan_to_num(lo)):
             banded = True
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0, step="post" if step else None)
+            ax.fill_between(x, lo, hi, where=np.isfinite(lo) & np.isfinite(hi), color=line.get_color(), alpha=0.2, lw=0,
+                            step="post" if step else None)
     values = np.concatenate([m for _, m, _, _ in series.values()]) if series else np.array([])
     if values.size and values.min() > 0 and values.max() / values.min() > 100:
         ax.set_yscale("log")
@@ -190,7 +225,7 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
         handles, labels = ax.get_legend_handles_labels()
         if banded:
             handles.append(Patch(color="gray", alpha=0.3, lw=0))
-            labels.append("band: min–max over runs")
+            labels.append(_BAND_LABEL[band] if band in _BAND_LABEL else "band: min–max over runs")
         ax.legend(handles, labels, title="line: mean over runs" if banded else None, fontsize="small", title_fontsize="small")
     fig.tight_layout()
     try:
@@ -201,22 +236,27 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
 
 
 def plot_curves(rows: list[tuple], out_dir: Path, title: str = "", fmt: str = "png") -> list[Path]:
-    """One figure per metric in `out_dir`: the algorithms' mean over runs, with a min–max band."""
-    return [
-        _figure(curves(rows, metric), metric, title, out_dir / f"curves_{metric.replace('/', '_')}.{fmt}")
-        for metric in sorted({r[4] for r in rows})
-    ]
+    """One figure per metric in `out_dir`: the algorithms' mean over runs, with the 95 % t-interval
+    from 3 runs on, else the min–max over runs."""
+    out = []
+    for metric in sorted({r[4] for r in rows}):
+        band = resolve_band("auto", runs_per_series(rows, metric))
+        out.append(_figure(curves(rows, metric, band), metric, title, out_dir / f"curves_{metric.replace('/', '_')}.{fmt}", band=band))
+    return out
 
 
-def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: str = "png", x: str = "round") -> Path:
+def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: str = "png", x: str = "round",
+              band: str = "auto") -> Path:
     """`metric` of every algorithm of every run folder in one figure, against rounds or
-    (`x="time"`) virtual time."""
+    (`x="time"`) virtual time; `band`: `BANDS` (auto: the t-interval from 3 runs on, else min–max)."""
     if x not in ("round", "time"):
         raise ReportError(f"--x {x!r}: with run folders, accepted 'round' or 'time' (a swept key needs a sweep folder)")
+    resolve_band(band, 0)  # refuse an unknown band before reading anything
+    tables = [(d, read_metrics(d)) for d in run_dirs]
+    band = resolve_band(band, min(runs_per_series(rows, metric) for _, rows in tables) if tables else 0)
     series = {}
-    for d in run_dirs:
-        rows = read_metrics(d)
-        found = curves(rows, metric) if x == "round" else curves_time(rows, metric)
+    for d, rows in tables:
+        found = curves(rows, metric, band) if x == "round" else curves_time(rows, metric, band)
         if not found:
             known = ", ".join(sorted({r[4] for r in rows}))
             raise ReportError(f"{d}: no metric {metric!r} in metrics.csv (it has: {known})")
@@ -224,13 +264,14 @@ def plot_runs(run_dirs: list[Path], metric: str, out: Path | None = None, fmt: s
             series[alg if len(run_dirs) == 1 else f"{Path(d).name}: {alg}"] = c
     out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}.{fmt}")
     if x == "time":
-        return _figure(series, metric, "", out, xlabel="virtual time (s)", step=True)
-    return _figure(series, metric, "", out)
+        return _figure(series, metric, "", out, xlabel="virtual time (s)", step=True, band=band)
+    return _figure(series, metric, "", out, band=band)
 
 
-def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fmt: str = "png") -> Path:
+def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fmt: str = "png", band: str = "auto") -> Path:
     """The final `metric` against the swept parameter `x`, per algorithm: the mean over
-    the other grid dimensions (e.g. seeds) with a min–max band (e.g. NMSD vs τ)."""
+    the other grid dimensions (e.g. seeds) with a band (`plot_runs`; e.g. NMSD vs τ)."""
+    resolve_band(band, 0)
     path = Path(sweep_dir) / "sweep.csv"
     if path.exists() and not path.is_file():  # a FIFO would block open(): never opened
         raise ReportError(f"{path}: not a regular file (a device, FIFO or socket)")
@@ -256,10 +297,12 @@ def plot_sweep(sweep_dir: Path, metric: str, x: str, out: Path | None = None, fm
         raise ReportError(f"{path}: no final values of metric {metric!r} from complete points ({skipped} from other points)")
     if skipped:
         warnings.warn(f"{path}: {skipped} value(s) of {metric!r} from failed or incomplete points are left out of the plot", stacklevel=2)
+    band = resolve_band(band, min(len(a) for by_x in values.values() for a in by_x.values()))
     series = {}
     for alg, by_x in values.items():
         xs = np.array(sorted(by_x))
         v = [np.array(by_x[k]) for k in xs]
-        series[alg] = (xs, np.array([mean_over(metric, a) for a in v]), np.array([a.min() for a in v]), np.array([a.max() for a in v]))
+        ends = [_band(metric, a[:, None], band) for a in v]
+        series[alg] = (xs, np.array([mean_over(metric, a) for a in v]), np.array([lo[0] for lo, _ in ends]), np.array([hi[0] for _, hi in ends]))
     out = Path(out) if out is not None else Path(f"{metric.replace('/', '_')}_vs_{x.split('.')[-1]}.{fmt}")
-    return _figure(series, metric, f"final {metric} (mean over the other grid values)", out, xlabel=x)
+    return _figure(series, metric, f"final {metric} (mean over the other grid values)", out, xlabel=x, band=band)

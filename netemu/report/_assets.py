@@ -221,7 +221,8 @@ SCRIPT = r"""
         var x = sx(v);
         if (x < m.l - 0.5 || x > W - m.r + 0.5) return;
         svgEl("line", { x1: x, x2: x, y1: m.t, y2: H - m.b }, grid);
-        svgText(axis, x, H - m.b + 14, xf(v), { "text-anchor": "middle" });
+        var label = xf(v), half = String(label).length * 3.3;  // a label centred on the last tick may pass the edge
+        svgText(axis, x, H - m.b + 14, label, { "text-anchor": x + half > W ? "end" : x - half < 0 ? "start" : "middle" });
       });
       if (sy) {
         var yt = spec.logy ? logTicks(ydom[0], ydom[1]) : ticks(ydom[0], ydom[1], 5), yf = tickFmt(yt, spec.yfmt);
@@ -372,7 +373,8 @@ SCRIPT = r"""
 
   // Bars: categories along x; per category one bar per group, stacked by `stacks`.
   // values[c][g] = [v per stack]
-  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel, legendByGroup, yfmt) {
+  // catColors: a colour per category (one bar per category, e.g. one per series compared), else per group
+  function barChart(parent, title, sub, categories, groups, stacks, values, ylabel, legendByGroup, yfmt, catColors) {
     var box = chartBox(parent, title, sub);
     yfmt = yfmt || fmt;
     downloadLink(box, title, function () {
@@ -383,7 +385,9 @@ SCRIPT = r"""
     var W = 600, longest = 0;
     categories.forEach(function (c) { longest = Math.max(longest, Math.min(28, c.length)); });
     var cw0 = (W - 72) / Math.max(1, categories.length), rotate = longest * 6.2 > cw0;
-    var m = { l: 58, r: 14, t: 10, b: rotate ? Math.min(150, 26 + longest * 4.6) : 40 }, H = 260 + m.b;
+    // a label rotated by 40° reaches cos 40° of its length left of its bar and sin 40° below the axis
+    var m = { l: rotate ? Math.max(58, Math.ceil(longest * 6.2 * 0.77 - cw0 / 2) + 6) : 58, r: 14, t: 10,
+              b: rotate ? Math.ceil(longest * 6.2 * 0.65) + 24 : 40 }, H = 260 + m.b;
     var top = 0;
     values.forEach(function (row) { row.forEach(function (st) { var s = st.reduce(function (a, b) { return a + b; }, 0); if (s > top) top = s; }); });
     top = top > 0 ? top * 1.05 : 1;
@@ -407,7 +411,7 @@ SCRIPT = r"""
           var v = values[ci][gi][si] || 0;
           if (v <= 0) return;
           var r = svgEl("rect", { x: x0 + gi * bw, y: sy(acc + v), width: Math.max(0.5, bw - 1), height: Math.max(0.5, sy(acc) - sy(acc + v)),
-                                  fill: st.color || gr.color, "fill-opacity": st.opacity, "class": "bar" }, svg);
+                                  fill: st.color || (catColors && catColors[ci]) || gr.color, "fill-opacity": st.opacity, "class": "bar" }, svg);
           titled(r, c + "\n" + gr.label + (stacks.length > 1 ? " · " + st.label : "") + ": " + yfmt(v));
           acc += v;
         });
@@ -420,7 +424,7 @@ SCRIPT = r"""
       }
     });
     charts++;
-    var items = stacks.length > 1 && !legendByGroup ? stacks : groups;
+    var items = stacks.length > 1 && !legendByGroup ? stacks : catColors ? categories.map(function (c, ci) { return { label: c, color: catColors[ci] }; }) : groups;
     legend(box, items.map(function (it) { return { label: it.label, color: it.color }; }));
   }
 
@@ -497,7 +501,7 @@ SCRIPT = r"""
         if (!c) return;
         if (xaxis === "bytes" && !c.bytes) return;
         series.push({ label: s.label + (c.step > 1 ? " (every " + c.step + " rounds: the page holds at most 1500 points a curve)" : ""), color: colorOf(i),
-                      x: xaxis === "time" ? c.time : xaxis === "bytes" ? c.bytes : c.round, y: c.mean, lo: c.lo, hi: c.hi, c: c });
+                      x: xaxis === "time" ? c.time : xaxis === "bytes" ? c.bytes : c.round, y: c.mean, lo: bandOf(c)[0], hi: bandOf(c)[1], c: c });
       });
       var db = /_db$/.test(mname);
       var sub = markers && markers.length ? "dotted: round starts, dashed red: deadlines (" + S[0].label + ")" : xaxis === "bytes" ? "bytes sent by every actor until the round's metrics were logged (mean over runs)" : "";
@@ -513,6 +517,31 @@ SCRIPT = r"""
     if (sroot) stale.forEach(function (mname) { draw(sroot, mname); });
   }
 
+  function drawActivity() {
+    var root = document.querySelector("[data-chart=activity]");
+    if (!root) return;
+    while (root.firstChild) root.removeChild(root.firstChild);
+    var el = document.querySelector("input[name=xaxis]:checked"), time = el && el.value === "time";
+    var series = [];
+    S.forEach(function (s, i) {
+      var a = (folderOf(s).activity || {})[s.algorithm];
+      if (!a || !a.round.length) return;
+      var x = time ? a.time : a.round;
+      series.push({ label: s.label + ": participating", color: colorOf(i), x: x, y: a.participating });
+      series.push({ label: s.label + ": available", color: colorOf(i), x: x, y: a.available, dashed: true });
+    });
+    if (!series.length) { htmlEl("p", "muted", root, "no message log"); return; }
+    lineChart(root, "Clients participating and available", "per round, mean over runs", series, {
+      xlabel: time ? "virtual time (s)" : "round", integerx: !time, xname: time ? "t" : "round", ylabel: "clients", logy: false
+    });
+  }
+
+  // The curves' band: the 95 % t-interval of the mean or the min–max over runs (the "band" switch)
+  function bandOf(c) {
+    var el = document.querySelector("input[name=band]:checked");
+    return el && el.value === "ci" && c.ci_lo ? [c.ci_lo, c.ci_hi] : [c.lo, c.hi];
+  }
+
   function drawTta() {
     var root = document.querySelector("[data-chart=tta]");
     var T = D.tta;
@@ -520,18 +549,19 @@ SCRIPT = r"""
     var rows = T.series.filter(function (x) { return x.reached; });
     var cats = rows.map(function (x) { return S[x.series].label; });
     var groups = [{ label: "mean over the runs that reached it", color: "#1f77b4" }];
+    var colors = rows.map(function (x) { return colorOf(x.series); });  // each series its colour, as in the curves
     var op = T.higher ? "≥ " : "≤ ";
     if (rows.length) {
-      barChart(root, "Virtual time to " + T.metric + " " + op + fmt(T.target), "seconds until the round whose report first reached the target", cats, groups,
-        [{ label: "time" }], rows.map(function (x) { return [[x.time]]; }), "virtual time (s)");
+      barChart(root, "Virtual time to " + T.metric + " " + op + fmt(T.target), "seconds until the round whose report first reached the target (mean over the runs that reached it)", cats, groups,
+        [{ label: "time" }], rows.map(function (x) { return [[x.time]]; }), "virtual time (s)", false, null, colors);
       if (rows.some(function (x) { return x.bytes !== null; }))
         barChart(root, "Bytes sent to " + T.metric + " " + op + fmt(T.target), "all messages, every link, until that round's metrics were logged", cats, groups,
-          [{ label: "bytes" }], rows.map(function (x) { return [[x.bytes || 0]]; }), "bytes sent", false, fmtBytes);
+          [{ label: "bytes" }], rows.map(function (x) { return [[x.bytes || 0]]; }), "bytes sent", false, fmtBytes, colors);
     } else htmlEl("p", "muted", root, "no series reached " + T.metric + " " + op + fmt(T.target));
     var series = [];
     S.forEach(function (s, i) {
       var c = (folderOf(s).curves[s.algorithm] || {})[T.metric];
-      if (c && c.bytes) series.push({ label: s.label, color: colorOf(i), x: c.bytes, y: c.mean, lo: c.lo, hi: c.hi, c: c });
+      if (c && c.bytes) series.push({ label: s.label, color: colorOf(i), x: c.bytes, y: c.mean, lo: bandOf(c)[0], hi: bandOf(c)[1], c: c });
     });
     if (series.length) lineChart(root, T.metric + " against bytes sent", "dashed: the target " + fmt(T.target), series, {
       xlabel: "bytes sent", xname: "bytes", ylabel: T.metric, xfmt: fmtBytes, hline: T.target,
@@ -817,17 +847,34 @@ SCRIPT = r"""
                  { label: "dropped (" + fmtCount(dropped) + ")", color: "#dc2626" }, { label: "round start", color: "#6b7280" }, { label: "deadline", color: "#dc2626", dashed: true }]);
   }
 
+  // Axis texts drawn (partly) outside their chart's box would be cut off: how many (0 on a good page).
+  function clippedLabels() {
+    var n = 0;
+    Array.prototype.forEach.call(document.querySelectorAll("svg"), function (svg) {
+      var box = svg.getBoundingClientRect();
+      if (!box.width) return;  // not laid out (a closed section)
+      Array.prototype.forEach.call(svg.querySelectorAll(".axis text"), function (t) {
+        var r = t.getBoundingClientRect();
+        if (r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)) n++;
+      });
+    });
+    return n;
+  }
+
   function main() {
     drawCurves();
     drawTta();
     drawTraffic();
     drawLoads();
+    drawActivity();
     drawActors();
     drawPrivacy();
     var root = document.querySelector("[data-chart=timeline]");
     D.folders.forEach(function (f, fi) { drawTimeline(root, f, fi); });
-    Array.prototype.forEach.call(document.querySelectorAll("input[name=xaxis]"), function (r) { r.addEventListener("change", drawCurves); });
+    Array.prototype.forEach.call(document.querySelectorAll("input[name=xaxis]"), function (r) { r.addEventListener("change", drawCurves); r.addEventListener("change", drawActivity); });
+    Array.prototype.forEach.call(document.querySelectorAll("input[name=band]"), function (r) { r.addEventListener("change", drawCurves); });
     status.textContent = charts + " charts; hover for values, drag across a chart to zoom, double-click to reset";
+    document.body.setAttribute("data-clipped", String(clippedLabels()));
     document.body.setAttribute("data-rendered", "ok");
   }
   try {

@@ -32,17 +32,19 @@ import numpy as np
 
 from netemu.errors import LogError, NetemuError, ReportError
 from netemu.report.logtools import log_path, read
-from netemu.report import mean_over, read_metrics
+from netemu.report import read_metrics
+from netemu.report.activity import Lifecycle, activity
+from netemu.report.folders import run_folders
 from netemu.report.page import MANY_ACTORS, embed_json, render
+from netemu.report.target import Target
+from netemu.report.series import add_bytes, curve_data, privacy_curves, report_rounds, thin_marks
 from netemu.report.window import Timeline, Window, lane_key, natural_key
 from netemu.report.traffic import Quantiles, Traffic
 
 __all__ = ["ReportError", "Window", "actor_filter", "collect", "embed_json", "natural_key", "render", "write_report"]
 
-MAX_CURVE_POINTS = 1500     # per curve; longer curves are thinned (every k-th round, the last kept)
 TOP_SLOWEST = 20            # rows of the slowest-actors table
 HIST_BINS = 30              # bins of the per-actor histograms
-MAX_ROUND_MARKS = 500       # round starts kept per algorithm (for markers on time axes)
 DEADLINE_PARAM = re.compile(r"(time|deadline|timeout)$")  # algorithm parameters drawn as deadlines after each round's start
 MAX_SCENARIO_CHARS = 100_000
 DEFAULT_WINDOW = Window()   # the timeline window when none is given (frozen: one shared default)
@@ -128,79 +130,6 @@ def _read_scenario(run_dir: Path) -> tuple[str, dict]:
     return text, table
 
 
-def _thin(n: int, most: int = MAX_CURVE_POINTS) -> list[int]:
-    if n <= most:
-        return list(range(n))
-    step = math.ceil(n / most)
-    keep = list(range(0, n, step))
-    return keep if keep[-1] == n - 1 else [*keep, n - 1]
-
-
-def _curves(rows: list[tuple]) -> dict[str, dict[str, dict]]:
-    """Per algorithm and metric, per round: mean over the runs that reached it (`mean_over`,
-    dB-aware), min and max over runs, and the mean virtual time of the report."""
-    by: dict[tuple[str, str], dict[int, list]] = defaultdict(lambda: defaultdict(list))
-    for alg, _run, rnd, t, name, value in rows:
-        by[(alg, name)][rnd].append((t, value))
-    out: dict[str, dict[str, dict]] = defaultdict(dict)
-    for (alg, name), rounds in by.items():
-        ks = sorted(rounds)
-        keep = _thin(len(ks))
-        ks = [ks[i] for i in keep]
-        vals = [np.array([v for _, v in rounds[k]]) for k in ks]
-        out[alg][name] = {
-            "round": ks,
-            "time": [float(np.mean([t for t, _ in rounds[k]])) for k in ks],
-            "mean": [float(mean_over(name, v)) for v in vals],
-            "lo": [float(v.min()) for v in vals],
-            "hi": [float(v.max()) for v in vals],
-            "runs": [len(v) for v in vals],
-            "step": keep[1] - keep[0] if len(keep) > 1 else 1,  # > 1: thinned to every step-th round
-        }
-    return out
-
-
-def _privacy_curves(path: Path) -> dict[str, dict]:
-    """From privacy.csv, per algorithm and round: the mean and the max over (run, client) of
-    the zCDP spent so far (clients that have not released yet count 0)."""
-    if not path.is_file():
-        return {}
-    per: dict[str, list] = defaultdict(list)
-    try:
-        with open(path, newline="") as f:
-            for n, r in enumerate(csv.DictReader(f), 2):
-                try:
-                    per[r["algorithm"]].append((int(r["round"]), (int(r["run"]), r["client"]), float(r["rho_total"])))
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise ReportError(f"{path}:{n}: malformed privacy row ({exc}); expected algorithm,run,client,round,rho,rho_total") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # csv.Error: e.g. a field over the csv module's limit
-        raise ReportError(f"{path}: not readable ({exc})") from None
-    out = {}
-    for alg, items in per.items():
-        keys = {k for _, k, _ in items}
-        idx = {k: i for i, k in enumerate(sorted(keys))}
-        current = np.zeros(len(idx))
-        items.sort(key=lambda x: x[0])
-        rounds, means, maxes = [], [], []
-        total, top, i = 0.0, 0.0, 0
-        while i < len(items):
-            rnd = items[i][0]
-            while i < len(items) and items[i][0] == rnd:
-                _, k, v = items[i]
-                j = idx[k]
-                total += v - current[j]
-                current[j] = v
-                top = max(top, v)
-                i += 1
-            rounds.append(rnd)
-            means.append(total / len(idx))
-            maxes.append(top)
-        keep = _thin(len(rounds))
-        out[alg] = {"round": [rounds[k] for k in keep], "mean": [means[k] for k in keep], "max": [maxes[k] for k in keep],
-                    "clients": len({k[1] for k in keys})}
-    return out
-
-
 def actor_filter(pattern: str | None) -> Callable[[str], bool] | None:
     """`--actors PATTERN`: comma-separated globs (`server,client-1?`); an actor is kept when one
     matches its name.  The answer per name is cached: the report asks once per record."""
@@ -235,12 +164,14 @@ def _histogram(x: np.ndarray, lo: float | None = None, hi: float | None = None) 
 
 def _actor_view(stats: list[list]) -> dict:
     """Per-actor figures as the page shows them: every row when there are at most MANY_ACTORS,
-    else histograms and quantiles of participation, compute and idle time over the actors and
-    the TOP_SLOWEST actors by compute time (the rows are not embedded)."""
+    else histograms and quantiles of participation, compute and idle time over the clients (the
+    actors not named server…) and the TOP_SLOWEST actors by compute time (the rows are not embedded)."""
     n = len(stats)
     view: dict[str, Any] = {"actors": n, "rows": stats if n <= MANY_ACTORS else []}
     if n > MANY_ACTORS:
-        cols = {k: np.array([r[i] for r in stats], dtype=float) for i, k in ((1, "participation"), (2, "compute"), (3, "idle"))}
+        clients = [r for r in stats if not str(r[0]).startswith("server")] or stats  # servers apart: they take part in every round
+        view["servers"] = n - len(clients) if len(clients) < n else 0
+        cols = {k: np.array([r[i] for r in clients], dtype=float) for i, k in ((1, "participation"), (2, "compute"), (3, "idle"))}
         view["hist"] = {k: _histogram(v, 0.0, 1.0) if k == "participation" else _histogram(v, 0.0) for k, v in cols.items()}
         view["quantiles"] = {k: _quantiles(v) for k, v in cols.items()}
         order = sorted(range(n), key=lambda i: (-stats[i][2], i))[:TOP_SLOWEST]
@@ -304,10 +235,10 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
         "description": str(run_table.get("description") or ""),
         "scenario_text": scenario_text,
         "summary": summary,
-        "curves": _curves(rows),
-        "privacy_curves": _privacy_curves(d / "privacy.csv"),
-        "traffic": {}, "actors": {}, "timeline": None, "log": None, "records": 0, "loads": {},
-        "deadlines": _deadlines(scenario), "rounds": _report_rounds(rows), "rows": rows, "bytes_at": {},
+        "curves": curve_data(rows),
+        "privacy_curves": privacy_curves(d / "privacy.csv"),
+        "traffic": {}, "actors": {}, "activity": {}, "timeline": None, "log": None, "records": 0, "loads": {},
+        "deadlines": _deadlines(scenario), "rounds": report_rounds(rows), "rows": rows, "bytes_at": {},
     }
     try:
         log = log_path(d)
@@ -325,6 +256,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
     sent_bytes: Counter = Counter()     # per (algorithm, run): bytes sent so far
     bytes_at: dict[tuple, int] = {}     # (algorithm, run, round) -> bytes sent when its first metric was logged
     starts: dict[tuple, dict[int, float]] = defaultdict(dict)  # per (algorithm, run): the first send of each round
+    lifecycles: dict[tuple, Lifecycle] = defaultdict(Lifecycle)  # per (algorithm, run): crash and recover records
     loads: dict[str, dict[str, dict]] = defaultdict(dict)
     loads_run: dict[str, Any] = {}
     n = 0
@@ -350,13 +282,10 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
                     starts[ctx][r["round"]] = float(r["t"])
             elif ev == "metric":
                 bytes_at.setdefault((ctx[0], ctx[1], r["round"]), sent_bytes[ctx])
-            elif ev == "deliver":
-                traffic[ctx[0]][(r["kind"], r["link"])].delays.add(r["delay"])
-                traffic[ctx[0]][(r["kind"], r["link"])].delivered += 1
-            elif ev == "drop":
-                traffic[ctx[0]][(r["kind"], r["link"])].dropped[r["reason"]] += 1
-            elif ev == "in_flight":
-                traffic[ctx[0]][(r["kind"], r["link"])].in_flight += 1
+            elif ev in ("deliver", "drop", "in_flight"):  # duplicates and attempts counted apart (Traffic.outcome)
+                traffic[ctx[0]][(r["kind"], r["link"])].outcome(ev, r)
+            elif ev in ("crash", "recover"):
+                lifecycles[ctx].add(float(r["t"]), r["actor"], ev == "recover")
             elif ev == "load":  # a shared link's load changed (sharing = "max-min"): the first run of each algorithm
                 if loads_run.setdefault(ctx[0], ctx[1]) == ctx[1]:
                     steps = loads[ctx[0]].setdefault(f"{r['src']}->{r['dst']}", {"capacity": r.get("capacity"), "steps": []})["steps"]
@@ -377,11 +306,11 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
     folder["records"] = n
     folder["bytes_at"] = bytes_at
     if bytes_at:
-        _add_bytes(folder["curves"], rows, bytes_at)
+        add_bytes(folder["curves"], rows, bytes_at)
     first_run: dict[str, tuple] = {}
     for ctx in starts:
         first_run.setdefault(ctx[0], ctx)
-    folder["rounds"] = {alg: _thin_marks(sorted(starts[ctx].items())) for alg, ctx in first_run.items()}
+    folder["rounds"] = {alg: thin_marks(sorted(starts[ctx].items())) for alg, ctx in first_run.items()}
     for alg in traffic:
         if alg not in algorithms:
             algorithms.append(alg)
@@ -408,39 +337,13 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
                 idle.append(max(0.0, span - compute[c][a]))
             stats.append([a, float(np.mean(part)), float(np.mean(comp)), float(np.mean(idle))])
         folder["actors"][alg] = _actor_view(stats)
+        folder["activity"][alg] = activity([(sent_rounds[c], starts[c], lifecycles[c]) for c in ctxs])
     folder["loads"] = {alg: {link: _binned(x["steps"], x["capacity"]) for link, x in sorted(by.items())} for alg, by in loads.items()}
     folder["timeline"] = tl.as_dict()
     if folder["timeline"] is None:
         wanted = ", ".join(f"{k} {v!r}" for k, v in (("algorithm", window.algorithm), ("run", window.run)) if v is not None)
         folder["timeline"] = {"empty": f"no records of {wanted} in this log" if wanted else "the log has no records"}
     return folder
-
-
-def _report_rounds(rows: list[tuple]) -> dict[str, list]:
-    """Without a log, the round marks are the times of each round's first report (first run)."""
-    out: dict[str, dict[int, float]] = defaultdict(dict)
-    first: dict[str, int] = {}
-    for alg, run, rnd, t, _name, _v in rows:
-        if first.setdefault(alg, run) == run and rnd not in out[alg]:
-            out[alg][rnd] = t
-    return {alg: _thin_marks(sorted(x.items())) for alg, x in out.items()}
-
-
-def _thin_marks(items: list) -> list:
-    return [items[i] for i in _thin(len(items), MAX_ROUND_MARKS)]
-
-
-def _add_bytes(curves: dict, rows: list[tuple], bytes_at: dict) -> None:
-    """Per curve point: the mean over runs of the bytes sent when that round's metrics were logged."""
-    per: dict[tuple[str, int], list] = defaultdict(list)
-    seen = set()
-    for alg, run, rnd, _t, _name, _v in rows:
-        if (alg, run, rnd) not in seen and (alg, run, rnd) in bytes_at:
-            seen.add((alg, run, rnd))
-            per[(alg, rnd)].append(bytes_at[(alg, run, rnd)])
-    for alg, by in curves.items():
-        for c in by.values():
-            c["bytes"] = [float(np.mean(per[(alg, k)])) if per.get((alg, k)) else None for k in c["round"]]
 
 
 LOAD_BINS = 400  # points of a link's load curve
@@ -464,10 +367,11 @@ def _binned(steps: list[tuple[float, float]], capacity: Any) -> dict:
 
 
 def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", window: Window = DEFAULT_WINDOW,
-                 actors: str | None = None, target: tuple[str, float] | None = None) -> Path:
+                 actors: str | None = None, target: Target | None = None) -> Path:
     """Collect every run folder and write the page to `out` (`actors`: `--actors`; `target`:
     `--target METRIC=VALUE` for the time to accuracy, netemu/report/target.py)."""
-    folders = [collect(d, window, actors) for d in run_dirs]
+    dirs = run_folders([Path(d) for d in run_dirs])  # a sweep folder: its points
+    folders = [collect(d, window, actors) for d in dirs]
     out = Path(out)
     try:
         page = render(folders, target=target, actors=actors)

@@ -86,6 +86,8 @@ def natural_key(name: object) -> tuple:
 
 # ------------------------------------------------------------------ summary
 
+_OUTCOMES = frozenset(("deliver", "drop", "in_flight"))
+
 
 @dataclass
 class _Busy:
@@ -114,14 +116,15 @@ def _ctx_label(ctx: tuple) -> str:
 def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, run: int | None = None) -> dict:
     """Traffic per (kind, link class), slowest links and receivers, per-actor activity.
 
-    Records of several algorithms or Monte Carlo runs are summarized together for the
-    traffic; `algorithm` / `run` keep only theirs.  A message is identified by
+    `traffic` sums every algorithm and Monte Carlo run of the log; `traffic_by_algorithm`
+    gives the same per algorithm (a log of two algorithms compares them, never mixes them);
+    `algorithm` / `run` keep only theirs.  A message is identified by
     (algorithm, run, id).  Per actor, `actors` gives the mean over the (algorithm, run)
     pairs in which it appears of its participation rate, compute time (the union of its
     compute spans, clipped at the pair's last record) and idle time (span − compute);
     `per_run` gives the same per pair, with that pair's span.
     """
-    traffic: dict[tuple[str, str], Traffic] = defaultdict(Traffic)
+    traffic: dict[tuple, Traffic] = defaultdict(Traffic)  # (algorithm, kind, link class) -> its messages
     links: dict[str, Mean] = defaultdict(Mean)
     receivers: dict[str, Mean] = defaultdict(Mean)
     pending: dict[tuple, Traffic] = {}  # (ctx, id) of a message sent in the log -> its traffic
@@ -147,25 +150,19 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
             span[1] = t
             span[2] += 1
             if ev == "send":
-                tr = traffic[(r["kind"], r["link"])]
+                tr = traffic[(ctx[0], r["kind"], r["link"])]
                 tr.sent += 1
                 tr.bytes += r["bytes"]
                 pending[(ctx, r["id"])] = tr
                 active_rounds[(ctx, r["src"])].add(r["round"])
                 rounds[ctx].add(r["round"])
-            elif ev == "deliver":
-                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
-                tr.delivered += 1
-                delay = float(r["delay"])
-                tr.delays.add(delay)
-                links[f"{r['src']}->{r['dst']}"].add(delay)
-                receivers[r["dst"]].add(delay)
-            elif ev == "drop":
-                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
-                tr.dropped[str(r["reason"])] += 1
-            elif ev == "in_flight":
-                tr = pending.pop((ctx, r["id"]), None) or traffic[(r["kind"], r["link"])]
-                tr.in_flight += 1
+            elif ev in _OUTCOMES:
+                tr = pending.pop((ctx, r["id"]), None) or traffic[(ctx[0], r["kind"], r["link"])]
+                tr.outcome(ev, r)
+                if ev == "deliver" and r.get("duplicate") is not True:
+                    delay = float(r["delay"])
+                    links[f"{r['src']}->{r['dst']}"].add(delay)
+                    receivers[r["dst"]].add(delay)
             elif ev == "compute":
                 key = (ctx, r["actor"])
                 b = busy.get(key)
@@ -174,10 +171,13 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
                 b.add(t, float(r["duration"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise _shape_error(path, n, r, exc) from None
-    by_kind = {
-        f"{kind} / {link}": {**tr.counts(), "delay": percentiles(tr.delays)}
-        for (kind, link), tr in sorted(traffic.items(), key=lambda kv: tuple(map(str, kv[0])))
-    }
+    by_algorithm: dict[str, dict] = {}
+    total: dict[tuple[str, str], Traffic] = defaultdict(Traffic)
+    for (alg, kind, link), tr in sorted(traffic.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        total[(kind, link)].merge(tr)
+        by_algorithm.setdefault(str(alg), {})[f"{kind} / {link}"] = {**tr.counts(), "delay": percentiles(tr.delays)}
+    by_kind = {f"{kind} / {link}": {**tr.counts(), "delay": percentiles(tr.delays)}
+               for (kind, link), tr in sorted(total.items(), key=lambda kv: tuple(map(str, kv[0])))}
     slowest = lambda groups: [
         {"name": name, "messages": q.count, "mean_delay": q.mean, "max_delay": float(q.max)}
         for name, q in sorted(groups.items(), key=lambda kv: (-kv[1].mean, natural_key(kv[0])))[:top]
@@ -204,6 +204,7 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
         "records": records,
         "virtual_time": {"first": first_t, "last": last_t},
         "traffic": by_kind,
+        "traffic_by_algorithm": by_algorithm,
         "slowest_links": slowest(links),
         "slowest_receivers": slowest(receivers),
         "actors": mean_actors,
@@ -284,9 +285,10 @@ def diff(a: str | Path, b: str | Path) -> dict:
 # ------------------------------------------------------------------ timeline
 
 
-def _window(path, chosen: tuple | None, since: float | None, until: float | None, limit: int):
-    """First pass: the (algorithm, run) drawn, its messages sent in [since, until], its last
-    record time, and the time of its `limit`-th send in the window (None if fewer)."""
+def _window(path, chosen: tuple | None, since: float | None, until: float | None, limit: int, actors: set | None = None):
+    """First pass: the (algorithm, run) drawn, its messages sent in [since, until] (with
+    `actors`, only those between two of them: the messages drawn), its last record time, and
+    the time of its `limit`-th such send in the window (None if fewer)."""
     sends, last, cut = 0, None, None
     for r in read(path):
         ctx = (r.get("algorithm"), r.get("run"))
@@ -297,7 +299,7 @@ def _window(path, chosen: tuple | None, since: float | None, until: float | None
         if until is not None and r["t"] > until:
             break
         last = r["t"]
-        if r["event"] == "send":
+        if r["event"] == "send" and (actors is None or (r.get("src") in actors and r.get("dst") in actors)):
             sends += 1
             if sends == limit:
                 cut = r["t"]
@@ -332,7 +334,7 @@ def timeline(
             if (algorithm is None or r.get("algorithm") == algorithm) and (run is None or r.get("run") == run):
                 chosen = (r.get("algorithm"), r.get("run"))
                 break
-    chosen, sends, last, cut = _window(path, chosen, since, until, max_messages)
+    chosen, sends, last, cut = _window(path, chosen, since, until, max_messages, set(actors) if actors is not None else None)
     if last is None:
         raise LogError(f"{log_path(path)}: no record of {_ctx_label(chosen) if chosen else 'any run'} in the window")
     aggregate = False

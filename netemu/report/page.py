@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from netemu.report.target import Target
+
 MANY_ACTORS = 50  # above this, the clients section shows distributions and the slowest, not a bar per actor
 
 __all__ = ["MANY_ACTORS", "embed_json", "fmt_bytes", "fmt_number", "render"]
@@ -123,16 +125,29 @@ def _outcome(summary: dict) -> str:
     final = summary.get("final") or {}
     if final:
         metrics = sorted({m for v in final.values() if isinstance(v, dict) for m in v})
-        parts.append("<table><tr><th>final (mean over runs)</th>" + "".join(f"<th>{_e(m)}</th>" for m in metrics) + "</tr>")
+        found = summary.get("final_ci95")
+        cis: dict = found if isinstance(found, dict) else {}
+        head = "final (mean over runs [95 % t-interval])" if cis else "final (mean over runs)"
+        parts.append(f"<table><tr><th>{head}</th>" + "".join(f"<th>{_e(m)}</th>" for m in metrics) + "</tr>")
         for alg, v in final.items():
             v = v if isinstance(v, dict) else {}
-            parts.append(f"<tr><td>{_e(alg)}</td>" + "".join(f"<td>{_e(_fmt(v.get(m)))}</td>" for m in metrics) + "</tr>")
+            at = cis.get(alg)
+            ci: dict = at if isinstance(at, dict) else {}
+            parts.append(f"<tr><td>{_e(alg)}</td>" + "".join(f"<td>{_e(_fmt(v.get(m)) + _interval(ci.get(m)))}</td>" for m in metrics) + "</tr>")
         parts.append("</table>")
     vt = summary.get("virtual_time") or {}
     if vt:
         parts.append("<p class='small'>virtual end time per run: " + "; ".join(
             f"{_e(alg)}: {_e(', '.join(_fmt(x, 6) for x in (t if isinstance(t, list) else [t])))} s" for alg, t in vt.items()) + "</p>")
     return "".join(parts)
+
+
+def _interval(ci: object) -> str:
+    """` [lo, hi]` of a summary's `final_ci95` entry, or nothing (fewer than two runs, or not numbers)."""
+    if not (isinstance(ci, dict) and _number(ci.get("hi"))):
+        return ""
+    lo = ci.get("lo")
+    return f" [{_fmt(lo) if _number(lo) else '−∞'}, {_fmt(ci['hi'])}]"
 
 
 def _outcome_table(outcome) -> str:
@@ -181,6 +196,21 @@ def _traffic_table(folders: list[dict], series: list[dict]) -> str:
     return "".join(rows)
 
 
+def _network_table(folders: list[dict], series: list[dict]) -> str:
+    """What the network did per link class: retransmissions, attempts per message, timeouts, queue drops, duplicates."""
+    rows = ["<table class='num'><tr><th>series</th><th>link class</th><th>retransmissions</th><th>attempts / message</th>"
+            "<th>max attempts</th><th>timeouts</th><th>queue drops</th><th>duplicates</th></tr>"]
+    for s in series:
+        t = folders[s["folder"]]["traffic"].get(s["algorithm"])
+        for link, x in (t or {}).get("by_link", {}).items():
+            n = x.get("network") or {}
+            cells = [s["label"], link, _fmt(n.get("retransmissions")), _fmt(n.get("attempts_per_message")), _fmt(n.get("max_attempts")),
+                     _fmt(n.get("timeouts")), _fmt(n.get("queue_drops")), _fmt(n.get("duplicates"))]
+            rows.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
 def _actor_rows(rows: list) -> str:
     out = ["<table class='num'><tr><th>actor</th><th>participation</th><th>compute time (s)</th><th>idle time (s)</th></tr>"]
     for name, p, c, i in rows:
@@ -202,7 +232,9 @@ def _actor_table(folders: list[dict], series: list[dict]) -> str:
             parts.append(f"<details><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors</summary>{_actor_rows(a['rows'])}</details>")
             continue
         q = a["quantiles"]
-        parts.append(f"<details class='slowest' open><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors — quantiles over the actors, "
+        servers = a.get("servers") or 0
+        over = f"the {_fmt(a['actors'] - servers)} clients ({_fmt(servers)} server{'s' if servers > 1 else ''} apart)" if servers else "the actors"
+        parts.append(f"<details class='slowest' open><summary>{_e(s['label'])}: {_fmt(a['actors'])} actors — quantiles over {over}, "
                      f"and the {len(a['slowest'])} with the most compute time</summary><table class='num'><tr><th>figure</th>"
                      + "".join(f"<th>{k}</th>" for k in _QUANTILES) + "</tr>")
         for key, label in (("participation", "participation"), ("compute", "compute time (s)"), ("idle", "idle time (s)")):
@@ -229,6 +261,17 @@ def _privacy_table(folders: list[dict], series: list[dict]) -> str:
             "<th>ε min</th><th>ε mean</th><th>ε max</th><th>δ</th></tr>" + "".join(rows) + "</table>")
 
 
+def _changed(folder: dict) -> str:
+    """A note under the description when the run changed the scenario file with --set (summary.json's
+    `overrides`, a sweep point's grid values among them): the description was written for the file."""
+    sets = folder["summary"].get("overrides")
+    if not (isinstance(sets, list) and sets and all(isinstance(x, str) for x in sets)):
+        return ""
+    what = "The description is the scenario file's; " if folder["description"] else ""
+    return (f"<p class='small changed'>{what}this run changed the file with <code>--set</code>: "
+            + ", ".join(f"<code>{_e(x)}</code>" for x in sets) + " (scenario.toml below is what ran)</p>")
+
+
 def _title(folders: list[dict]) -> str:
     """The scenarios' names (run.name, else summary.json's scenario), else the folders' names."""
     names = list(dict.fromkeys(f.get("scenario_name") or f["name"] for f in folders))
@@ -245,25 +288,28 @@ def _tta_section(tta: dict, folders: list[dict], series: list[dict]) -> str:
                f"<code>--target {_e(metric)}=VALUE</code>)")
         return f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>{why}</p></section>"
     if tta["given"]:
-        how = "(--target)"
+        how = f"(--target; rule: {_e(tta['rule'])})"
     else:
         pct = round(100 * tta["factor"])
         how = (f"(default: the best final value of the series, {'−' if higher else '+'}{pct} %; "
-               f"<code>--target {_e(metric)}=VALUE</code> chooses another)")
+               f"<code>--target {_e(metric)}=VALUE</code> chooses another, <code>=VALUE:K</code> requires K consecutive "
+               f"evaluations; rule: {_e(tta['rule'])})")
     rows = ["<table class='num'><tr><th>series</th><th>runs that reached it</th><th>round</th><th>virtual time (s)</th>"
-            "<th>bytes sent</th></tr>"]
+            "<th>95 % t-interval (s)</th><th>bytes sent</th></tr>"]
     for x in tta["series"]:
+        ci = x.get("time_ci95")
+        shown = f"[{_fmt(ci[0]) if ci[0] is not None else '−∞'}, {_fmt(ci[1])}]" if ci and ci[1] is not None else "–"
         rows.append(f"<tr><td>{_e(series[x['series']]['label'])}</td><td>{x['reached']} of {x['runs']}</td><td>{_e(_fmt(x['round']))}</td>"
-                    f"<td>{_e(_fmt(x['time']))}</td><td>{_e(fmt_bytes(x['bytes']))}</td></tr>")
+                    f"<td>{_e(_fmt(x['time']))}</td><td>{_e(shown)}</td><td>{_e(fmt_bytes(x['bytes']))}</td></tr>")
     rows.append("</table>")
-    return (f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>When {_e(metric)} first reached {op} "
+    return (f"<section id='tta'><h2>Time to accuracy</h2><p class='note'>When {_e(metric)} reached {op} "
             f"<b class='target'>{_e(_fmt(tta['target']))}</b> {how}: the virtual time of that round's report and the "
             "bytes sent (all messages, every link) until it was logged; mean over the runs that reached it. "
             "Right: the metric against the bytes sent so far (mean over runs), the target dashed.</p>"
             "<div class='charts' data-chart='tta'></div>" + "".join(rows) + "</section>")
 
 
-def render(folders: list[dict], target: tuple[str, float] | None = None, actors: str | None = None) -> str:
+def render(folders: list[dict], target: Target | None = None, actors: str | None = None) -> str:
     """The HTML page for collected run folders (`collect`); `target`: `--target` (netemu/report/target.py)."""
     from netemu.report._assets import CSS, SCRIPT
     from netemu.report.target import time_to_target
@@ -279,10 +325,12 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
         "series": series,
         "tta": tta,
         "folders": [{k: f.get(k, {}) for k in ("name", "curves", "privacy_curves", "traffic", "actors", "timeline", "loads",
-                                                "rounds", "deadlines")} for f in folders],
+                                                "rounds", "deadlines", "activity")} for f in folders],
     }
     names = ", ".join(f["name"] for f in folders)
     title = _title(folders)
+    runs = [max(c["runs"] or [0]) for f in folders for by in f["curves"].values() for c in by.values()]
+    ci_default = bool(runs) and min(runs) >= 3  # the t-interval by default when every curve has 3 runs or more
     cards = []
     for f in folders:
         log = (f"<p class='small'>message log: {_fmt(f['records'])} records</p>" if f["log"] is None
@@ -290,7 +338,7 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
         cards.append(
             f"<div class='card'><h3>{_e(f['name'])}</h3><p class='small muted'>{_e(f['path'])}</p>"
             f"<p><b>scenario</b> <span class='scn-name'>{_e(f['scenario_name'])}</span></p>"
-            f"<p class='desc'>{_e(f['description'])}</p>{_outcome(f['summary'])}{log}"
+            f"<p class='desc'>{_e(f['description'])}</p>{_changed(f)}{_outcome(f['summary'])}{log}"
             f"<details><summary>scenario.toml</summary><pre>{_e(f['scenario_text'])}</pre></details></div>")
     has_privacy = any(f["privacy_curves"] or (f["summary"].get("privacy")) for f in folders)
     privacy = ""
@@ -318,11 +366,14 @@ def render(folders: list[dict], target: tuple[str, float] | None = None, actors:
 <section id="runs"><h2>Scenario and outcome</h2><div class="cards">{''.join(cards)}</div></section>
 <section id="curves"><h2>Learning curves</h2>
 <p class="note">Line: the mean over Monte Carlo runs that reached the round (metrics ending in _db are averaged in the linear domain);
-band: min–max over runs. Against virtual time, a point sits at the mean time of that round's report.
+band: the 95 % Student-t interval of that mean (from two runs on; chosen by default when every series has 3 runs or more) or
+the min–max over runs. Against virtual time, a point sits at the mean time of that round's report.
 Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <div class="controls">x axis: <label><input type="radio" name="xaxis" value="round" checked> round</label>
 <label><input type="radio" name="xaxis" value="time"> virtual time (s)</label>
-<label><input type="radio" name="xaxis" value="bytes"> bytes sent</label></div>
+<label><input type="radio" name="xaxis" value="bytes"> bytes sent</label>
+&nbsp; band: <label><input type="radio" name="band" value="ci"{' checked' if ci_default else ''}> 95 % t-interval</label>
+<label><input type="radio" name="band" value="minmax"{'' if ci_default else ' checked'}> min–max</label></div>
 <div class="charts" data-chart="curves"></div></section>
 {_tta_section(tta, folders, series)}
 {staleness}
@@ -330,7 +381,16 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
 from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>
 <div class="charts" data-chart="traffic"></div>{_traffic_table(folders, series)}
+<p class="note">What the network did to the messages, per link class (all runs): retransmissions (attempts beyond each
+message's first, under the reliable transport), attempts per delivered or dropped message (mean and max), timeouts (the
+reliable transport gave up), queue drops (a full link queue) and duplicates (second copies, not counted as messages).</p>
+{_network_table(folders, series)}
 <div class="charts" data-chart="loads"></div></section>
+<section id="activity"><h2>Participation and availability over time</h2>
+<p class="note">Per round (mean over runs): the clients that sent in it (participating, solid) and the clients up when it
+started (available, dashed: the clients of the log less those crashed or offline then); against the learning curves' x axis
+choice of rounds or virtual time (the round's first send). Servers are not counted.</p>
+<div class="charts" data-chart="activity"></div></section>
 <section id="clients"><h2>Clients: participation, compute and idle time</h2>
 <p class="note">Per run, then the mean over runs: participation = rounds in which the actor sent / rounds seen;
 compute = virtual seconds computing (clipped to the run's end); idle = run length − compute. With more than {MANY_ACTORS}

@@ -111,7 +111,11 @@ class Mean:
 @dataclass
 class Traffic:
     """Message counts of one traffic class (kind / link class): what `netemu log summary` and
-    `netemu report` both tally, with the delays of the delivered messages in a `Quantiles`."""
+    `netemu report` both tally, with the delays of the delivered messages in a `Quantiles`.
+
+    A message's outcome record (deliver or drop) carries `attempts` under the reliable
+    transport (1 when absent: one attempt); a record with `duplicate: true` is a second copy
+    of a message already delivered, counted in `duplicates` and not as a message."""
 
     sent: int = 0
     delivered: int = 0
@@ -119,6 +123,28 @@ class Traffic:
     in_flight: int = 0
     bytes: int = 0
     delays: Quantiles = field(default_factory=Quantiles)
+    duplicates: int = 0
+    attempts: int = 0  # over the messages with an outcome (delivered or dropped)
+    max_attempts: int = 0
+
+    def outcome(self, event: str, r: dict) -> None:
+        """Count one deliver, drop or in_flight record `r` of this class."""
+        if r.get("duplicate") is True:
+            self.duplicates += 1
+            return
+        if event == "in_flight":
+            self.in_flight += 1
+            return
+        if event == "deliver":
+            self.delivered += 1
+            self.delays.add(float(r["delay"]))
+        else:
+            self.dropped[str(r["reason"])] += 1
+        k = r.get("attempts", 1)
+        k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
+        self.attempts += k
+        if k > self.max_attempts:
+            self.max_attempts = k
 
     def merge(self, o: Traffic) -> None:
         self.sent += o.sent
@@ -127,11 +153,24 @@ class Traffic:
         self.in_flight += o.in_flight
         self.bytes += o.bytes
         self.delays.merge(o.delays)
+        self.duplicates += o.duplicates
+        self.attempts += o.attempts
+        self.max_attempts = max(self.max_attempts, o.max_attempts)
+
+    def network(self) -> dict:
+        """What the network did to these messages: retransmissions (attempts beyond the first),
+        attempts per message (mean over the messages delivered or dropped, and max), timeouts
+        (reliable transport gave up), queue drops (a full link queue) and duplicates."""
+        ended = self.delivered + sum(self.dropped.values())
+        return {"retransmissions": self.attempts - ended, "attempts_per_message": self.attempts / ended if ended else None,
+                "max_attempts": self.max_attempts, "timeouts": self.dropped.get("timeout", 0),
+                "queue_drops": self.dropped.get("queue", 0), "duplicates": self.duplicates}
 
     def counts(self) -> dict:
-        """The counts as JSON-ready numbers (drops in total and by reason)."""
+        """The counts as JSON-ready numbers (drops in total and by reason), and `network`."""
         return {"sent": self.sent, "delivered": self.delivered, "dropped": sum(self.dropped.values()),
-                "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight, "bytes": self.bytes}
+                "dropped_by_reason": dict(sorted(self.dropped.items())), "in_flight": self.in_flight, "bytes": self.bytes,
+                "network": self.network()}
 
 
 def percentiles(q: Quantiles) -> dict:

@@ -60,7 +60,7 @@ def run_point(scenario: str, overrides: list[str], out: str) -> dict:
     from netemu.run.runner import execute
 
     try:
-        summary = execute(load_scenario(scenario, overrides), Path(out), quiet=True)
+        summary = execute(load_scenario(scenario, overrides), Path(out), quiet=True, overrides=overrides)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the point failed (a script may even exit); the sweep goes on
         partial = read_summary(Path(out)) or {}
         return {"status": "failed", "final": partial.get("final") or {}, "error": _one_line(exc)}

@@ -13,9 +13,10 @@ from typing import Any
 
 from netemu.version import __version__
 from netemu.report import aggregate_metrics, final_values
+from netemu.report.intervals import final_intervals
 from netemu.run.signals import Terminated
 
-__all__ = ["Results", "message_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason"]
+__all__ = ["Results", "message_summary", "network_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason"]
 
 
 def stop_reason(exc: BaseException) -> str:
@@ -112,6 +113,22 @@ def message_summary(c: Counter) -> dict:
     }
 
 
+def network_summary(c: Counter, attempts: dict[str, list[int]]) -> dict:
+    """summary.json's `network` of one algorithm, per link class, from its (link class, what) -> n
+    counts and the log's `attempts` tally (link class -> [records with attempts, their sum, max]):
+    retransmissions, attempts per message (mean over the messages delivered or dropped, and max),
+    timeouts, queue drops and duplicates.  A message without `attempts` (datagram) took one."""
+    out = {}
+    for cls in sorted({k[0] for k in c} | set(attempts)):
+        ended = c[cls, "delivered"] + c[cls, "dropped"]
+        n, total, most = attempts.get(cls, (0, 0, 0))
+        tries = total + max(0, ended - n)
+        out[cls] = {"messages": ended, "retransmissions": tries - ended, "attempts_per_message": tries / ended if ended else None,
+                    "max_attempts": max(most, 1 if ended else 0), "timeouts": c[cls, "dropped_timeout"],
+                    "queue_drops": c[cls, "dropped_queue"], "duplicates": c[cls, "duplicates"]}
+    return out
+
+
 class Results:
     """What a run folder gathers from its worlds, per algorithm and run: metrics rows, message
     counts, virtual time, privacy spend and releases, and outcome (`add`, whatever stopped
@@ -122,19 +139,29 @@ class Results:
         self.rows: list[tuple] = []
         self.releases: list[tuple] = []  # (algorithm, run, client, round, rho, rho so far)
         self.counts: dict[str, Counter[tuple[str, str]]] = {label: Counter() for label in labels}
+        self.attempts: dict[str, dict[str, list[int]]] = {label: {} for label in labels}
         self.vtime: dict[str, list[float]] = {label: [] for label in labels}
         self.privacy: dict[str, list[dict]] = {label: [] for label in labels}
         self.outcome: dict[str, list[dict]] = {label: [] for label in labels}
+        self.notes: dict[str, list[str]] = {label: [] for label in labels}  # warnings actors give (`summary_warnings`)
 
     def add(self, label: str, run: int, world, outcome: dict) -> None:
         """The results of `world`, algorithm `label`'s Monte Carlo run `run`, that ended with `outcome` (`run_outcome`)."""
         self.rows.extend(aggregate_metrics(label, run, world.metrics))
         self.counts[label].update(world.network.counts)  # (link class, what) -> n
         self.counts[label].update((m["link"], "in_flight") for m in world.network.in_flight())
+        for cls, (n, total, most) in getattr(world.network.emit, "attempts", {}).items():  # the log's tally (netemu.log)
+            a = self.attempts[label].setdefault(cls, [0, 0, 0])
+            a[0], a[1], a[2] = a[0] + n, a[1] + total, max(a[2], most)
         self.vtime[label].append(world.env.now)
         self.privacy[label].append(world.privacy.summary())
         self.releases.extend((label, run, *rel) for rel in world.privacy.releases())
         self.outcome[label].append(outcome)
+        for actor in world.actors.values():  # e.g. a Flower server: waits on Flower's default timeouts
+            notes = getattr(actor, "summary_warnings", None)
+            for note in notes() if callable(notes) else ():
+                if note not in self.notes[label]:
+                    self.notes[label].append(note)
 
     def early(self) -> list[tuple[str, dict]]:
         """(algorithm, outcome) of every run that ended early, in order."""
@@ -149,8 +176,11 @@ class Results:
         out: dict[str, Any] = {"scenario": scenario, "complete": complete, "stopped_by": stopped_by, "rounds_planned": planned, **(head or {})}
         out.update({
             "netemu": __version__, "seed": seed, "runs": runs, "algorithms": self.labels, "outcome": self.outcome,
-            "final": final, "messages": messages, "virtual_time": self.vtime, "wall_time_s": wall_time_s,
-            "warnings": [w for label in self.labels if self.outcome[label] for w in run_warnings(label, messages[label], final, self.rows)],
+            "final": final, "final_ci95": final_intervals(self.rows), "messages": messages,
+            "network": {label: network_summary(self.counts[label], self.attempts[label]) for label in self.labels},
+            "virtual_time": self.vtime, "wall_time_s": wall_time_s,
+            "warnings": [w for label in self.labels if self.outcome[label]
+                         for w in [*run_warnings(label, messages[label], final, self.rows), *(f"{label}: {n}" for n in self.notes[label])]],
         })
         if any(any(runs) for runs in self.privacy.values()):
             out["privacy"] = {label: privacy_summary(runs) for label, runs in self.privacy.items()}

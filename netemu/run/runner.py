@@ -23,6 +23,7 @@ import time
 import traceback
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from netemu.version import __version__
 from netemu.diagnostics import event
@@ -90,8 +91,10 @@ def execute(
     quiet: bool = False,
     replay: Trace | None = None,
     replay_source: str | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> dict:
     """Run `sc` into the folder `out` (created); returns the summary.  Re-raises what stopped it.
+    `overrides`: the `--set` values `sc` was loaded with, kept in summary.json (`overrides`).
 
     summary["complete"] is true only when every run of every algorithm did all its
     rounds; summary["outcome"] has, per algorithm, one entry per run (`run_outcome`)."""
@@ -107,7 +110,8 @@ def execute(
         raise InputError(f"cannot create the run folder {out}: {exc.strerror or exc}") from None
     labels, planned, until, horizon = s.labels, s.run.rounds, s.run.until, run_horizon(sc)
     results = Results(labels)
-    complete, stopped_by, head = False, None, {}  # head: summary.json's `compute` and `failure`
+    head: dict[str, Any] = {"overrides": list(overrides)}
+    complete, stopped_by = False, None  # head: summary.json's `overrides`, `compute`, `failure`
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
     event("run.started", scenario=sc.name, folder=str(out), seed=s.run.seed, runs=s.run.runs, rounds=planned, algorithms=labels,
           replay=str(replay.path) if replay is not None else None)
