@@ -129,7 +129,8 @@ def plot(cur, log, algorithms, metric: str, out: Path) -> None:
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.suptitle(f"{metric}: mean over runs, 95 % t-interval band")
+    runs = {r for _, r in cur}
+    fig.suptitle(f"{metric}: mean over {len(runs)} runs, 95 % t-interval band" if len(runs) > 1 else f"{metric}: one run (no interval)")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / "curves.png", dpi=110)
