@@ -79,8 +79,9 @@ def test_a_run_with_drawn_data_writes_the_files_of_a_run_with_kept_data(tmp_path
 
 
 def test_the_calibration_step_draws_only_the_median_client_of_drawn_data():
-    from netemu.algorithms.fedavg import median_step
     from netemu.data.synthetic import DrawnParts
+    from netemu.plugins import task
+    from netemu.tasks.supervised import LinearParams
 
     clients = [f"client-{k}" for k in range(60)]
     kept = make_linear(LinearData(dim=3), clients, Streams(2))
@@ -89,6 +90,6 @@ def test_the_calibration_step_draws_only_the_median_client_of_drawn_data():
     draws = []
     plain = drawn.parts._draw
     drawn.parts._draw = lambda rng: draws.append(1) or plain(rng)
-    step_kept, work_kept = median_step(0.1, kept)
-    step_drawn, work_drawn = median_step(0.1, drawn)
+    step_kept, work_kept = task("linear").make(LinearParams(lr=0.1), kept, Streams(2)).step_cost()
+    step_drawn, work_drawn = task("linear").make(LinearParams(lr=0.1), drawn, Streams(2)).step_cost()
     assert len(draws) == 1 and work_kept == work_drawn and np.array_equal(step_kept(), step_drawn())

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
-from netemu.algorithms.fedavg import MOVED, FedAvgClients, report, task_step_cost
+from netemu.algorithms.fedavg import MOVED, FedAvgClients, report_metrics, task_step_cost
 from netemu.config import deadline, require
 from netemu.coordination import gather, sample
 from netemu.engine.actors import Actor
@@ -128,7 +128,7 @@ class _Server(Actor):
         return gone
 
     def report(self) -> None:
-        report(self, self.task, self.rounds, [self.w])
+        report_metrics(self, self.task, self.rounds, [self.w])
         self.metric("participants", len(self.used))
         self.metric("staleness", float(np.mean(self.used)) if self.used else 0.0)
         self.metric("dropped_stale", self.dropped)

@@ -70,7 +70,7 @@ class FedAvgParams:
         require(self.aggregate or self.server_optimizer == "none", "server_optimizer", '"none" when aggregate = false (nothing is aggregated)')
 
 
-def report(actor: Actor, task: Task, rounds: int, models: list[np.ndarray]) -> None:
+def report_metrics(actor: Actor, task: Task, rounds: int, models: list[np.ndarray]) -> None:
     """The task's metrics of the model (one), or their mean over the clients' models (local-only)."""
     if not task.evaluates(actor.round, rounds):
         return
@@ -103,7 +103,7 @@ class FedAvgServer(Actor):
                 models = [m.payload["w"] for m in replies.messages]
                 mean = weighted_average(np.array(models), np.array([m.payload["n"] for m in replies.messages]))
                 self.w = mean if self.opt is None else self._step(mean)
-            report(self, self.task, self.rounds, [self.w] if self.p.aggregate else list(own.values()))
+            report_metrics(self, self.task, self.rounds, [self.w] if self.p.aggregate else list(own.values()))
             self.metric("participants", len(replies))
 
     def _step(self, mean: np.ndarray) -> np.ndarray:
