@@ -31,7 +31,8 @@ EXAMPLES = """examples:
 
 exit codes:
   0    complete: every run of every algorithm did all its rounds
-  1    failed: an actor raised, or a deadlock stopped the emulation
+  1    failed: an actor raised, a deadlock stopped the emulation, or a file could not be
+       written (disk full, read-only filesystem, I/O error): one line names it
   2    bad input: a scenario, trace, log, device file or option was refused
   3    incomplete: a run ended early without failing (run.until, the horizon run.max_time,
        a crash without recovery); summary.json says which run and why
@@ -96,7 +97,7 @@ _python_format_warning = warnings.formatwarning
 
 
 def main(argv: list[str] | None = None) -> int:
-    from netemu.errors import NetemuError
+    from netemu.errors import WRITE_ERRNOS, NetemuError, WriteFailed
 
     args = _parser().parse_args(argv)
     warnings.formatwarning = _format_warning  # Python prints the warnings (and tests record them) as before
@@ -109,4 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
             event("error", f"netemu: {exc}", level="error", error=type(exc).__name__, exit_code=exc.exit_code)
             return exc.exit_code
+        except OSError as exc:  # a write the machine refused where no command named its file: still one line
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            failed = WriteFailed(exc.filename if exc.filename is not None else "a file", exc)
+            event("error", f"netemu: {failed}", level="error", error=type(failed).__name__, exit_code=failed.exit_code)
+            return failed.exit_code
 

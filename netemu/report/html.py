@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from netemu.errors import LogError, NetemuError, ReportError
+from netemu.errors import LogError, NetemuError, ReportError, writing
 from netemu.report.logtools import log_path, read
 from netemu.report import mean_over, read_metrics
 from netemu.report.page import MANY_ACTORS, embed_json, render
@@ -475,7 +475,8 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
         names = ", ".join(str(d) for d in run_dirs)
         raise ReportError(f"{names}: a malformed run folder ({type(exc).__name__}: {exc})") from None
     try:
-        out.write_text(page, encoding="utf-8")
+        with writing(out):  # disk full, read-only, I/O error: WriteFailed (exit 1), not bad input
+            out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report ({exc.strerror})") from None
     return out
