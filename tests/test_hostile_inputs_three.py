@@ -1,0 +1,210 @@
+"""Hostile inputs, third round: scenario keys that reached the build unchecked, data sources
+that are not readable regular files, data budgets counted in the values netemu will hold,
+and Flower app folders that do not exist or are FIFOs.  Each is refused by `netemu validate`
+and `netemu run` in one clear line (exit 2) naming the key — never a traceback, a hang or a
+build failure."""
+
+import contextlib
+import gzip
+import io
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import time_limit
+from netemu.cli import main
+from netemu.errors import EXIT_BAD_INPUT
+from netemu.scenario import ScenarioError, load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = """
+[run]
+name = "tiny"
+rounds = 2
+[topology]
+kind = "star"
+clients = 3
+[nodes]
+speed = 500.0
+[data]
+kind = "linear"
+dim = 3
+[[algorithm]]
+name = "fedavg"
+round_time = 2.0
+"""
+DIGITS = """
+[run]
+name = "digits"
+rounds = 1
+[topology]
+kind = "star"
+clients = 2
+[data]
+kind = "digits_fl"
+source = "{source}"
+samples = 10
+test_samples = 5
+[[algorithm]]
+name = "fedpnp-soft"
+"""
+
+
+def cli(args):
+    out, err = io.StringIO(), io.StringIO()
+    with time_limit(20), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, err.getvalue()
+
+
+def refused_by_validate_and_run(tmp_path, path, key, *needles, overrides=()):
+    """`netemu validate` and `netemu run` both refuse `path` in one line naming `key`, exit 2."""
+    sets = [a for o in overrides for a in ("--set", o)]
+    for args, prefix in ((["validate", path, *sets], str(path)), (["run", path, *sets, "--quiet", "--out", tmp_path / "out"], "netemu: ")):
+        code, err = cli(args)
+        assert code == EXIT_BAD_INPUT, err
+        assert err.startswith(prefix) and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"{key} = " in err, err
+        for needle in needles:
+            assert needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def issue_of(tmp_path, text, overrides=()):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path, overrides)
+    assert len(info.value.issues) == 1, str(info.value)
+    return info.value.issues[0]
+
+
+# ------------------------------------------------------------------ keys checked by validate, not by the build
+
+
+LINK_TABLES = ["links.uplink", "links.downlink", "topology.server_link"]
+
+
+@pytest.mark.parametrize("where", LINK_TABLES)
+@pytest.mark.parametrize(("component", "value"), [("latency", '"constant"'), ("latency", "0.5"), ("loss", '"bernoulli"'),
+                                                  ("loss", "0.1"), ("latency", "[1, 2]")])
+def test_a_link_model_that_is_not_a_table_is_refused_at_its_key(tmp_path, where, component, value):
+    issue = issue_of(tmp_path, SCENARIO, [f"{where}.{component}={value}"])
+    assert issue.key == f"{where}.{component}" and f"a {component} model table" in issue.accepts
+
+
+@pytest.mark.parametrize("where", ["nodes", "group"])
+def test_a_uniform_completeness_without_its_low_bound_is_refused_at_validate(tmp_path, where):
+    if where == "group":
+        issue = issue_of(tmp_path, SCENARIO + '[[nodes.group]]\nmembers = ["client-1"]\ncompleteness = { model = "uniform", high = 0.9 }\n')
+        assert issue.key == "nodes.group[0].completeness"
+    else:
+        issue = issue_of(tmp_path, SCENARIO, ['nodes.completeness={model="uniform"}'])
+        assert issue.key == "nodes.completeness"
+    assert "low is required" in issue.accepts
+
+
+def test_a_uniform_completeness_with_its_low_bound_runs(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    code, err = cli(["run", path, "--quiet", "--out", tmp_path / "out", "--set", 'nodes.completeness={model="uniform",low=0.5}'])
+    assert code == 0, err
+
+
+# ------------------------------------------------------------------ no input slot opens what is not a regular file
+
+
+def flower_scenario(tmp_path, app_dir):
+    text = (ROOT / "scenarios" / "flower_quickstart.toml").read_text()
+    lines = [f'app_dir = "{app_dir}"' if line.startswith("app_dir") else line for line in text.splitlines()]
+    path = tmp_path / "flower.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("app_dir", ["nonexistent", "fifo"])
+def test_a_flower_app_dir_that_is_not_a_folder_is_refused_in_one_line(tmp_path, monkeypatch, app_dir):
+    """Named from the scenario's own folder, as a user in it would (`netemu validate flower.toml`):
+    the folder is what `netemu run` hashes (a FIFO would block it) and puts first on sys.path."""
+    pytest.importorskip("flwr")
+    if app_dir == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    flower_scenario(tmp_path, app_dir)
+    monkeypatch.chdir(tmp_path)
+    for args in (["validate", "flower.toml"], ["run", "flower.toml", "--quiet", "--out", tmp_path / "out"]):
+        code, err = cli(args)
+        assert code == EXIT_BAD_INPUT and err.count("\n") == 1 and "Traceback" not in err, err
+        assert "flower.app_dir = " in err or f"in app_dir '{tmp_path / app_dir}'" in err, err  # the key, or the folder a module was looked for in
+    assert not (tmp_path / "out").exists()
+
+
+SOURCES = {
+    "/dev/zero": lambda tmp: "/dev/zero",
+    "a FIFO": lambda tmp: (os.mkfifo(tmp / "fifo.npz"), "fifo.npz")[1],
+    "a text file": lambda tmp: ((tmp / "x.txt").write_text("not data"), "x.txt")[1],
+    "a text file named .npz": lambda tmp: ((tmp / "x.npz").write_text("not a zip"), "x.npz")[1],
+    "a missing file": lambda tmp: "missing.npz",
+    "a folder without IDX files": lambda tmp: ((tmp / "empty").mkdir(), "empty")[1],
+}
+
+
+@pytest.mark.parametrize("what", sorted(SOURCES))
+def test_a_data_source_that_is_not_a_readable_npz_or_idx_folder_is_refused_naming_data_source(tmp_path, what):
+    path = tmp_path / "d.toml"
+    path.write_text(DIGITS.format(source=SOURCES[what](tmp_path)))
+    refused_by_validate_and_run(tmp_path, path, "data.source")
+
+
+# ------------------------------------------------------------------ budgets count the values held, not the file's bytes
+
+
+def idx(array):
+    array = np.asarray(array, dtype=np.uint8)
+    return bytes([0, 0, 8, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape) + array.tobytes()
+
+
+def idx_folder(folder, train=200, test=20, zipped=False):
+    """MNIST's four IDX files of random (incompressible) 28 x 28 images."""
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+    for split, n in (("train", train), ("t10k", test)):
+        for kind, array in (("images-idx3", rng.integers(0, 256, (n, 28, 28))), ("labels-idx1", np.arange(n) % 10)):
+            data = idx(array)
+            name = f"{split}-{kind}-ubyte" + (".gz" if zipped else "")
+            (folder / name).write_bytes(gzip.compress(data) if zipped else data)
+    return folder
+
+
+@pytest.mark.parametrize("form", ["idx", "idx.gz", "npz"])
+def test_a_data_source_is_budgeted_by_the_float64_values_it_will_hold(tmp_path, monkeypatch, form):
+    """200 images of 784 values: 156,800 bytes on disk (and decompressed), 1,254,400 bytes as float64."""
+    if form == "npz":
+        rng = np.random.default_rng(0)
+        np.savez(tmp_path / "data.npz", x_train=rng.integers(0, 256, (200, 28, 28), dtype=np.uint8), y_train=np.arange(200) % 10,
+                 x_test=rng.integers(0, 256, (20, 28, 28), dtype=np.uint8), y_test=np.arange(20) % 10)
+        source = "data.npz"
+    else:
+        source = idx_folder(tmp_path / "mnist", zipped=form == "idx.gz").name
+    path = tmp_path / "d.toml"
+    path.write_text(DIGITS.format(source=source))
+    monkeypatch.setenv("NETEMU_DATA_BUDGET", "1000000")  # more than the bytes on disk, less than the values held
+    refused_by_validate_and_run(tmp_path, path, "data.source", "more than the budget of 1,000,000 bytes", "float64")
+    monkeypatch.setenv("NETEMU_DATA_BUDGET", "2000000")
+    load_scenario(path)
+
+
+def test_an_idx_folder_is_budgeted_in_all_not_file_by_file(tmp_path, monkeypatch):
+    """Training images 156,800 values (1,254,400 bytes held), test images 78,400 (627,200): each under 1.5 MB, together over."""
+    path = tmp_path / "d.toml"
+    path.write_text(DIGITS.format(source=idx_folder(tmp_path / "mnist", train=200, test=100).name))
+    monkeypatch.setenv("NETEMU_DATA_BUDGET", "1500000")
+    refused_by_validate_and_run(tmp_path, path, "data.source", "the four IDX files", "more than the budget of 1,500,000 bytes")
+
+
+def test_a_shipped_digits_scenario_reading_mnist_idx_files_still_validates(tmp_path):
+    shutil.copy(ROOT / "scenarios" / "fedpnp_fig2.toml", tmp_path / "f.toml")
+    idx_folder(tmp_path / "mnist", zipped=True)
+    load_scenario(tmp_path / "f.toml", ['data.source="mnist"'])
