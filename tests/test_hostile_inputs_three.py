@@ -208,3 +208,61 @@ def test_a_shipped_digits_scenario_reading_mnist_idx_files_still_validates(tmp_p
     shutil.copy(ROOT / "scenarios" / "fedpnp_fig2.toml", tmp_path / "f.toml")
     idx_folder(tmp_path / "mnist", zipped=True)
     load_scenario(tmp_path / "f.toml", ['data.source="mnist"'])
+
+
+# ------------------------------------------------------------------ an option that selects nothing is refused
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    base = tmp_path_factory.mktemp("selection")
+    (base / "s.toml").write_text(SCENARIO)
+    code, err = cli(["run", base / "s.toml", "--out", base / "run", "--quiet", "--set", "output.plots=false"])
+    assert code == 0, err
+    return base / "run"
+
+
+NOTHING = {
+    "report --run": (["report", "--run", "99"], "--run 99: no such Monte Carlo run", "runs: 0"),
+    "report --algorithm": (["report", "--algorithm", "nosuch"], "--algorithm 'nosuch': no such algorithm", "it has: fedavg"),
+    "report --target": (["report", "--target", "nosuch=1"], "--target nosuch=1: no metric 'nosuch'", "metrics: mse"),
+    "report --actors": (["report", "--actors", "zzz*"], "--actors 'zzz*': matches no actor", ""),
+    "log timeline --actors": (["log", "timeline", "--actors", "nobody"], "--actors nobody: no such actor", ""),
+    "log summary --algorithm": (["log", "summary", "--algorithm", "nosuch"], "--algorithm 'nosuch': no record", ""),
+    "log summary --run": (["log", "summary", "--run", "9"], "--run 9: no record", ""),
+}
+SOMETHING = {
+    "report": ["report", "--run", "0", "--algorithm", "fedavg", "--target", "mse=0.5", "--actors", "server,client-1"],
+    "log timeline": ["log", "timeline", "--actors", "server", "client-1"],
+    "log summary": ["log", "summary", "--algorithm", "fedavg", "--run", "0"],
+}
+
+
+def with_folder(args, folder, out):
+    """`args` with the run folder after the command (and --out for those that write a file)."""
+    n = 2 if args[0] == "log" else 1
+    writes = args[0] == "report" or args[:2] == ["log", "timeline"]
+    return [*args[:n], folder, *args[n:], *(["--out", out] if writes else [])]
+
+
+@pytest.mark.parametrize("option", sorted(NOTHING))
+def test_a_report_or_log_option_that_selects_nothing_is_refused_in_one_line(run_folder, tmp_path, option):
+    args, said, has = NOTHING[option]
+    code, err = cli(with_folder(args, run_folder, tmp_path / "out.file"))
+    assert code == EXIT_BAD_INPUT and err.startswith(f"netemu: {said}") and err.count("\n") == 1, err
+    assert has in err
+    assert not (tmp_path / "out.file").exists()  # no empty page, no empty chart
+
+
+@pytest.mark.parametrize("command", sorted(SOMETHING))
+def test_the_same_options_selecting_something_are_accepted(run_folder, tmp_path, command):
+    code, err = cli(with_folder(SOMETHING[command], run_folder, tmp_path / "out.png"))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("command", [["plot", "--metric", "mse"], ["log", "timeline"]])
+def test_an_image_out_of_a_format_matplotlib_cannot_write_is_one_clear_line(run_folder, tmp_path, command):
+    n = 2 if command[0] == "log" else 1
+    code, err = cli([*command[:n], run_folder, *command[n:], "--out", tmp_path / "image.file"])
+    assert code == EXIT_BAD_INPUT and err.startswith("netemu: --out ") and err.count("\n") == 1, err
+    assert "Format 'file' is not supported" in err and "png" in err

@@ -199,6 +199,8 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
         if exc.errno in WRITE_ERRNOS:  # disk full, read-only, I/O error: exit 1, not bad input
             raise WriteFailed(path, exc) from None
         raise ReportError(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an image format matplotlib does not write (--out p.file)
+        raise ReportError(f"--out {path}: {exc}") from None
     return path
 
 

@@ -34,6 +34,7 @@ from netemu.errors import LogError, NetemuError, ReportError, writing
 from netemu.report.logtools import log_path, read
 from netemu.report import mean_over, read_metrics
 from netemu.report.page import MANY_ACTORS, embed_json, render
+from netemu.report.selection import check_selection
 from netemu.report.window import Timeline, Window, lane_key, natural_key
 from netemu.report.traffic import Quantiles, Traffic
 
@@ -468,6 +469,7 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
     """Collect every run folder and write the page to `out` (`actors`: `--actors`; `target`:
     `--target METRIC=VALUE` for the time to accuracy, netemu/report/target.py)."""
     folders = [collect(d, window, actors) for d in run_dirs]
+    check_selection(folders, window, actors, target)  # an option that selects nothing: refused, not an empty page
     out = Path(out)
     try:
         page = render(folders, target=target, actors=actors)

@@ -76,6 +76,8 @@ def draw_timeline(out: Path, order: list[str], arrows: list, drops: list, spans:
             fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
     except OSError as exc:
         raise LogError(f"{out}: cannot write the timeline ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an image format matplotlib does not write (--out t.file)
+        raise LogError(f"--out {out}: {exc}") from None
     finally:
         plt.close(fig)
     return Path(out)
