@@ -22,13 +22,14 @@ def check_selection(folders: list[dict], window: Window, actors: str | None, tar
     if window.algorithm is not None and window.algorithm not in algorithms:
         raise ReportError(f"--algorithm {window.algorithm!r}: no such algorithm in {where} (it has: {_listed(algorithms)})")
     if window.run is not None:
-        runs = sorted({r[1] for f in folders for r in f.get("rows") or () if window.algorithm in (None, r[0])}
-                      | {o.get("run") for f in folders for label, outcomes in ((f.get("summary") or {}).get("outcome") or {}).items()
-                         if window.algorithm in (None, label) and isinstance(outcomes, list)
-                         for o in outcomes if isinstance(o, dict) and isinstance(o.get("run"), int)})
+        runs: set[int] = {int(r[1]) for f in folders for r in f.get("rows") or () if window.algorithm in (None, r[0])}
+        for f in folders:  # runs that ended before a metric: their outcome in summary.json
+            for label, outcomes in ((f.get("summary") or {}).get("outcome") or {}).items():
+                if window.algorithm in (None, label) and isinstance(outcomes, list):
+                    runs.update(o["run"] for o in outcomes if isinstance(o, dict) and isinstance(o.get("run"), int))
         if window.run not in runs:
             of = f" of {window.algorithm!r}" if window.algorithm is not None else ""
-            raise ReportError(f"--run {window.run}: no such Monte Carlo run{of} in {where} (runs: {_listed(runs)})")
+            raise ReportError(f"--run {window.run}: no such Monte Carlo run{of} in {where} (runs: {_listed(sorted(runs))})")
     if target is not None:
         metrics = list(dict.fromkeys(r[4] for f in folders for r in f.get("rows") or ()))
         if target[0] not in metrics:
