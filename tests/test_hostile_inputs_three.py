@@ -9,6 +9,7 @@ import gzip
 import io
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -266,3 +267,54 @@ def test_an_image_out_of_a_format_matplotlib_cannot_write_is_one_clear_line(run_
     code, err = cli([*command[:n], run_folder, *command[n:], "--out", tmp_path / "image.file"])
     assert code == EXIT_BAD_INPUT and err.startswith("netemu: --out ") and err.count("\n") == 1, err
     assert "Format 'file' is not supported" in err and "png" in err
+
+
+# ------------------------------------------------------------------ under --log-format json, every line on stderr is JSON
+
+
+def json_only(err):
+    import json
+
+    lines = err.splitlines()
+    assert lines, "nothing on stderr"
+    return [json.loads(line) for line in lines]  # raises on any line that is not JSON
+
+
+def test_a_python_warning_during_a_run_is_a_json_event_under_log_format_json(tmp_path):
+    import warnings
+
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    saved = warnings.formatwarning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # a warning seen earlier in this process is shown again
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(message, category, filename, lineno, line))  # as Python prints it, not recorded by pytest
+            code, err = cli(["--log-format", "json", "run", path, "--quiet", "--out", tmp_path / "out", "--set", "algorithm.lr=1e200"])
+    finally:
+        warnings.formatwarning = saved
+    assert code == 0, err
+    events = json_only(err)
+    overflow = [e for e in events if e["event"] == "warning" and e.get("category") == "RuntimeWarning"]
+    assert overflow and "overflow" in overflow[0]["text"] and overflow[0]["source"].endswith(".py:20")
+
+
+@pytest.mark.parametrize(("args", "command"), [(["--log-format", "json", "run", "--bogus"], "run: "),
+                                               (["run", "--log-format=json"], "run: "),
+                                               (["--log-format", "json", "log", "summary"], "log summary: "),
+                                               (["--log-format", "json", "nosuchcommand"], "")])
+def test_an_argument_error_under_json_prints_one_json_error_event(capsys, args, command):
+    with pytest.raises(SystemExit) as exit:
+        main(args)
+    assert exit.value.code == EXIT_BAD_INPUT
+    [error] = json_only(capsys.readouterr().err)
+    assert (error["event"], error["error"], error["exit_code"]) == ("error", "ArgumentError", 2)
+    assert error["text"].startswith(f"netemu: {command}")
+
+
+def test_a_bad_log_format_is_one_line_without_the_usage(capsys):
+    with pytest.raises(SystemExit):
+        main(["--log-format", "xml", "algorithms"])
+    err = capsys.readouterr().err
+    assert err == "netemu: argument --log-format: invalid choice: 'xml' (choose from 'text', 'json')\n"

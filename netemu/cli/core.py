@@ -8,10 +8,12 @@ import argparse
 import os
 import sys
 import warnings
+from typing import NoReturn
 
 from netemu.version import __version__
 from netemu.cli import algorithms, devices, log, plot, report, run, sweep, validate
-from netemu.diagnostics import FORMATS, event, render, using
+from netemu.diagnostics import FORMATS, event, json_format, render, using
+from netemu.errors import EXIT_BAD_INPUT
 
 __all__ = ["main"]
 
@@ -53,6 +55,16 @@ class _Parser(argparse.ArgumentParser):
         lines += [f"plug-in not loaded: {b}" for b in reg.broken]
         return super().format_help() + "\n" + "\n".join(lines) + "\n"
 
+    def error(self, message: str) -> NoReturn:
+        """An argument refused: under `--log-format json` one `error` event (a JSON line, as every
+        other line on stderr), and a bad `--log-format` itself in one line; else argparse's usage and line."""
+        if json_format() or "--log-format" in message:
+            command = self.prog.removeprefix("netemu").strip()
+            event("error", f"netemu: {command + ': ' if command else ''}{message}", level="error", error="ArgumentError",
+                  exit_code=EXIT_BAD_INPUT)
+            raise SystemExit(EXIT_BAD_INPUT)
+        super().error(message)
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -85,7 +97,11 @@ LOG_FORMAT = ("how netemu's own messages (warnings, progress, errors, a run's li
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
-    """netemu's own warnings as a `warning` event (`netemu: warning: ...`), others as Python shows them."""
+    """netemu's own warnings as a `warning` event (`netemu: warning: ...`); others (a NumPy overflow) as
+    Python shows them, or under `--log-format json` as a `warning` event too: every line on stderr is JSON."""
+    if not category.__module__.startswith("netemu") and json_format():
+        return render("warning", f"{category.__name__}: {message}", level="warning", category=category.__name__,
+                      source=f"{filename}:{lineno}") + "\n"
     if category.__module__.startswith("netemu"):
         from netemu.terminal import printable  # one line, as before
 
@@ -96,10 +112,22 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
 _python_format_warning = warnings.formatwarning
 
 
+def _requested_format(argv: list[str]) -> str:
+    """The `--log-format` the command line asks for (the last one given), before it is parsed."""
+    chosen = "text"
+    for i, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith("--log-format=") else argv[i + 1] if arg == "--log-format" and i + 1 < len(argv) else None
+        if value in FORMATS:
+            chosen = value
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     from netemu.errors import WRITE_ERRNOS, NetemuError, WriteFailed
 
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    with using(_requested_format(argv)):  # an argument error is told in the format asked for
+        args = _parser().parse_args(argv)
     warnings.formatwarning = _format_warning  # Python prints the warnings (and tests record them) as before
     with using(args.log_format):
         try:
