@@ -318,3 +318,30 @@ def test_a_bad_log_format_is_one_line_without_the_usage(capsys):
         main(["--log-format", "xml", "algorithms"])
     err = capsys.readouterr().err
     assert err == "netemu: argument --log-format: invalid choice: 'xml' (choose from 'text', 'json')\n"
+
+
+# ------------------------------------------------------------------ a script's failure is reported as an actor's is
+
+
+EVENT_SCRIPT = """
+def setup(world):
+    def reroute():
+        raise ValueError("no such route")
+    world.at(0.5, reroute)
+"""
+
+
+def test_an_error_in_a_scripted_event_stops_the_run_naming_the_script_function_and_virtual_time(tmp_path):
+    (tmp_path / "events.py").write_text(EVENT_SCRIPT)
+    path = tmp_path / "s.toml"
+    path.write_text('script = "events.py"\n' + SCENARIO)
+    code, err = cli(["run", path, "--quiet", "--out", tmp_path / "out"])
+    assert code == 1 and "Traceback" not in err, err
+    stopped = next(line for line in err.splitlines() if line.startswith("netemu: the emulation stopped: "))
+    assert "setup.<locals>.reroute()" in stopped and f"{tmp_path / 'events.py'}:4" in stopped, stopped
+    assert "at virtual time 0.5: ValueError: no such route" in stopped
+    import json
+
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["complete"] is False and "reroute" in summary["stopped_by"] and "no such route" in summary["failure"]
+    assert (tmp_path / "out" / "messages.jsonl").stat().st_size > 0  # what was logged before stays

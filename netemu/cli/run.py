@@ -94,7 +94,7 @@ def _execute(sc, args, replay=None, source=None) -> int:
               exit_code=exc.exit_code)
         return exc.exit_code
     except RunStopped as exc:
-        more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
+        more = " and the traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
         event("error", f"netemu: the emulation stopped: {exc}\nthe run folder {p(out)} holds everything logged until then{more}",
               level="error", error=type(exc).__name__, folder=str(out), exit_code=exc.exit_code)
         return exc.exit_code
