@@ -345,3 +345,60 @@ def test_an_error_in_a_scripted_event_stops_the_run_naming_the_script_function_a
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["complete"] is False and "reroute" in summary["stopped_by"] and "no such route" in summary["failure"]
     assert (tmp_path / "out" / "messages.jsonl").stat().st_size > 0  # what was logged before stays
+
+
+# ------------------------------------------------------------------ long router chains
+
+
+def chain_graphml(path, routers):
+    """server - r0 - r1 - ... - r{n-1} - client-0, client-1: routers + 1 links between the server and a client."""
+    nodes = ['<node id="server"><data key="role">server</data></node>'] + [
+        f'<node id="client-{i}"><data key="role">client</data></node>' for i in range(2)] + [
+        f'<node id="r{i}"><data key="role">router</data></node>' for i in range(routers)]
+    edges = ['<edge source="server" target="r0"/>'] + [f'<edge source="r{i}" target="r{i + 1}"/>' for i in range(routers - 1)] + [
+        f'<edge source="r{routers - 1}" target="client-{i}"/>' for i in range(2)]
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns">\n'
+                    '<key id="role" for="node" attr.name="role" attr.type="string"/>\n<graph edgedefault="undirected">\n'
+                    + "\n".join(nodes + edges) + "\n</graph>\n</graphml>\n")
+
+
+def chain_scenario(tmp_path, routers):
+    chain_graphml(tmp_path / "chain.graphml", routers)
+    path = tmp_path / "chain.toml"
+    path.write_text(SCENARIO.replace('kind = "star"\nclients = 3', 'kind = "graphml"\nfile = "chain.graphml"'))
+    return path
+
+
+def test_actors_more_than_64_hops_apart_are_refused_at_topology_file(tmp_path):
+    from netemu.scenario.crosscheck import MAX_HOPS
+
+    refused_by_validate_and_run(tmp_path, chain_scenario(tmp_path, MAX_HOPS), "topology.file", f"at most {MAX_HOPS} hops apart",
+                                f"would cross {MAX_HOPS + 1} links")
+
+
+def test_actors_64_hops_apart_run(tmp_path):
+    code, err = cli(["run", chain_scenario(tmp_path, 63), "--quiet", "--out", tmp_path / "out", "--set", "output.plots=false"])
+    assert code == 0, err
+
+
+@pytest.mark.slow  # ~12 s, most of it reading the GraphML file
+def test_a_chain_of_50000_routers_is_refused_in_one_line_within_seconds(tmp_path):
+    """It ran past 120 s; the route search scanned every searched router at every step (quadratic)."""
+    path = chain_scenario(tmp_path, 50_000)
+    code, err = cli(["validate", path])  # cli's time limit: 20 s
+    assert code == EXIT_BAD_INPUT and err.count("\n") == 1 and "would cross 50001 links" in err, err
+
+
+def test_a_route_through_a_long_chain_costs_linear_time():
+    import time
+
+    from netemu.engine.net.routing import Routes
+
+    n = 30_000
+    succ = {"a": ["r0"], **{f"r{i}": [f"r{i - 1}", f"r{i + 1}"] for i in range(1, n - 1)}, "r0": ["a", "r1"],
+            f"r{n - 1}": [f"r{n - 2}", "b"], "b": [f"r{n - 1}"]}
+    roles = {"a": "peer", "b": "peer", **{f"r{i}": "router" for i in range(n)}}
+    start = time.perf_counter()
+    path = Routes(succ, roles).path("a", "b")
+    assert path == ("a", *(f"r{i}" for i in range(n)), "b")
+    assert time.perf_counter() - start < 5  # a quadratic search takes minutes here; a linear one tens of milliseconds
