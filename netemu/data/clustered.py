@@ -153,7 +153,8 @@ def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> 
         cut = int(round(y.size * (1 - test_fraction)))
         return (X[order[:cut]], y[order[:cut]]), (X[order[cut:]], y[order[cut:]])
     path = Path(source)
-    check_source(path)  # from the headers, before anything is decoded: a FIFO never opened, the budget in values held
+    if path.exists():  # (a missing one is a FileNotFoundError below)
+        check_source(path)  # from the headers, before anything is decoded: a FIFO never opened, the budget in values held
     if path.suffix == ".npz" and path.is_file():
         return images_from_npz(path)  # MNIST-style or MedMNIST keys (netemu.data.files)
     if cifar_folder(path):

@@ -129,8 +129,8 @@ def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> 
         try:
             check_source(resolve(source))
         except DataError as exc:
-            issues.add("data.source", source, f'"sklearn", or a readable .npz file or folder of MNIST IDX files '
-                       f"(relative to the scenario): {exc}")
+            issues.add("data.source", source, f'"sklearn", or an existing .npz file or folder of MNIST IDX files '
+                       f"(relative to the scenario) that can be read: {exc}")
     if table["script"] and not resolve(table["script"]).is_file():
         issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
 
