@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from netemu.errors import DeviceError
+from netemu.errors import DeviceError, writing
 from netemu.safepickle import LIMITS, read_bounded
 
 __all__ = [
@@ -95,7 +95,8 @@ def write_devices(doc: dict, path: Path) -> None:
     except ValueError as exc:
         raise DeviceError(f"{path}: refusing to write a non-finite number ({exc})") from None
     try:
-        Path(path).write_text(text)
+        with writing(path):  # disk full, read-only, I/O error: WriteFailed (exit 1), not bad input
+            Path(path).write_text(text)
     except OSError as exc:
         raise DeviceError(f"{path}: cannot write ({exc.strerror})") from None
 

@@ -8,9 +8,15 @@ is a bug in netemu.  This module is a leaf: it imports nothing from netemu.
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "EXIT_BAD_INPUT", "EXIT_COMPLETE", "EXIT_FAILED", "EXIT_INCOMPLETE", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
     "DeviceError", "ExportError", "InputError", "LogError", "NetemuError", "ReportError", "RunStopped", "SweepError", "TraceError",
+    "WRITE_ERRNOS", "WriteFailed", "writing",
 ]
 
 EXIT_COMPLETE = 0       # every run of every algorithm did all it planned
@@ -59,3 +65,30 @@ class RunStopped(NetemuError, RuntimeError):
     """The emulation stopped before its end: an actor failed or no actor can progress."""
 
     exit_code = EXIT_FAILED
+
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG})
+"""The errors of a write the machine refused (disk full, quota, read-only filesystem, I/O error,
+file too large): the outcome of the command, not a bug in netemu nor in an actor."""
+
+
+class WriteFailed(RunStopped):
+    """A file netemu writes could not be written (one of `WRITE_ERRNOS`): the command stopped.
+    The message names the file (or folder) and the system's reason, in one line."""
+
+    def __init__(self, path: str | os.PathLike[str], exc: OSError) -> None:
+        reason = exc.strerror or str(exc)
+        code = errno.errorcode.get(exc.errno or 0)
+        super().__init__(f"cannot write {os.fspath(path)}: {reason}{f' ({code})' if code else ''}")
+        self.path, self.errno = os.fspath(path), exc.errno
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Within the block, a write the machine refuses (`WRITE_ERRNOS`) becomes `WriteFailed` naming `path`."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:
+            raise WriteFailed(path, exc) from None
+        raise

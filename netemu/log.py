@@ -6,7 +6,9 @@ then the event's fields (a field named like a context key replaces its value in 
 context's place).  A record is one dict rendered by orjson — compact, byte-stable for
 equal inputs, NumPy scalars and arrays included — and written to the sink, a buffered
 binary file that is flushed only by `MessageLog.flush` (the run flushes on every exit
-path): no processor chain and no system call per event.  Record schemas are in
+path): no processor chain and no system call per event.  A write the machine refuses (disk
+full, read-only, I/O error) raises `WriteFailed` naming the file, once: the logs bound to the
+same sink then write nothing more, so the run stops on that one error.  Record schemas are in
 docs/formats.md.
 """
 
@@ -17,6 +19,8 @@ from typing import IO, Any
 
 import orjson
 
+from netemu.errors import WRITE_ERRNOS, WriteFailed
+
 __all__ = ["MessageLog"]
 
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
@@ -25,7 +29,7 @@ _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 class MessageLog:
     """Writes records to a binary file object (or nowhere, when `sink` is None)."""
 
-    def __init__(self, sink: IO[bytes] | None, **context: Any) -> None:
+    def __init__(self, sink: IO[bytes] | None, _failed: list[WriteFailed] | None = None, **context: Any) -> None:
         self.sink = sink
         self._context = context
         self._write: Callable[[bytes], Any] | None = sink.write if sink is not None else None
@@ -34,17 +38,29 @@ class MessageLog:
         # retransmissions, for summary.json's `network` (counted whether or not the log is written)
         self.attempts: dict[str, list[int]] = {}
         self._templates: dict[Any, dict[str, Any]] = {}  # record templates: `message`'s by its last field's key, `message_with`'s by its fields' names
+        self._failed = [] if _failed is None else _failed  # the sink's refused write, shared by every log bound to it
 
     def bind(self, **context: Any) -> MessageLog:
         """A log writing to the same sink with extra context in every record."""
-        return MessageLog(self.sink, **{**self._context, **context})
+        return MessageLog(self.sink, self._failed, **{**self._context, **context})
+
+    def _refused(self, exc: OSError) -> None:
+        """The sink refused a write: raise `WriteFailed` the first time; afterwards write nothing (the run is stopping)."""
+        if exc.errno not in WRITE_ERRNOS:
+            raise exc
+        if not self._failed:
+            self._failed.append(WriteFailed(getattr(self.sink, "name", "the message log"), exc))
+            raise self._failed[0] from None
 
     def __call__(self, *, t: float, event: str, **fields: Any) -> None:
         self.records += 1
         if "attempts" in fields:
             self._attempts(fields["link"], fields["attempts"])
-        if self._write is not None:
-            self._write(orjson.dumps({"t": t, "event": event, **self._context, **fields}, option=_OPTIONS))
+        if self._write is not None and not self._failed:
+            try:
+                self._write(orjson.dumps({"t": t, "event": event, **self._context, **fields}, option=_OPTIONS))
+            except OSError as exc:
+                self._refused(exc)
 
     def message(self, t: float, event: str, id: int, src: str, dst: str, kind: str, round: int, nbytes: int, link: str,
                 key: str, value: Any) -> None:
@@ -77,7 +93,10 @@ class MessageLog:
         record["bytes"] = nbytes
         record["link"] = link
         record[key] = value
-        self._write(orjson.dumps(record, option=_OPTIONS))
+        try:
+            self._write(orjson.dumps(record, option=_OPTIONS))
+        except OSError as exc:
+            self._refused(exc)
 
     def message_with(self, t: float, event: str, id: int, src: str, dst: str, kind: str, round: int, nbytes: int, link: str,
                      fields: dict[str, Any]) -> None:
@@ -107,7 +126,10 @@ class MessageLog:
         record["bytes"] = nbytes
         record["link"] = link
         record.update(fields)
-        self._write(orjson.dumps(record, option=_OPTIONS))
+        try:
+            self._write(orjson.dumps(record, option=_OPTIONS))
+        except OSError as exc:
+            self._refused(exc)
 
     def _attempts(self, link: str, k: int) -> None:
         a = self.attempts.get(link)
@@ -131,5 +153,8 @@ class MessageLog:
         return template
 
     def flush(self) -> None:
-        if self.sink is not None:
-            self.sink.flush()
+        if self.sink is not None and not self._failed:
+            try:
+                self.sink.flush()
+            except OSError as exc:
+                self._refused(exc)

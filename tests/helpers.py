@@ -130,3 +130,29 @@ class Trained:
 
     def __getattr__(self, name):
         return getattr(self._p, name)
+
+
+@contextlib.contextmanager
+def small_disk(path, size="64k", fill=False):
+    """A tmpfs of `size` mounted at `path` (created) for the block, full from the start with `fill`:
+    writes there end in ENOSPC as on a full disk.  Skips the test where it cannot mount (not root)."""
+    import os
+    import subprocess
+
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("a full filesystem is a small tmpfs, and mounting one needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        if fill:
+            with contextlib.suppress(OSError), open(path / "filler", "wb") as f:
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)

@@ -10,6 +10,9 @@ two rounds, no plots) and the scenarios that build fastest, so the suite takes s
 The second round of hostile inputs adds generators for run names (path-like, control
 characters, huge), integers of thousands of digits, absurdly deep nesting and FIFOs in
 place of every file a command reads (a FIFO must never be opened: open() would block).
+The third round adds writes on a full filesystem (a small tmpfs: root only, skipped
+otherwise), data files whose headers state sizes against the budget of values held, wrong
+TOML types at every key of every table, and FIFOs in every path-valued scenario key.
 """
 
 import contextlib
@@ -338,3 +341,112 @@ def test_a_fifo_inside_a_run_folder_is_never_opened_by_log_plot_report_or_replay
         with time_limit(5):
             code, err = cli([str(a) for a in args])
         check_clean(code, err, allowed={0, 2})
+
+
+# ------------------------------------------------------------- hostile inputs, third round:
+# full filesystems, decoded sizes, wrong TOML types in every table, FIFOs in every path-valued key
+
+WRITE_COMMANDS = {
+    "run": lambda run, d: ["run", FUZZ_SCENARIO, "--out", d / "out", "--quiet", "--set", "run.rounds=3"],
+    "replay": lambda run, d: ["replay", run / "trace.msgpack", "--scenario", run / "scenario.toml", "--out", d / "out", "--quiet"],
+    "log export csv": lambda run, d: ["log", "export", run, "--format", "csv", "--out", d / "export"],
+    "log export tensorboard": lambda run, d: ["log", "export", run, "--format", "tensorboard", "--out", d / "tb"],
+    "log timeline": lambda run, d: ["log", "timeline", run, "--out", d / "t.png"],
+    "report": lambda run, d: ["report", run, "--out", d / "r.html"],
+    "plot": lambda run, d: ["plot", run, "--metric", "mse", "--out", d / "p.png"],
+}
+
+
+@settings(max_examples=10 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(command=st.sampled_from(sorted(WRITE_COMMANDS)), kib=st.integers(4, 400), filled=st.booleans())
+def test_every_write_on_a_full_filesystem_ends_in_one_line_or_succeeds(recorded, tmp_path, command, kib, filled):
+    """Whatever the room left, a command succeeds or stops in one line (exit 1) naming the file; a run
+    folder's summary.json, if written, is whole JSON, and says complete = true only for a success."""
+    from helpers import small_disk
+
+    with small_disk(tmp_path / f"disk-{next(EXAMPLES)}", f"{kib}k", fill=filled) as disk:
+        code, err = cli([str(a) for a in WRITE_COMMANDS[command](recorded, disk)])
+        check_clean(code, err, allowed={0, 1})
+        if code == 1:
+            assert err.startswith("netemu: cannot write ") and err.count("\n") == 1, err
+        summary = disk / "out" / "summary.json"
+        if summary.exists():
+            assert json.loads(summary.read_text())["complete"] is (code == 0)
+
+
+def _idx_file(path, dims, data_bytes, zipped):
+    import gzip
+
+    head = bytes([0, 0, 8, len(dims)]) + b"".join(int(n).to_bytes(4, "big") for n in dims)
+    body = head + bytes(data_bytes)
+    path.write_bytes(gzip.compress(body) if zipped else body)
+
+
+@settings(max_examples=20 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(images=st.integers(1, 500), side=st.integers(1, 32), lie=st.sampled_from([0, 0, 1, -1, 10**6]), zipped=st.booleans(),
+       budget=st.integers(10_000, 5_000_000))
+def test_a_data_source_is_refused_at_data_source_or_fits_its_budget_in_values_held(tmp_path, monkeypatch, images, side, lie, zipped, budget):
+    """IDX folders whose headers state sizes (honestly, or lying by `lie` images of data): validate accepts
+    only what fits the budget as float64/int64 values, and refuses the rest in one line at data.source."""
+    folder = tmp_path / f"idx-{next(EXAMPLES)}"
+    folder.mkdir()
+    gz = ".gz" if zipped else ""
+    for split, n in (("train", images), ("t10k", max(1, images // 5))):
+        _idx_file(folder / f"{split}-images-idx3-ubyte{gz}", (n, side, side), max(0, n + lie) * side * side, zipped)
+        _idx_file(folder / f"{split}-labels-idx1-ubyte{gz}", (n,), n, zipped)
+    monkeypatch.setenv("NETEMU_DATA_BUDGET", str(budget))
+    path = tmp_path / f"digits-{next(EXAMPLES)}.toml"
+    path.write_text(f'[run]\nrounds = 1\n[topology]\nkind = "star"\nclients = 2\n[data]\nkind = "digits_fl"\nsource = "{folder.name}"\n'
+                    'samples = 10\ntest_samples = 5\n[[algorithm]]\nname = "fedpnp-soft"\n')
+    code, err = cli(["validate", str(path)])
+    check_clean(code, err, allowed={0, 2})
+    held = 8 * (images + max(1, images // 5)) * (side * side + 1)
+    if code == 0:  # a gzipped file's data is read only by the run: there a lying header is refused before anything is built
+        assert held <= budget and (lie == 0 or zipped)
+        if lie:
+            from netemu.data.files import DataError, read_idx_folder
+
+            with pytest.raises(DataError, match="dimensions"):
+                read_idx_folder(folder)
+    else:
+        assert "data.source" in err or "digits_fl" in err, err
+
+
+TOML_TYPES = ["text", 7, -3, 2.5, True, False, [1, 2], ["a"], {}, {"model": "uniform"}, {"kind": "x"}, [{"a": 1}],
+              __import__("datetime").datetime(2020, 1, 1, 12, 0), __import__("datetime").date(2020, 1, 1),
+              __import__("datetime").time(12, 0)]
+
+
+@settings(max_examples=80 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(scenario=st.sampled_from(SCENARIOS), pick=st.integers(0, 10**6), value=st.sampled_from(TOML_TYPES))
+def test_a_wrong_toml_type_at_any_key_of_any_table_is_one_clear_line(tmp_path, scenario, pick, value):
+    table = json.loads(json.dumps(TABLES[scenario]))
+    keys = list(paths(table))
+    mutate(table, keys[pick % len(keys)], "set", value)
+    path = tmp_path / f"types-{next(EXAMPLES)}.toml"
+    path.write_text(tomli_w.dumps(table))
+    code, err = cli(["validate", str(path)])
+    one_line_or_ok(code, err)
+
+
+PATH_KEYS = {  # every path-valued key of a scenario, as --set values naming FILE
+    "script": lambda f: [f"script={toml_value(f)}"],
+    "devices.file": lambda f: [f"devices.file={toml_value(f)}"],
+    "topology.file": lambda f: ['topology={kind="graphml",file=' + toml_value(f) + "}"],
+    "links.uplink.latency.file": lambda f: ['links.uplink.latency={model="empirical",file=' + toml_value(f) + "}"],
+    "nodes.speed.file": lambda f: ['nodes.speed={model="empirical",file=' + toml_value(f) + "}"],
+    "data.source": lambda f: ['data={kind="digits_fl",source=' + toml_value(f) + "}", 'algorithm.name="fedpnp-soft"'],
+}
+
+
+@pytest.mark.parametrize("key", sorted(PATH_KEYS))
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_fifo_in_any_path_valued_key_is_refused_without_opening_it(tmp_path, key, command):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    sets = [a for s in PATH_KEYS[key](str(fifo)) for a in ("--set", s)]
+    extra = ["--out", str(tmp_path / "out"), "--quiet"] if command == "run" else []
+    with time_limit(10):
+        code, err = cli([command, str(FUZZ_SCENARIO), *sets, *extra])
+    check_clean(code, err, allowed={2})
+    assert not (tmp_path / "out").exists()

@@ -8,10 +8,12 @@ import argparse
 import os
 import sys
 import warnings
+from typing import NoReturn
 
 from netemu.version import __version__
 from netemu.cli import algorithms, devices, log, plot, report, run, sweep, validate
-from netemu.diagnostics import FORMATS, event, render, using
+from netemu.diagnostics import FORMATS, event, json_format, render, using
+from netemu.errors import EXIT_BAD_INPUT
 
 __all__ = ["main"]
 
@@ -31,7 +33,8 @@ EXAMPLES = """examples:
 
 exit codes:
   0    complete: every run of every algorithm did all its rounds
-  1    failed: an actor raised, or a deadlock stopped the emulation
+  1    failed: an actor raised, a deadlock stopped the emulation, or a file could not be
+       written (disk full, read-only filesystem, I/O error): one line names it
   2    bad input: a scenario, trace, log, device file or option was refused
   3    incomplete: a run ended early without failing (run.until, the horizon run.max_time,
        a crash without recovery); summary.json says which run and why
@@ -51,6 +54,16 @@ class _Parser(argparse.ArgumentParser):
                  f"data kinds: {', '.join(reg.data)}"]
         lines += [f"plug-in not loaded: {b}" for b in reg.broken]
         return super().format_help() + "\n" + "\n".join(lines) + "\n"
+
+    def error(self, message: str) -> NoReturn:
+        """An argument refused: under `--log-format json` one `error` event (a JSON line, as every
+        other line on stderr), and a bad `--log-format` itself in one line; else argparse's usage and line."""
+        if json_format() or "--log-format" in message:
+            command = self.prog.removeprefix("netemu").strip()
+            event("error", f"netemu: {command + ': ' if command else ''}{message}", level="error", error="ArgumentError",
+                  exit_code=EXIT_BAD_INPUT)
+            raise SystemExit(EXIT_BAD_INPUT)
+        super().error(message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,7 +97,11 @@ LOG_FORMAT = ("how netemu's own messages (warnings, progress, errors, a run's li
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
-    """netemu's own warnings as a `warning` event (`netemu: warning: ...`), others as Python shows them."""
+    """netemu's own warnings as a `warning` event (`netemu: warning: ...`); others (a NumPy overflow) as
+    Python shows them, or under `--log-format json` as a `warning` event too: every line on stderr is JSON."""
+    if not category.__module__.startswith("netemu") and json_format():
+        return render("warning", f"{category.__name__}: {message}", level="warning", category=category.__name__,
+                      source=f"{filename}:{lineno}") + "\n"
     if category.__module__.startswith("netemu"):
         from netemu.terminal import printable  # one line, as before
 
@@ -95,10 +112,22 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
 _python_format_warning = warnings.formatwarning
 
 
-def main(argv: list[str] | None = None) -> int:
-    from netemu.errors import NetemuError
+def _requested_format(argv: list[str]) -> str:
+    """The `--log-format` the command line asks for (the last one given), before it is parsed."""
+    chosen = "text"
+    for i, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith("--log-format=") else argv[i + 1] if arg == "--log-format" and i + 1 < len(argv) else None
+        if value in FORMATS:
+            chosen = value
+    return chosen
 
-    args = _parser().parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    from netemu.errors import WRITE_ERRNOS, NetemuError, WriteFailed
+
+    argv = sys.argv[1:] if argv is None else argv
+    with using(_requested_format(argv)):  # an argument error is told in the format asked for
+        args = _parser().parse_args(argv)
     warnings.formatwarning = _format_warning  # Python prints the warnings (and tests record them) as before
     with using(args.log_format):
         try:
@@ -109,4 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         except NetemuError as exc:  # the one family of errors meant for people (netemu/errors.py)
             event("error", f"netemu: {exc}", level="error", error=type(exc).__name__, exit_code=exc.exit_code)
             return exc.exit_code
+        except OSError as exc:  # a write the machine refused where no command named its file: still one line
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            failed = WriteFailed(exc.filename if exc.filename is not None else "a file", exc)
+            event("error", f"netemu: {failed}", level="error", error=type(failed).__name__, exit_code=failed.exit_code)
+            return failed.exit_code
 

@@ -55,6 +55,11 @@ def cmd_log_summary(args) -> int:
     from netemu.terminal import printable as p
 
     s = summarize(args.log, top=args.top, algorithm=args.algorithm, run=args.run)
+    if not s["records"] and (args.algorithm is not None or args.run is not None):  # an option that selects nothing
+        from netemu.errors import LogError
+
+        chosen = " ".join(f"--{k} {v!r}" for k, v in (("algorithm", args.algorithm), ("run", args.run)) if v is not None)
+        raise LogError(f"{chosen}: no record of it in {args.log}")
     if args.json:
         print(json.dumps(s, indent=2))
         return 0

@@ -76,7 +76,7 @@ def _outcome_words(summary: dict) -> str:
 
 
 def _execute(sc, args, replay=None, source=None, overrides: list[str] | None = None) -> int:
-    from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped
+    from netemu.errors import EXIT_COMPLETE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, NetemuError, RunStopped, WriteFailed
     from netemu.run.runner import Terminated, default_out_dir, execute, stop_on_signals
     from netemu.run.signals import ignore_signals
 
@@ -97,8 +97,12 @@ def _execute(sc, args, replay=None, source=None, overrides: list[str] | None = N
         event("run.interrupted", f"{'netemu: ' if terminated else ''}{what}; {_folder_state(out)}", level="error",
               signal="SIGTERM" if terminated else "SIGINT", folder=str(out), exit_code=code)
         return code
+    except WriteFailed as exc:  # a full disk, a read-only filesystem: one line, and what the folder holds
+        event("error", f"netemu: {exc}; {_folder_state(out)}", level="error", error=type(exc).__name__, folder=str(out),
+              exit_code=exc.exit_code)
+        return exc.exit_code
     except RunStopped as exc:
-        more = " and the actor's traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
+        more = " and the traceback (summary.json: failure)" if getattr(exc, "details", None) else ""
         event("error", f"netemu: the emulation stopped: {exc}\nthe run folder {p(out)} holds everything logged until then{more}",
               level="error", error=type(exc).__name__, folder=str(out), exit_code=exc.exit_code)
         return exc.exit_code

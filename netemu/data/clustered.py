@@ -30,7 +30,7 @@ import numpy as np
 
 from netemu.config import ConfigError, require
 from netemu.data.base import client_generators
-from netemu.data.files import cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox, read_idx_folder
+from netemu.data.files import check_source, cifar_folder, harbox_folder, images_from_npz, read_cifar, read_harbox, read_idx_folder
 from netemu.engine.rng import Streams
 
 __all__ = ["ClusteredLinearData", "ClusteredTask", "DigitsData", "load_images", "make_clustered_linear", "make_digits"]
@@ -153,6 +153,8 @@ def load_images(source: str, test_fraction: float, rng: np.random.Generator) -> 
         cut = int(round(y.size * (1 - test_fraction)))
         return (X[order[:cut]], y[order[:cut]]), (X[order[cut:]], y[order[cut:]])
     path = Path(source)
+    if path.exists():  # (a missing one is a FileNotFoundError below)
+        check_source(path)  # from the headers, before anything is decoded: a FIFO never opened, the budget in values held
     if path.suffix == ".npz" and path.is_file():
         return images_from_npz(path)  # MNIST-style or MedMNIST keys (netemu.data.files)
     if cifar_folder(path):

@@ -40,7 +40,7 @@ import numpy as np
 from netemu.errors import DeviceError, InputError
 
 __all__ = [
-    "DataError", "LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "cifar_folder", "feature_count", "harbox_folder",
+    "DataError", "LIMITS", "MEDMNIST_KEYS", "MNIST_KEYS", "check_source", "cifar_folder", "feature_count", "harbox_folder",
     "images_from_npz", "read_cifar", "read_harbox", "read_idx", "read_idx_folder", "read_npz",
 ]
 
@@ -71,24 +71,36 @@ def _check_size(path: Path) -> None:
 
 DECODED_RATIO = 40  # a data file decodes to at most 40x its size on disk (MNIST's gzip: ~5x; savez_compressed images: ~2-10x)
 DECODED_CAP = 2 << 30  # and to at most 2 GiB, unless NETEMU_DATA_BUDGET (bytes) says otherwise (docs/formats.md)
+HELD_ITEM_BYTES = 8  # every value read is held as float64 (images) or int64 (labels): what the budget counts per item
+
+
+def held_budget() -> int:
+    """The bytes the arrays read from data files may take in memory: 2 GiB, or $NETEMU_DATA_BUDGET."""
+    if (text := os.environ.get("NETEMU_DATA_BUDGET", "").strip()):
+        try:
+            return int(float(text))
+        except ValueError:
+            raise DataError(f"NETEMU_DATA_BUDGET = {text!r}: expected a number of bytes, e.g. 4e9") from None
+    return DECODED_CAP
 
 
 def decoded_budget(path: Path) -> int:
-    """The bytes a compressed data file may decode to: min(40 x its size, 2 GiB or $NETEMU_DATA_BUDGET)."""
-    cap = DECODED_CAP
-    if (text := os.environ.get("NETEMU_DATA_BUDGET", "").strip()):
-        try:
-            cap = int(float(text))
-        except ValueError:
-            raise DataError(f"NETEMU_DATA_BUDGET = {text!r}: expected a number of bytes, e.g. 4e9") from None
-    return min(DECODED_RATIO * os.stat(path).st_size, cap)
+    """The bytes a compressed data file may decompress to: min(40 x its size, the held budget)."""
+    return min(DECODED_RATIO * os.stat(path).st_size, held_budget())
 
 
-def _over_budget(path: Path, what: str, need: int) -> None:
+def _over_budget(path: Path, what: str, *, decoded: int = 0, held: int = 0) -> None:
+    """Refuse `path` when `what` decompresses to more than `decoded_budget` bytes, or would be
+    held as more than `held_budget` bytes of arrays (items x 8: float64 or int64)."""
     budget = decoded_budget(path)
-    if need > budget:
-        raise DataError(f"{path}: {what} decodes to {need:,} bytes, more than the budget of {budget:,} bytes "
+    if decoded > budget:
+        raise DataError(f"{path}: {what} decodes to {decoded:,} bytes, more than the budget of {budget:,} bytes "
                         f"(min({DECODED_RATIO} x the file's size, {DECODED_CAP >> 30} GiB or NETEMU_DATA_BUDGET); see docs/formats.md)")
+    budget = held_budget()
+    if held > budget:
+        raise DataError(f"{path}: {what} would be held as {held:,} bytes ({held // HELD_ITEM_BYTES:,} values x "
+                        f"{HELD_ITEM_BYTES} bytes, float64 or int64), more than the budget of {budget:,} bytes "
+                        f"({DECODED_CAP >> 30} GiB or NETEMU_DATA_BUDGET); see docs/formats.md")
 
 
 def _npy_header(z: zipfile.ZipFile, member: str, path: Path) -> tuple[tuple, np.dtype]:
@@ -106,13 +118,24 @@ def _npy_header(z: zipfile.ZipFile, member: str, path: Path) -> tuple[tuple, np.
 def read_npz(path: Path) -> dict[str, np.ndarray]:
     """The arrays of an .npz archive, refusing object arrays and arrays above LIMITS."""
     path = Path(path)
+    check_npz(path)
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable .npz archive ({exc})") from None
+
+
+def check_npz(path: Path) -> None:
+    """An .npz archive's members and arrays checked from its directory and the .npy headers, nothing decompressed
+    beyond them: numeric arrays only, within LIMITS and within the decoded budget as the arrays netemu will hold."""
     _check_size(path)
     try:
         with zipfile.ZipFile(path) as z:
             # the sizes the archive states, checked before anything is decompressed: the members'
             # file_size and their arrays' shape x itemsize, in all
             stated = sum(info.file_size for info in z.infolist())
-            _over_budget(path, "the archive", stated)
+            _over_budget(path, "the archive", decoded=stated)
             arrays = 0
             for member in z.namelist():
                 shape, dtype = _npy_header(z, member, path)
@@ -120,10 +143,8 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
                     raise DataError(f"{path}: {member} has dtype {dtype}; expected numeric image or label arrays")
                 if math.prod(shape) > LIMITS["array_items"]:
                     raise DataError(f"{path}: {member} has shape {shape}, more than {LIMITS['array_items']} items")
-                arrays += math.prod(shape) * dtype.itemsize
-                _over_budget(path, f"the arrays up to {member} (shapes x item sizes)", arrays)
-        with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
+                arrays += math.prod(shape)
+                _over_budget(path, f"the arrays up to {member}", held=arrays * HELD_ITEM_BYTES)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         if isinstance(exc, DataError):
             raise
@@ -219,30 +240,10 @@ def read_idx(path: Path, ndim: int) -> np.ndarray:
     checked before anything is allocated; a .gz file is decompressed only up to the size
     its header states (plus one byte, to notice trailing data)."""
     path = Path(path)
-    _check_size(path)
-    expected = 0x0800 | ndim
     zipped = path.suffix == ".gz"
     try:
         with (gzip.open(path, "rb") if zipped else open(path, "rb")) as f:
-            head = f.read(4 + 4 * ndim)
-            magic = int.from_bytes(head[:4], "big") if len(head) >= 4 else None
-            if magic != expected:
-                shown = f"0x{magic:08x}" if magic is not None else f"{len(head)} bytes"
-                raise DataError(f"{path}: not an unsigned-byte IDX file of {_IDX_KIND[ndim]}: magic {shown}, "
-                                f"expected 0x{expected:08x}")
-            if len(head) < 4 + 4 * ndim:
-                raise DataError(f"{path}: dimensions: the header ends after {len(head) - 4} of {4 * ndim} bytes")
-            dims = tuple(int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-            if min(dims) < 1:
-                raise DataError(f"{path}: dimensions {dims}; expected every dimension >= 1")
-            count = math.prod(dims)
-            if count > LIMITS["array_items"]:
-                raise DataError(f"{path}: dimensions {dims} make {count} bytes, more than the limit of {LIMITS['array_items']}")
-            if zipped:
-                _over_budget(path, f"an IDX array of dimensions {dims}", count)
-            if not zipped and os.stat(path).st_size != len(head) + count:
-                raise DataError(f"{path}: size: dimensions {dims} need {len(head) + count} bytes, "
-                                f"the file has {os.stat(path).st_size}")
+            head, dims, count = _idx_header(f, path, ndim)
             data = f.read(count + 1)
     except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: not a readable {'gzipped ' if zipped else ''}IDX file ({exc})") from None
@@ -250,6 +251,44 @@ def read_idx(path: Path, ndim: int) -> np.ndarray:
         held = f"more than {count}" if len(data) > count else str(len(data))
         raise DataError(f"{path}: size: dimensions {dims} need {count} bytes of data, the file holds {held}")
     return np.frombuffer(data, dtype=np.uint8, count=count).reshape(dims)
+
+
+def check_idx(path: Path, ndim: int) -> int:
+    """An IDX file's header checked as `read_idx` checks it (a gzipped one decompressed only that
+    far); the number of values it holds."""
+    zipped = path.suffix == ".gz"
+    try:
+        with (gzip.open(path, "rb") if zipped else open(path, "rb")) as f:
+            return _idx_header(f, path, ndim)[2]
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{path}: not a readable {'gzipped ' if zipped else ''}IDX file ({exc})") from None
+
+
+def _idx_header(f, path: Path, ndim: int) -> tuple[bytes, tuple[int, ...], int]:
+    """(header bytes, dimensions, data bytes) of the IDX file open as `f`, checked: magic, dimensions,
+    LIMITS, the decoded budget (every item held as float64 or int64) and, uncompressed, the file's length."""
+    _check_size(path)
+    expected = 0x0800 | ndim
+    zipped = path.suffix == ".gz"
+    head = f.read(4 + 4 * ndim)
+    magic = int.from_bytes(head[:4], "big") if len(head) >= 4 else None
+    if magic != expected:
+        shown = f"0x{magic:08x}" if magic is not None else f"{len(head)} bytes"
+        raise DataError(f"{path}: not an unsigned-byte IDX file of {_IDX_KIND[ndim]}: magic {shown}, "
+                        f"expected 0x{expected:08x}")
+    if len(head) < 4 + 4 * ndim:
+        raise DataError(f"{path}: dimensions: the header ends after {len(head) - 4} of {4 * ndim} bytes")
+    dims = tuple(int.from_bytes(head[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    if min(dims) < 1:
+        raise DataError(f"{path}: dimensions {dims}; expected every dimension >= 1")
+    count = math.prod(dims)
+    if count > LIMITS["array_items"]:
+        raise DataError(f"{path}: dimensions {dims} make {count} bytes, more than the limit of {LIMITS['array_items']}")
+    if not zipped and os.stat(path).st_size != len(head) + count:
+        raise DataError(f"{path}: size: dimensions {dims} need {len(head) + count} bytes, "
+                        f"the file has {os.stat(path).st_size}")
+    _over_budget(path, f"an IDX array of dimensions {dims}", decoded=count if zipped else 0, held=count * HELD_ITEM_BYTES)
+    return head, dims, count
 
 
 def _find_idx(folder: Path, stem: str) -> Path:
@@ -267,6 +306,29 @@ def _find_idx(folder: Path, stem: str) -> Path:
     what = f"several files match *{stem}*: {', '.join(p.name for p in found)}" if found else f"no file {stem}[.gz]"
     raise DataError(f"{folder}: {what} (accepted: the four MNIST IDX files {', '.join(IDX_STEMS)}, "
                     "optionally gzipped and with a prefix such as emnist-digits-)")
+
+
+def check_source(path: Path) -> None:
+    """A data `source` (not "sklearn") checked from its headers before anything is decoded: a
+    regular .npz file (`check_npz`), a folder of CIFAR-10 batches or HARBOX users, or a folder
+    of the four MNIST IDX files whose values, held as float64 or int64, fit the budget in all.
+    A FIFO, a device or a socket is never opened."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise DataError(f"{path}: {exc.strerror}") from None
+    if stat.S_ISREG(mode) and path.suffix == ".npz":
+        check_npz(path)
+    elif stat.S_ISDIR(mode):
+        if cifar_folder(path) or harbox_folder(path):
+            return
+        values = sum(check_idx(_find_idx(path, stem), 3 if "images" in stem else 1) for stem in IDX_STEMS)
+        _over_budget(path, "the four IDX files", held=values * HELD_ITEM_BYTES)
+    else:
+        what = "a file that is not a .npz archive" if stat.S_ISREG(mode) else "not a regular file (a device, FIFO or socket)"
+        raise DataError(f"{path}: {what}")
 
 
 def read_idx_folder(folder: Path) -> tuple[tuple, tuple]:

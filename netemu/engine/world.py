@@ -39,7 +39,7 @@ from netemu.engine.port import Engine, Hosted
 from netemu.privacy import PrivacyLedger
 from netemu.engine.rng import Streams
 
-__all__ = ["ActorFailed", "DeadlockError", "RunResult", "World", "fewer_collections"]
+__all__ = ["ActorFailed", "DeadlockError", "EventFailed", "RunResult", "World", "fewer_collections"]
 
 H = TypeVar("H", bound=Hosted)
 
@@ -88,6 +88,17 @@ class ActorFailed(RunStopped):
         error = details.strip().splitlines()[-1] if details.strip() else "an error"
         super().__init__(f"actor {actor!r} failed at virtual time {time:g}: {error}{f' ({where})' if where else ''}")
         self.actor, self.time, self.details = actor, time, details
+
+
+class EventFailed(RunStopped):
+    """A function scheduled with `World.at` (a scenario script's event, typically) raised: the run
+    stopped.  `function` (its name), `time` and `details` (the traceback); the message is one line:
+    the function, where it raised (its file:line, e.g. the script's), the virtual time and the error."""
+
+    def __init__(self, function: str, time: float, details: str, where: str = "") -> None:
+        error = details.strip().splitlines()[-1] if details.strip() else "an error"
+        super().__init__(f"the scheduled event {function}{f' ({where})' if where else ''} failed at virtual time {time:g}: {error}")
+        self.function, self.time, self.details = function, time, details
 
 
 class DeadlockError(Deadlock, RunStopped):
@@ -198,8 +209,28 @@ class World:
             raise ValueError(f"cannot schedule an event at t={t}, virtual time is already {self.env.now}")
 
         def fire(_event: object) -> None:
-            fn()
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - stops the run naming the function, as an actor's error does
+                self._event_failed(fn, exc)
         self.env.timeout(t - self.env.now).callbacks.append(fire)
+
+    def _event_failed(self, fn: Callable[[], object], exc: Exception) -> None:
+        """`fn`, scheduled with `at`, raised `exc`: stop the run with `EventFailed` (a `RunStopped` as it is)."""
+        failure = self._failure
+        if failure is None:  # not inside `run`: nothing to stop
+            raise exc
+        if failure.done():
+            return
+        if isinstance(exc, RunStopped):
+            failure.set_exception(exc)
+            return
+        code = getattr(fn, "__code__", None)
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if code is not None and f.filename == code.co_filename] or frames[-1:]
+        where = f"{own[-1].filename}:{own[-1].lineno}" if own else ""
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        failure.set_exception(EventFailed(f"{name}()", self.env.now, "".join(traceback.format_exception(exc)), where))
 
     def crash(self, name: str, *, at: float, recover_at: float | None = None) -> None:
         """Schedule node `name` to crash at `at` (and recover at `recover_at`)."""

@@ -15,7 +15,7 @@ from typing import overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from netemu.errors import ReportError
+from netemu.errors import WRITE_ERRNOS, ReportError, WriteFailed
 
 __all__ = [
     "METRIC_COLUMNS", "ReportError", "aggregate_metrics", "curves_time", "final_values", "plot_curves", "plot_runs",
@@ -231,7 +231,11 @@ def _figure(series: dict, metric: str, title: str, path: Path, xlabel: str | Non
     try:
         fig.savefig(path, dpi=110, metadata={"Software": None} if path.suffix == ".png" else None)
     except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:  # disk full, read-only, I/O error: exit 1, not bad input
+            raise WriteFailed(path, exc) from None
         raise ReportError(f"{path}: cannot write the figure ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an image format matplotlib does not write (--out p.file)
+        raise ReportError(f"--out {path}: {exc}") from None
     return path
 
 

@@ -16,6 +16,7 @@ temporary name and renamed when the whole log was read: a refused log leaves no 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -27,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from netemu.errors import ExportError, LogError
+from netemu.errors import WRITE_ERRNOS, ExportError, LogError, WriteFailed
 from netemu.report.logtools import _numbered, log_path
 
 __all__ = ["BATCH_ROWS", "FORMATS", "TABLES", "ExportedTable", "columns", "export_log", "export_tensorboard", "table_of"]
@@ -221,12 +222,15 @@ def export_log(log: str | Path, out: str | Path, fmt: str = "parquet", *, batch_
         for t, b in batches.items():
             if b.rows:
                 sinks[t].write(b.take())
+        for t in tables:  # closing writes the last bytes: a full disk may refuse them
+            sinks.pop(t).close()
         done = True
     except OSError as exc:
-        raise ExportError(f"{out}: cannot write the export ({exc.strerror})") from None
+        raise _unwritten(out, exc, "the export") from None
     finally:
-        for sink in sinks.values():
-            sink.close()
+        for sink in sinks.values():  # after a failure: closed without a second error, the partial files removed
+            with contextlib.suppress(OSError):
+                sink.close()
         for t in tables:
             if done:
                 os.replace(partial[t], final[t])
@@ -263,5 +267,13 @@ def export_tensorboard(run_dir: str | Path, out: str | Path) -> list[ExportedTab
                     w.scalar(metric, value, rnd, t)
             written.append(ExportedTable(f"{alg}/run-{run}", w.path, len(rows)))
     except OSError as exc:
-        raise ExportError(f"{out}: cannot write the TensorBoard files ({exc.strerror})") from None
+        raise _unwritten(out, exc, "the TensorBoard files") from None
     return written
+
+
+def _unwritten(out: Path | str, exc: OSError, what: str) -> Exception:
+    """What to raise when writing `what` into `out` failed: `WriteFailed` (exit 1) for a write
+    the machine refused (disk full, read-only, I/O error), else `ExportError` (bad input, exit 2)."""
+    if exc.errno in WRITE_ERRNOS:
+        return WriteFailed(out, exc)
+    return ExportError(f"{out}: cannot write {what} ({exc.strerror})")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from netemu.errors import LogError, NetemuError, ReportError
+from netemu.errors import LogError, NetemuError, ReportError, writing
 from netemu.report.logtools import log_path, read
 from netemu.report import read_metrics
 from netemu.report.activity import Lifecycle, activity
@@ -38,6 +38,7 @@ from netemu.report.folders import run_folders
 from netemu.report.page import MANY_ACTORS, embed_json, render
 from netemu.report.target import Target
 from netemu.report.series import add_bytes, curve_data, privacy_curves, report_rounds, thin_marks
+from netemu.report.selection import check_selection
 from netemu.report.window import Timeline, Window, lane_key, natural_key
 from netemu.report.traffic import Quantiles, Traffic
 
@@ -372,6 +373,7 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
     `--target METRIC=VALUE` for the time to accuracy, netemu/report/target.py)."""
     dirs = run_folders([Path(d) for d in run_dirs])  # a sweep folder: its points
     folders = [collect(d, window, actors) for d in dirs]
+    check_selection(folders, window, actors, target)  # an option that selects nothing: refused, not an empty page
     out = Path(out)
     try:
         page = render(folders, target=target, actors=actors)
@@ -379,7 +381,8 @@ def write_report(run_dirs: list[str | Path], out: str | Path = "report.html", wi
         names = ", ".join(str(d) for d in run_dirs)
         raise ReportError(f"{names}: a malformed run folder ({type(exc).__name__}: {exc})") from None
     try:
-        out.write_text(page, encoding="utf-8")
+        with writing(out):  # disk full, read-only, I/O error: WriteFailed (exit 1), not bad input
+            out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise ReportError(f"{out}: cannot write the report ({exc.strerror})") from None
     return out

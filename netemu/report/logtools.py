@@ -378,6 +378,8 @@ def timeline(
         for name in (r.get("src"), r.get("dst"), r.get("actor")):
             if isinstance(name, str) and name not in lanes and (actors is None or name in actors):
                 lanes.append(name)
+    if actors is not None and not lanes:  # --actors that selects nothing: refused, not an empty chart
+        raise LogError(f"--actors {' '.join(actors)}: no such actor in {_ctx_label(chosen)} of {log_path(path)} in the window")
     keep = lambda *names: all(n in lanes for n in names)
     arrows = [a for a in arrows if keep(a[1], a[3])]
     drops = [d for d in drops if keep(d[1], d[3])]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netemu.errors import LogError
+from netemu.errors import LogError, writing
 from netemu.terminal import printable
 
 __all__ = ["draw_timeline"]
@@ -72,9 +72,12 @@ def draw_timeline(out: Path, order: list[str], arrows: list, drops: list, spans:
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     try:
-        fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
+        with writing(out):  # disk full, read-only, I/O error: WriteFailed (exit 1), not bad input
+            fig.savefig(out, dpi=110, metadata={"Software": None} if Path(out).suffix == ".png" else None)
     except OSError as exc:
         raise LogError(f"{out}: cannot write the timeline ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an image format matplotlib does not write (--out t.file)
+        raise LogError(f"--out {out}: {exc}") from None
     finally:
         plt.close(fig)
     return Path(out)

@@ -27,12 +27,12 @@ from typing import Any
 
 from netemu.version import __version__
 from netemu.diagnostics import event
-from netemu.errors import InputError, NetemuError, RunStopped
+from netemu.errors import InputError, NetemuError, RunStopped, WriteFailed, writing
 from netemu.log import MessageLog
 from netemu.engine.net.network import draw_now
 from netemu.run.outcome import Results, run_outcome, stop_reason
 from netemu.engine.rng import Streams
-from netemu.run.folder import default_out_dir, resolved_toml, scenario_hash, write_results
+from netemu.run.folder import close_outputs, default_out_dir, refused_write, resolved_toml, scenario_hash, write_results
 from netemu.run.calibration import REPETITIONS, calibrate
 from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
@@ -120,7 +120,8 @@ def execute(
         stack.enter_context(blas_threads())
         try:
             text = resolved_toml(sc)
-            (out / "scenario.toml").write_text(text)
+            with writing(out / "scenario.toml"):
+                (out / "scenario.toml").write_text(text)
             fingerprints = []  # one topology at a time: a kept graph per run costs ~1 kB per node
             for r in range(s.run.runs):
                 g = build_graph(sc, Streams(run_seed(s.run.seed, r)))
@@ -180,18 +181,24 @@ def execute(
                 label, o = early[0]
                 stopped_by = f"{label} run {o['run']}: {o['stopped_by']}"
         except BaseException as exc:
-            stopped_by = stop_reason(exc)
+            failure = refused_write(exc, out)  # an OSError of a write: WriteFailed naming the file, or the folder
+            stopped_by = stop_reason(failure)
             if details := getattr(exc, "details", None):  # ActorFailed: the actor's traceback, for whoever debugs it
                 head["failure"] = details
+            if failure is not exc:
+                raise failure from None
             raise
         finally:
-            if writer is not None:
-                writer.close(complete)
+            refused = close_outputs(stack, writer, complete, out)  # before summary.json: it says whether they were written
+            if refused is not None and complete:
+                complete, stopped_by = False, stop_reason(refused)
             summary = results.summary(scenario=sc.name, complete=complete, stopped_by=stopped_by, planned=planned, seed=s.run.seed,
                                       runs=s.run.runs, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head,
                                       tail={"replay": {"trace": str(replay.path), **replay.counts}} if replay is not None else None)
-            write_results(out, results, summary, plots=s.output.plots, title=sc.name)
+            refused = write_results(out, results, summary, plots=s.output.plots, title=sc.name) or refused
             _ended(summary, out)
+    if refused is not None:
+        raise refused
     return summary
 
 
@@ -249,11 +256,19 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
         finally:
             planned = rounds if rounds is not None else world.rounds_done
             outcome = run_outcome(world, 0, planned, until or 0.0, max_time or math.inf, failure)
-            writer.close(outcome["complete"])
-            log.flush()
+            refused: WriteFailed | None = None
+            try:
+                writer.close(outcome["complete"])
+                log.flush()
+            except WriteFailed as exc:  # said after what stopped the run, if anything did
+                refused = exc
+                if outcome["complete"]:
+                    outcome.update(complete=False, stopped_by=stop_reason(exc))
             results.add(label, 0, world, outcome)
             summary = results.summary(scenario=name, complete=outcome["complete"], stopped_by=outcome["stopped_by"], planned=planned,
                                       seed=seed, runs=1, wall_time_s=round(time.perf_counter() - wall_time_start, 3), head=head)
-            write_results(out, results, summary, plots=True, title=name)
+            refused = write_results(out, results, summary, plots=True, title=name) or refused
             _ended(summary, out)
+    if refused is not None:
+        raise refused
     return summary

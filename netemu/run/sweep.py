@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from netemu.errors import EXIT_INTERRUPTED, InputError, NetemuError, SweepError
+from netemu.errors import EXIT_INTERRUPTED, InputError, NetemuError, SweepError, writing
 from netemu.run.executors import TLS, PointResult, read_summary, run_point
 from netemu.run.executors import execute as _execute
 from netemu.scenario import load_scenario
@@ -252,7 +252,7 @@ def sweep(
 def _write_csv(out: Path, grid: dict, points: list, results: dict[str, PointResult]) -> Path:
     path = out / "sweep.csv"
     keys = list(grid)
-    with open(path, "w", newline="") as f:
+    with writing(path), open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["folder", *keys, "status", "error", "algorithm", "metric", "value"])
         for name, point in points:

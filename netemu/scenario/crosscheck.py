@@ -16,7 +16,7 @@ from netemu.engine.net.routing import ROUTER_ROLES
 from netemu.engine.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
 
-__all__ = ["check_graph", "check_heterogeneity", "match_nodes"]
+__all__ = ["MAX_HOPS", "check_graph", "check_heterogeneity", "match_nodes"]
 
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 
@@ -136,6 +136,8 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
     classes = {c for _, _, c in graph.edges(data="link_class")}
     _check_nodes(table, sorted(graph.nodes), classes, issues, frozenset(n for n, r in graph.nodes(data="role") if r in ROUTER_ROLES))
     _check_links(table, graph, issues)
+    if not _check_path_lengths(table, graph, issues):
+        return  # the actors' neighbours through routers (`logical`) would cost as much as the paths
     graph = logical(graph)  # routers forward: the roles and shapes algorithms need are the actors'
     roles = {r for _, r in graph.nodes(data="role")}
     for i, (alg, spec) in enumerate(zip(table["algorithm"], specs)):
@@ -144,6 +146,63 @@ def check_graph(table: dict, graph: nx.DiGraph, specs: list[AlgorithmSpec], para
             issues.add(f"algorithm[{i}].name", alg["name"], f"a topology with nodes of role {', '.join(sorted(need))} (this one has {', '.join(sorted(roles))})")
         elif i in params:
             _check_requirements(table, i, spec, params[i], graph, issues, features)
+
+
+#: the most hops (links) a message may cross between two actors: Linux's default IP TTL (64), the most
+#: routers a packet from a Linux host passes.  Every hop costs the emulator work per message, so a
+#: path of thousands of routers would make every message that slow.
+MAX_HOPS = 64
+
+
+def _check_path_lengths(table: dict, graph: nx.DiGraph, issues: Issues) -> bool:
+    """Refuse a topology whose actors are more than MAX_HOPS links apart through routers (False then).
+    The longest router path between two routers that have actors attached is found by a double sweep
+    of breadth-first searches per router component: exact on chains and trees (the shapes that make
+    long paths), a lower bound on meshes.  Linear in the topology's size."""
+    routers = {n for n, r in graph.nodes(data="role") if r in ROUTER_ROLES}
+    if len(routers) < MAX_HOPS - 1:  # no router path can be long enough
+        return True
+    fabric: dict[str, list[str]] = {r: [] for r in routers}  # routers joined by links, taken both ways
+    edge = set()  # routers an actor is linked to
+    for u, v in graph.edges():
+        if u in routers and v in routers:
+            fabric[u].append(v)
+            fabric[v].append(u)
+        elif u in routers or v in routers:
+            edge.add(u if u in routers else v)
+    seen: set[str] = set()
+    for start in sorted(edge):
+        if start in seen:
+            continue
+        far, _, component = _farthest(fabric, start, edge)
+        seen |= component
+        other, hops, _ = _farthest(fabric, far, edge)
+        if hops + 2 > MAX_HOPS:  # + the links from an actor to the first router and from the last one to an actor
+            where = "topology.file" if table["topology"].get("kind") == "graphml" else "topology"
+            issues.add(where, table["topology"].get("file") or table["topology"],
+                       f"actors at most {MAX_HOPS} hops apart (Linux's default IP TTL); the routers {far} and {other} "
+                       f"are {hops} hops apart, so a message between their actors would cross {hops + 2} links")
+            return False
+    return True
+
+
+def _farthest(fabric: dict[str, list[str]], source: str, targets: set[str]) -> tuple[str, int, set[str]]:
+    """The router of `targets` farthest from `source` (the first found of equals), its distance, and
+    every router reached (the component), by one breadth-first search."""
+    best, dist, depth = source, 0, 0
+    reached, frontier = {source}, [source]
+    while frontier:
+        depth += 1
+        nxt = []
+        for r in frontier:
+            for w in fabric[r]:
+                if w not in reached:
+                    reached.add(w)
+                    nxt.append(w)
+                    if w in targets and depth > dist:
+                        best, dist = w, depth
+        frontier = nxt
+    return best, dist, reached
 
 
 def _families_with(attr: str) -> str:

@@ -47,6 +47,10 @@ def _model(what: str, kind: type) -> Any:
     """
 
     def check(value: Any, key: str, issues: Issues) -> Any:
+        if not isinstance(value, dict):
+            names = ", ".join(plugins.registry().names(what))
+            issues.add(key, value, f"expected a {what} model table {{model = ..., <parameters>}} (models: {names})")
+            return value
         cls = _named(value, key, issues, "model", what, kind, f"{what} model")
         if cls is None:
             return value
@@ -158,6 +162,8 @@ def _model_problem(what: str, model: str, params: dict) -> str | None:
         if what == "speed":
             H.speed_model({"model": model, **params})
         elif what == "completeness":
+            if "low" not in params:
+                return "low is required: the smallest fraction of its local work a client completes, in (0, 1]"
             H.Completeness(**params)
         elif not all(0 <= params.get(k, 0) <= 1 for k in ("low", "high")) or "low" not in params or "high" not in params:
             return "low and high are both required, each a probability in [0, 1]"

@@ -14,8 +14,8 @@ from netemu.scenario.limits import MAX_DEPTH, MAX_NODES
 from netemu.scenario.overrides import too_many_digits
 from netemu.scenario.schema import Issue, Issues, ScenarioError
 
-__all__ = ["MAX_DATA_FILE_BYTES", "MAX_GRAPHML_BYTES", "MAX_SCENARIO_BYTES", "check_files", "graphml_size_ok", "read_toml",
-           "regular_file"]
+__all__ = ["MAX_DATA_FILE_BYTES", "MAX_GRAPHML_BYTES", "MAX_SCENARIO_BYTES", "check_code", "check_files", "graphml_size_ok",
+           "read_toml", "regular_file"]
 
 MAX_SCENARIO_BYTES = 50_000_000
 MAX_GRAPHML_BYTES = 200_000_000
@@ -123,10 +123,32 @@ def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> 
         except (DeviceError, OSError) as exc:
             issues.add("devices.file", table["devices"]["file"], str(exc))
     source = (table["data"] or {}).get("source", "sklearn")
-    if table["data"] and table["data"]["kind"] in ("digits", "digits_fl") and source != "sklearn" and not resolve(source).exists():
-        issues.add("data.source", source, '"sklearn", or an existing .npz file or folder of MNIST IDX files (relative to the scenario)')
+    if isinstance(source, str) and source != "sklearn":  # read from its headers only, nothing decoded
+        from netemu.data.files import DataError, check_source
+
+        try:
+            check_source(resolve(source))
+        except DataError as exc:
+            issues.add("data.source", source, f'"sklearn", or an existing .npz file or folder of MNIST IDX files '
+                       f"(relative to the scenario) that can be read: {exc}")
     if table["script"] and not resolve(table["script"]).is_file():
         issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
+
+
+def check_code(code: list[tuple[str, Path]], issues: Issues) -> None:
+    """The Python code a run executes and `netemu validate` hashes (`Scenario.code`: a script, a
+    Flower app_dir): each an existing regular file or folder — a FIFO would block the hash forever."""
+    import os
+    import stat
+
+    for key, path in code:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            issues.add(key, str(path), f"an existing file or folder of Python code (relative to the scenario): {exc.strerror}")
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            issues.add(key, str(path), "a file or folder of Python code, not a device, FIFO or socket")
 
 
 def read_toml(path: Path) -> dict:

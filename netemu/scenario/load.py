@@ -20,7 +20,7 @@ from typing import Any
 from netemu import plugins
 from netemu.scenario.crosscheck import check_graph, check_heterogeneity, match_nodes
 from netemu.scenario.fields import SCHEMA, SHORTHANDS, renamed, shorthands
-from netemu.scenario.files import check_files, graphml_size_ok, read_toml
+from netemu.scenario.files import check_code, check_files, graphml_size_ok, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
@@ -116,6 +116,8 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
             check_graph(table, graph, specs, params, issues, features=lambda: data_features(table, lambda p: str(sc.resolve(p))))
             release(graph)
         check_files(table, sc.resolve, issues)
+        if not issues.items:  # the algorithms' params construct: the code they name (a Flower app_dir) can be listed
+            check_code(sc.code(), issues)
     if issues.items or sc is None:
         raise ScenarioError([renamed(issue, renamed_keys) for issue in issues.items])
     return sc

@@ -3,7 +3,8 @@
 `TraceWriter.fates(algorithm, run)` is a fate source (`netemu.engine.net.network.Fates`) that
 records what it draws; a fate already written for the run with the same value is not
 written again.  The body's entries are encoded by `netemu.trace.body`; the format is in
-docs/formats.md.
+docs/formats.md.  A write the machine refuses (disk full, read-only, I/O error) raises
+`WriteFailed` naming the trace file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import msgpack
 import numpy as np
 
 from netemu.engine.net.network import Fates, fates_many
+from netemu.errors import writing
 from netemu.trace.body import Encoder
 from netemu.trace.header import _MISSING, CHECKSUM, FORMAT, VERSION, VERSIONS, _end_prefix, _versions
 
@@ -47,7 +49,15 @@ class TraceWriter:
 
     def _write(self, data: bytes) -> None:
         self._hash.update(data)
-        self.file.write(data)
+        try:
+            self.file.write(data)
+        except OSError as exc:
+            self._refused(exc)
+
+    def _refused(self, exc: OSError) -> None:
+        """A write raised `exc`: `WriteFailed` naming the trace file when the machine refused it."""
+        with writing(str(getattr(self.file, "name", "the trace"))):
+            raise exc
 
     def _write_entry(self, entry: list) -> None:
         """A name entry or section marker (fates are written by `fates`' recorder)."""
@@ -97,7 +107,10 @@ class TraceWriter:
                     self._section = section
                 data = pack(encode(key, value))
             hash_update(data)
-            file_write(data)
+            try:
+                file_write(data)
+            except OSError as exc:
+                self._refused(exc)
             self.entries += 1
             return value
 
@@ -174,5 +187,6 @@ class TraceWriter:
     def close(self, complete: bool) -> None:
         body = self.entries + self._marks
         self._hash.update(_end_prefix(body, complete))
-        self.file.write(self._pack(["end", body, complete, self._hash.digest()]))
-        self.file.flush()
+        with writing(str(getattr(self.file, "name", "the trace"))):
+            self.file.write(self._pack(["end", body, complete, self._hash.digest()]))
+            self.file.flush()

@@ -95,17 +95,20 @@ class Routes:
         dist_f = dict.fromkeys(fwd, 1)  # hops from src
         dist_b = dict.fromkeys(bwd, 1)  # hops to dst
         ff, fb = list(fwd), list(bwd)
-        while True:
-            meet = [r for r in fwd if r in bwd]
-            if meet:  # every node within the searched radii is known: the shortest meeting is among these
+        met = any(r in bwd for r in ff)  # a meeting can only be new among the nodes a step added: a path
+        while True:                      # of L routers costs O(L), not a scan of every searched node per step
+            if met:  # every node within the searched radii is known: the shortest meeting is among these
+                meet = [r for r in fwd if r in bwd]
                 best = min(meet, key=lambda r: dist_f[r] + dist_b[r])  # min keeps the first of equals
                 return self._join(src, dst, best, fwd, bwd)
             if not ff or not fb:
                 return None
             if sum(len(rsucc.get(r, ())) for r in ff) <= sum(len(rpred.get(r, ())) for r in fb):
                 ff = self._expand(ff, rsucc, fwd, dist_f)
+                met = any(r in bwd for r in ff)
             else:
                 fb = self._expand(fb, rpred, bwd, dist_b)
+                met = any(r in fwd for r in fb)
 
     @staticmethod
     def _expand(frontier: list[str], adjacent: dict, parent: dict, dist: dict) -> list[str]:
