@@ -294,3 +294,13 @@ def test_a_small_mnist_like_run_learns_end_to_end(tmp_path):
     summary = run_folder(load_scenario(path), tmp_path / "run")
     assert summary["complete"]
     assert all(summary["final"][a]["accuracy"] > 0.5 for a in ("fedavg", "fedbuff"))
+
+
+def test_a_synthetic_source_is_data_netemu_draws_not_a_file_to_look_for(tmp_path):
+    assert problems(tmp_path, task='[task]\nname = "mlp"').__len__() == 0
+    path = tmp_path / "s.toml"
+    path.write_text(BASE.format(kind="classification", task="", name="fedavg", extra="").replace(
+        'kind = "classification"', 'kind = "classification"\nsource = "synthetic"'))
+    from netemu.scenario import load_scenario
+
+    assert load_scenario(path).data_params().source == "synthetic"

@@ -123,13 +123,13 @@ def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> 
         except (DeviceError, OSError) as exc:
             issues.add("devices.file", table["devices"]["file"], str(exc))
     source = (table["data"] or {}).get("source", "sklearn")
-    if isinstance(source, str) and source != "sklearn":  # read from its headers only, nothing decoded
+    if isinstance(source, str) and source not in ("sklearn", "synthetic"):  # read from its headers only, nothing decoded
         from netemu.data.files import DataError, check_source
 
         try:
             check_source(resolve(source))
         except DataError as exc:
-            issues.add("data.source", source, f'"sklearn", or an existing .npz file or folder of MNIST IDX files '
+            issues.add("data.source", source, f'"sklearn" ("synthetic" for kind = "classification"), or an existing .npz file or folder of MNIST IDX files '
                        f"(relative to the scenario) that can be read: {exc}")
     if table["script"] and not resolve(table["script"]).is_file():
         issues.add("script", table["script"], "an existing Python file (relative to the scenario)")
