@@ -167,6 +167,13 @@ class Network:
         out.update(self._drops)
         return out
 
+    @property
+    def transport_counts(self) -> Counter:
+        """(link class of a message's first hop, what) -> n under the reliable transport:
+        ``retransmissions`` (attempts sent again after a timeout) and ``loss_limited`` (messages
+        that lost packets and were delivered at TCP's loss-limited rate); empty otherwise."""
+        return Counter(self._transfers.counts) if self._transfers is not None else Counter()
+
     def _link_draws(self, src: str, dst: str) -> KeyedDraws:
         """The keyed draws of link src->dst (the same values whenever they are made)."""
         draws = self._draws

@@ -21,11 +21,17 @@ common random numbers and exact replay hold for every attempt.  Then:
 A datagram that fails is dropped (the record names the hop, ``src->dst``); a reliable
 message is sent again after a retransmission timeout, until `connect_timeout` has passed
 since it was first sent (then dropped, reason ``timeout``).
+
+Under the reliable transport a link whose losses are per packet (Bernoulli) loses segments,
+not messages: a hop's draw says whether it lost any of the message's segments, and TCP's
+loss response decides what that costs (netemu.engine.net.tcp): a timeout and a resend for a
+message of at most three segments, otherwise delivery at most at the PFTK throughput.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -36,6 +42,7 @@ from netemu.engine.net.inflight import Due
 from netemu.engine.net.links import Link
 from netemu.engine.net.model import NetModel
 from netemu.engine.net.sharing import MaxMin
+from netemu.engine.net.tcp import FAST_RETRANSMIT_SEGMENTS, loss_given_hit, path_loss, pftk_rate, segments
 
 if TYPE_CHECKING:
     from netemu.engine.net.network import Network
@@ -61,11 +68,15 @@ class _Capacity:
 class _Transit:
     """A message between its send and its delivery or drop."""
 
-    __slots__ = ("attempt", "box", "delay", "fates", "first", "hops", "id", "indices", "joined", "nbytes", "payload", "round")
+    __slots__ = ("attempt", "box", "cap", "delay", "fates", "first", "hops", "id", "indices", "joined", "nbytes", "payload", "round",
+                 "segments")
 
-    def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes, box: Any, now: float) -> None:
+    def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes, box: Any, now: float,
+                 segments: int = 1) -> None:
         self.id, self.hops, self.indices, self.round, self.nbytes = id, hops, indices, round, nbytes
         self.payload, self.box, self.first = payload, box, now
+        self.segments = segments  # TCP segments (reliable transport), 1 for a datagram: what a hop's loss draw is about
+        self.cap = math.inf  # bytes/s this attempt can sustain after the segments it lost (netemu.engine.net.tcp)
         self.attempt = 0
         self.fates: list[tuple[str | None, float]] = []
         self.delay = 0.0  # the path's one-way propagation delay, this attempt
@@ -85,6 +96,9 @@ class Transfers:
         self._extras: dict[tuple[int, int], dict[str, Any]] = {}  # see _extra
         self._wake: float = math.inf  # the instant of the live wake-up event
         self._wakes = 0  # version of the live wake-up (older ones are ignored)
+        #: (link class of the first hop, what) -> n: ``retransmissions`` (attempts sent again after a
+        #: timeout), ``loss_limited`` (messages delivered at TCP's loss-limited rate) — reliable transport
+        self.counts: Counter = Counter()
 
     # ------------------------------------------------------------ scheduling
 
@@ -99,11 +113,12 @@ class Transfers:
         indices = [link.next_index(round) for _, _, link in hops]
         if box is not None:
             box.left += 1
-        tr = _Transit(msg_id, hops, indices, round, nbytes, payload, box, now)
+        n = segments(nbytes, self.model.mss) if self.model.reliable else 1
+        tr = _Transit(msg_id, hops, indices, round, nbytes, payload, box, now, n)
         self._attempt(tr, first=True)
 
     def _draw(self, tr: _Transit) -> None:
-        net, fates, k = self.net, self.net.fates, tr.attempt
+        net, fates, k, n = self.net, self.net.fates, tr.attempt, tr.segments
         out = []
         for h, (u, v, link) in enumerate(tr.hops):
             index = tr.indices[h]
@@ -113,11 +128,28 @@ class Transfers:
             head = v if k == 0 else f"{v}#{k}"
             draws = net.hop_draws(u, head)
             if fates is draw_now:
-                out.append(link.draw_fate(draws, tr.round, index))
+                out.append(link.draw_fate(draws, tr.round, index, n))
             else:
-                out.append(fates(("msg", u, head, tr.round, index), partial(link.draw_fate, draws, tr.round, index)))
-        tr.fates = out
+                out.append(fates(("msg", u, head, tr.round, index), partial(link.draw_fate, draws, tr.round, index, n)))
         tr.delay = sum(delay for _, delay in out)
+        tr.fates, tr.cap = out, math.inf
+        if n >= FAST_RETRANSMIT_SEGMENTS and any(reason == "loss" for reason, _ in out):
+            self._lost_segments(tr)
+
+    def _lost_segments(self, tr: _Transit) -> None:
+        """The hops that lost some of `tr`'s segments, when all lose packets rather than messages:
+        the attempt goes on, at most at TCP's loss-limited throughput (netemu.engine.net.tcp)."""
+        rates = []
+        for (reason, _), (_, _, link) in zip(tr.fates, tr.hops):
+            if reason == "loss":
+                p = link.packet_loss
+                if p is None:  # this hop loses whole messages (a burst): a timeout, as for a datagram's loss
+                    return
+                rates.append(loss_given_hit(p, tr.segments))
+        rtt = 2.0 * tr.delay
+        tr.cap = pftk_rate(path_loss(rates), rtt, self.model.rto(rtt, 1), self.model.mss)
+        tr.fates = [(None if reason == "loss" else reason, delay) for reason, delay in tr.fates]
+        self.counts[tr.hops[0][2].link_class, "loss_limited"] += 1
 
     def _attempt(self, tr: _Transit, first: bool = False) -> None:
         self._draw(tr)
@@ -140,7 +172,7 @@ class Transfers:
         """Bytes/s the transfer will get (for slow start's length): its narrowest hop, shared
         with the transfers already on it (max-min), and its window bound."""
         model = self.model
-        rate = model.bound(rtt)
+        rate = min(model.bound(rtt), tr.cap)
         on = self.flows._on_link  # read only: how many transfers each link carries
         for _, _, link in tr.hops:
             if link.bandwidth is not None:
@@ -167,7 +199,10 @@ class Transfers:
             if (busy - now) * link.bandwidth / 8.0 + tr.nbytes > link.queue_bytes:
                 self._fail(tr, h, "queue", now)
                 return
-        tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else tr.nbytes * 8.0 / link.bandwidth)
+        tx = 0.0 if link.bandwidth is None else tr.nbytes * 8.0 / link.bandwidth
+        if h == 0 and tr.cap < math.inf:  # the sender recovers its lost segments: no faster than TCP's loss-limited rate
+            tx = max(tx, tr.nbytes / tr.cap)
+        tx_end = (now if now > busy else busy) + tx
         link.busy_until = tx_end
         reason, delay = tr.fates[h]
         if reason in ("loss", "expired"):
@@ -190,7 +225,7 @@ class Transfers:
                 return
         tr.joined = now
         links = [link for _, _, link in tr.hops]
-        bound = self.model.bound(2.0 * tr.delay)
+        bound = min(self.model.bound(2.0 * tr.delay), tr.cap)
         if bound == math.inf and not any(link.bandwidth is not None for link in links):
             self._done(tr, now)  # nothing limits its rate: it takes no time
             return
@@ -279,6 +314,7 @@ class Transfers:
         if again > give_up:
             self.net.drop_at(max(at, give_up), tr.id, "timeout", tr.box, {**self._extra(tr), "hop": f"{u}->{v}", "last": reason})
             return
+        self.counts[tr.hops[0][2].link_class, "retransmissions"] += 1
         self._at(again, self._retry, tr)
 
     def _retry(self, event: Due) -> None:
