@@ -78,3 +78,45 @@ def test_a_router_cannot_crash(tmp_path):
     with pytest.raises(ScenarioError) as err:
         scenario(tmp_path, "server_link = { bandwidth = 20e6 }", '[[nodes.crash]]\nnode = "router"\nat = 1.0')
     assert any(i.key == "nodes.crash[0].node" and "a router does not crash" in i.accepts for i in err.value.issues)
+
+
+@pytest.mark.parametrize("key", ["rto_min = 1.0", "connect_timeout = 4.0", "mss = 536", "initial_window = 4", "handshake = false"])
+def test_a_transport_key_without_the_reliable_transport_is_refused_by_name(tmp_path, key):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, extra=f'[network]\nsharing = "max-min"\n{key}')
+    (issue,) = err.value.issues
+    assert issue.key == f"network.{key.split(' =')[0]}" and 'only with transport = "reliable"' in issue.accepts
+
+
+def test_queue_bytes_is_refused_under_max_min_where_no_queue_can_overflow(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, extra='[network]\nsharing = "max-min"\n[links.uplink]\nqueue_bytes = 4000')
+    (issue,) = err.value.issues
+    assert issue.key == "links.uplink.queue_bytes" and 'only with sharing = "none"' in issue.accepts
+
+
+def test_queue_bytes_acts_on_direct_links_of_the_default_model():
+    # four 1 kB datagrams at t = 0 on one 1 Mbit/s link bounded to 2,500 bytes: the one on the
+    # wire and one waiting pass, the other two find the queue full (as behind a router)
+    from helpers import Sender, Sink, logged_world, records
+    from netemu import Link
+    from netemu.engine.net import topology as T
+
+    g = T.star(1)
+    links = {("client-0", "server"): Link(bandwidth=1e6, link_class="uplink", queue_bytes=2500)}
+    world, buf = logged_world(g, seed=0, links=links)
+    world.add(Sender("client-0", [(0.0, "server", "up", bytes(1000), 0)] * 4, linger=10.0))
+    sink = world.add(Sink("server"))
+    world.run()
+    assert len(sink.got) == 2 and [r["reason"] for r in records(buf) if r["event"] == "drop"] == ["queue", "queue"]
+
+
+def test_queue_bytes_under_max_min_is_refused_in_python_too():
+    from netemu import Link, World
+    from netemu.engine.net import topology as T
+    from netemu.engine.net.model import NetModel
+    from netemu.engine.net.network import NetworkError
+
+    links = {("client-0", "server"): Link(bandwidth=1e6, link_class="uplink", queue_bytes=2500)}
+    with pytest.raises(NetworkError, match="queue_bytes"):
+        World(T.star(1), seed=0, links=links, model=NetModel(sharing="max-min"))

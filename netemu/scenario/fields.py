@@ -14,12 +14,12 @@ from typing import Any
 from netemu import plugins
 from netemu.engine.net import links as L
 from netemu.engine.net.impairments import Latency, Loss
-from netemu.engine.net.model import NetModel
+from netemu.engine.net.model import TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table
 
-__all__ = ["MAX_NAME", "SCHEMA", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
+__all__ = ["MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
@@ -232,6 +232,30 @@ def _topology(value: Any, key: str, issues: Issues) -> Any:
     return value
 
 
+def _network(value: Any, key: str, issues: Issues) -> Any:
+    """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
+    (it would change nothing, and forgetting the transport must not pass silently)."""
+    resolved = _params_table(value, key, issues, NetModel, {})
+    if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
+        for k in TRANSPORT_KEYS:
+            if k in value:
+                issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
+                           f'"{resolved.get("transport", "datagram")}")')
+    return resolved
+
+
+def check_queues(table: dict, link_tables: list[tuple[str, dict]], issues: Issues) -> None:
+    """`queue_bytes` bounds a link's FIFO of whole messages (``sharing = "none"``); a flow model has
+    no such queue, so the key is refused under ``sharing = "max-min"`` rather than ignored."""
+    network = table.get("network") or {}
+    if network.get("sharing") != "max-min":
+        return
+    for where, link in link_tables:
+        if link.get("queue_bytes"):
+            issues.add(f"{where}.queue_bytes", link["queue_bytes"], 'only with sharing = "none" (a FIFO of whole messages; '
+                       'under sharing = "max-min" links have no queue that could overflow)')
+
+
 SCHEMA = Section(
     {
         "run": Section(
@@ -248,7 +272,7 @@ SCHEMA = Section(
             }
         ),
         "topology": Custom(_topology),
-        "network": Custom(lambda v, key, issues: _params_table(v, key, issues, NetModel, {}), None),  # netemu.engine.net.model
+        "network": Custom(_network, None),  # netemu.engine.net.model
         "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
         "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
         "nodes": Section(

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 
 from netemu.config import require
 
-__all__ = ["SHARING", "TRANSPORTS", "NetModel"]
+__all__ = ["SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
 
 SHARING = ("none", "max-min")
 TRANSPORTS = ("datagram", "reliable")
+#: the settings of the reliable transport: meaningless (and refused in a scenario) without it
+TRANSPORT_KEYS = ("mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
 
 @dataclass(frozen=True)

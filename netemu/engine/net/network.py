@@ -106,12 +106,14 @@ class Network:
         self._edge_attrs: dict[tuple[str, str], dict] = {}
         succ: dict[str, list[str]] = {}
         matched = 0
+        queued = False  # a link bounds its queue: the historical direct path has none (netemu.engine.net.transfers has)
         for u, v, attrs in graph.edges(data=True):
             link = given.get((u, v))
             if link is None:
                 link = Link(link_class=attrs.get("link_class", "link"))
             else:
                 matched += 1
+                queued = queued or link.queue_bytes is not None
             self.links[(u, v)] = link
             if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
                 self._edge_attrs[(u, v)] = attrs
@@ -149,8 +151,11 @@ class Network:
         # per-message updates are cheaper than a Counter's tuple keys); drops by reason apart
         self._tallies: dict[str, list[int]] = {}
         self._drops: Counter = Counter()
-        # messages on paths of routers, or under a model other than the historical one
-        self._general = not self.model.default
+        # messages on paths of routers, under a model other than the historical one, or where a queue is bounded
+        self._general = not self.model.default or queued
+        if queued and self.model.sharing == "max-min":
+            raise NetworkError('queue_bytes bounds a FIFO of whole messages (sharing = "none"); under sharing = "max-min" '
+                               "links have no queue that could overflow")
         self._transfers = Transfers(self, self.model) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
         self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
