@@ -120,3 +120,37 @@ def test_queue_bytes_under_max_min_is_refused_in_python_too():
     links = {("client-0", "server"): Link(bandwidth=1e6, link_class="uplink", queue_bytes=2500)}
     with pytest.raises(NetworkError, match="queue_bytes"):
         World(T.star(1), seed=0, links=links, model=NetModel(sharing="max-min"))
+
+
+UNEVEN = """access_points = [
+  { clients = 2, bandwidth = 50e6, latency = { model = "constant", delay = 0.01 } },
+  { clients = 4, bandwidth = 5e6 },
+]"""
+
+
+def test_uneven_access_point_groups_give_each_access_point_its_clients_and_link(tmp_path):
+    sc = scenario(tmp_path, UNEVEN, '[network]\nsharing = "max-min"\n[links.ap_downlink]\nbandwidth = 1e9')
+    net = build_world(sc, 0, 0).network
+    assert [h[1] for h in net.hops("client-1", "server")][:1] == ["ap-0"] and net.hops("client-2", "server")[0][1] == "ap-1"
+    assert net.links[("ap-0", "server")].bandwidth == 50e6 and net.links[("ap-1", "server")].bandwidth == 5e6
+    assert net.links[("ap-0", "server")].latency.delay == 0.01 and net.links[("ap-1", "server")].latency.delay == 0.0
+    # a group's keys apply over its class's table: ap-1's downlink keeps [links.ap_downlink]'s bandwidth
+    assert net.links[("server", "ap-0")].bandwidth == 50e6 and net.links[("server", "ap-1")].bandwidth == 5e6
+
+
+def test_uneven_access_point_groups_must_hold_every_client(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, UNEVEN.replace("clients = 4", "clients = 3"))
+    (issue,) = err.value.issues
+    assert issue.key == "topology.access_points" and "add up to the 6 clients" in issue.accepts
+
+
+def test_a_scenario_with_uneven_access_points_runs_into_a_folder_and_replays(tmp_path):
+    from netemu.cli import main
+
+    path = tmp_path / "s.toml"
+    path.write_text(BASE.format(topology=UNEVEN, extra='[network]\nsharing = "max-min"\ntransport = "reliable"'))
+    assert main(["run", str(path), "--out", str(tmp_path / "a"), "--quiet", "--set", "output.plots=false"]) == 0
+    assert main(["replay", str(tmp_path / "a" / "trace.msgpack"), "--scenario", str(tmp_path / "a" / "scenario.toml"),
+                 "--out", str(tmp_path / "b"), "--quiet", "--set", "output.plots=false"]) == 0
+    assert (tmp_path / "a" / "messages.jsonl").read_bytes() == (tmp_path / "b" / "messages.jsonl").read_bytes()

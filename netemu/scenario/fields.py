@@ -212,6 +212,22 @@ SHARED_LINKS = {
     "access_points": Section({"clients_per_ap": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind each access point"),
                               **LINK_FIELDS}),
 }
+#: one group of `access_points = [...]`: its access point's clients and link
+AP_GROUP = Section({"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind this access point"), **LINK_FIELDS})
+
+
+def _ap_groups(groups: list, value: dict, key: str, issues: Issues) -> list:
+    """`access_points` as an array: one access point per group, in order, each with its own clients
+    and link; the groups' clients add up to each server's."""
+    out = [validate(AP_GROUP, g, f"{key}[{i}]", issues) for i, g in enumerate(groups)]
+    per_server = value.get("clients", value.get("clients_per_server"))
+    counts = [g["clients"] for g in out if isinstance(g, dict) and isinstance(g.get("clients"), int)]
+    if not groups:
+        issues.add(key, groups, "at least one group {clients = N, <link keys>}")
+    elif isinstance(per_server, int) and len(counts) == len(groups) and sum(counts) != per_server:
+        issues.add(key, f"{len(groups)} groups of {sum(counts)} clients",
+                   f"groups whose clients add up to the {per_server} clients of each server")
+    return out
 
 
 def _topology(value: Any, key: str, issues: Issues) -> Any:
@@ -228,7 +244,10 @@ def _topology(value: Any, key: str, issues: Issues) -> Any:
         spec.check(value, key, issues)
     for k, table in shared.items():
         if isinstance(value, dict):
-            value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
+            if k == "access_points" and isinstance(table, list):
+                value[k] = _ap_groups(table, value, f"{key}.{k}", issues)
+            else:
+                value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
     return value
 
 

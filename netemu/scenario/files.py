@@ -39,7 +39,8 @@ def regular_file(path: Path, limit: int) -> None:
 
 
 def link_tables(table: dict) -> list[tuple[str, dict]]:
-    shared = [(f"topology.{k}", t) for k, t in table["topology"].items() if k in ("server_link", "access_points")]
+    shared = [(f"topology.{k}", t) for k, t in table["topology"].items() if k in ("server_link", "access_points") and isinstance(t, dict)]
+    shared += [(f"topology.access_points[{i}]", g) for i, g in enumerate(table["topology"].get("access_points") or []) if isinstance(g, dict)]
     return shared + [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
 
 
