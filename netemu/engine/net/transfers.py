@@ -37,6 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 
+from netemu.engine.net.connections import Connection
 from netemu.engine.net.fates import draw_now
 from netemu.engine.net.inflight import Due
 from netemu.engine.net.links import Link
@@ -68,8 +69,8 @@ class _Capacity:
 class _Transit:
     """A message between its send and its delivery or drop."""
 
-    __slots__ = ("attempt", "box", "cap", "delay", "fates", "first", "hops", "id", "indices", "joined", "nbytes", "payload", "round",
-                 "segments")
+    __slots__ = ("attempt", "box", "cap", "conn", "delay", "fates", "first", "holds", "hops", "id", "indices", "joined", "nbytes", "payload",
+                 "round", "segments", "seq")
 
     def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes, box: Any, now: float,
                  segments: int = 1) -> None:
@@ -77,6 +78,9 @@ class _Transit:
         self.payload, self.box, self.first = payload, box, now
         self.segments = segments  # TCP segments (reliable transport), 1 for a datagram: what a hop's loss draw is about
         self.cap = math.inf  # bytes/s this attempt can sustain after the segments it lost (netemu.engine.net.tcp)
+        self.conn: Connection | None = None  # its persistent connection (netemu.engine.net.connections) ...
+        self.seq = 0  # ... and its place in it
+        self.holds = False  # its bytes occupy the connection (max-min: until its flow ends)
         self.attempt = 0
         self.fates: list[tuple[str | None, float]] = []
         self.delay = 0.0  # the path's one-way propagation delay, this attempt
@@ -96,6 +100,8 @@ class Transfers:
         self._extras: dict[tuple[int, int], dict[str, Any]] = {}  # see _extra
         self._wake: float = math.inf  # the instant of the live wake-up event
         self._wakes = 0  # version of the live wake-up (older ones are ignored)
+        self._conns: dict[tuple[str, str], Connection] | None = (
+            {} if model.reliable and model.connection == "persistent" else None)  # (src, dst) -> its connection
         #: (link class of the first hop, what) -> n: ``retransmissions`` (attempts sent again after a
         #: timeout), ``loss_limited`` (messages delivered at TCP's loss-limited rate) — reliable transport
         self.counts: Counter = Counter()
@@ -115,6 +121,16 @@ class Transfers:
             box.left += 1
         n = segments(nbytes, self.model.mss) if self.model.reliable else 1
         tr = _Transit(msg_id, hops, indices, round, nbytes, payload, box, now, n)
+        conns = self._conns
+        if conns is not None:
+            ends = (hops[0][0], hops[-1][1])
+            conn = conns.get(ends)
+            if conn is None:
+                conn = conns[ends] = Connection(self.model.initial_window * self.model.mss)
+            tr.conn, tr.seq = conn, conn.sequence()
+            if conn.busy:  # its bytes follow the ones already on their way (max-min)
+                conn.waiting.append(tr)
+                return
         self._attempt(tr, first=True)
 
     def _draw(self, tr: _Transit) -> None:
@@ -157,7 +173,19 @@ class Transfers:
         rtt = 2.0 * tr.delay
         setup = (model.latency_factor - 1.0) * tr.delay
         if model.reliable and first:
-            setup += model.tcp_start(tr.nbytes, rtt, self._rate_estimate(tr, rtt))
+            conn = tr.conn
+            if conn is None:
+                setup += model.tcp_start(tr.nbytes, rtt, self._rate_estimate(tr, rtt))
+            else:  # a persistent connection: the handshake once, slow start from the window it kept
+                if not conn.open:
+                    conn.open = True
+                    setup += rtt if model.handshake else 0.0
+                window = conn.start_window(now, model.rto(rtt, 1), model.initial_window * model.mss)
+                lost, after = model.slow_start(tr.nbytes, rtt, self._rate_estimate(tr, rtt), window)
+                setup += lost
+                conn.cwnd = min(after, model.window) if model.window > 0 else after
+                if model.sharing == "max-min":
+                    conn.busy, tr.holds = True, True
         if model.sharing == "max-min":
             if setup > 0:
                 self._at(now + setup, self._join, tr)
@@ -204,6 +232,8 @@ class Transfers:
             tx = max(tx, tr.nbytes / tr.cap)
         tx_end = (now if now > busy else busy) + tx
         link.busy_until = tx_end
+        if h == 0 and tr.conn is not None:
+            tr.conn.idle_since = max(tr.conn.idle_since, tx_end)
         reason, delay = tr.fates[h]
         if reason in ("loss", "expired"):
             self._fail(tr, h, reason, tx_end + (link.max_delay if reason == "expired" else 0.0))
@@ -221,6 +251,7 @@ class Transfers:
         now = self.net.env.now
         for h, (_, _, link) in enumerate(tr.hops):
             if link._outages and link.is_down(now):
+                self._release(tr, now)
                 self._fail(tr, h, "outage", now)
                 return
         tr.joined = now
@@ -276,8 +307,18 @@ class Transfers:
                 u, v = self._ends[link]
                 emit(t=now, event="load", src=u, dst=v, link=link.link_class, bps=bps, capacity=link.bandwidth)  # type: ignore[attr-defined]
 
+    def _release(self, tr: _Transit, now: float) -> None:
+        """`tr`'s bytes have left (or its attempt failed): its connection sends the next message now."""
+        conn = tr.conn
+        if conn is None or not tr.holds:
+            return
+        tr.holds, conn.busy, conn.idle_since = False, False, now
+        if conn.waiting:
+            self._attempt(conn.waiting.popleft(), first=True)
+
     def _done(self, tr: _Transit, now: float) -> None:
         """The flow of `tr` sent its last byte at `now`: outages it met, then its fates."""
+        self._release(tr, now)
         for h, (_, _, link) in enumerate(tr.hops):
             if link._outages and any(s < now and e > tr.joined for s, e in link.outages):
                 self._fail(tr, h, "outage", now)
@@ -296,9 +337,16 @@ class Transfers:
         if "corrupt" in fates:
             self._fail(tr, fates.index("corrupt"), "corrupt", at)
             return
-        self.net.arrive_at(at, tr.id, tr.payload, tr.box, self._extra(tr))
+        if tr.conn is not None:  # in order: after every earlier message of its connection
+            tr.conn.deliver(tr.seq, at, self.net.env.now, partial(self._deliver, tr))
+            return
+        self._deliver(tr, at)
         if "duplicate" in fates and not self.model.reliable:
             self.net.copy_at(at, tr.id, tr.payload)
+
+    def _deliver(self, tr: _Transit, at: float | None) -> None:
+        assert at is not None
+        self.net.arrive_at(at, tr.id, tr.payload, tr.box, self._extra(tr))
 
     # ------------------------------------------------------------ failures
 
@@ -312,7 +360,11 @@ class Transfers:
         again = at + self.model.rto(2.0 * tr.delay, tr.attempt)
         give_up = tr.first + self.model.connect_timeout
         if again > give_up:
-            self.net.drop_at(max(at, give_up), tr.id, "timeout", tr.box, {**self._extra(tr), "hop": f"{u}->{v}", "last": reason})
+            drop = partial(self.net.drop_at, max(at, give_up), tr.id, "timeout", tr.box, {**self._extra(tr), "hop": f"{u}->{v}", "last": reason})
+            if tr.conn is not None:  # later messages of its connection no longer wait for it
+                tr.conn.deliver(tr.seq, None, self.net.env.now, lambda _: drop())
+            else:
+                drop()
             return
         self.counts[tr.hops[0][2].link_class, "retransmissions"] += 1
         self._at(again, self._retry, tr)

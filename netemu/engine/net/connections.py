@@ -1,0 +1,77 @@
+"""Persistent connections of the reliable transport: one per ordered pair of actors.
+
+A connection (``connection = "persistent"``, netemu.engine.net.model) is what gRPC/HTTP2 or any
+long-lived TCP socket gives a pair of actors:
+
+- it pays the handshake once, with its first message;
+- it keeps its congestion window from one message to the next, restarted after an idle
+  period as RFC 2861 sec. 3 says: the window is halved for every retransmission timeout
+  that elapsed while the connection sent nothing, down to the initial window (RFC 5681
+  sec. 4.1's restart window);
+- it sends its messages one after the other, as one byte stream (`Connection.busy`,
+  `waiting`), and delivers them in the order they were sent (`deliver`): a message whose
+  last byte arrived before an earlier one's waits for it.
+
+``connection = "per-message"`` opens a connection per message: each pays the handshake and
+slow start from the initial window, and messages to the same actor travel side by side.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Connection", "restart_window"]
+
+
+def restart_window(cwnd: float, idle: float, rto: float, initial: float) -> float:
+    """The window of a connection idle for `idle` seconds: halved once per `rto` elapsed
+    (RFC 2861 sec. 3), never below `initial` (RFC 5681 sec. 4.1's restart window)."""
+    if idle <= rto or cwnd <= initial:
+        return cwnd
+    halvings = int(idle // rto)
+    return max(initial, cwnd / 2.0 ** min(halvings, 1024))
+
+
+class Connection:
+    """The state of one ordered pair's connection (see the module docstring)."""
+
+    __slots__ = ("busy", "cwnd", "floor", "held", "idle_since", "next_seq", "open", "resolved", "waiting")
+
+    def __init__(self, initial: float) -> None:
+        self.open = False  # the handshake is done (or under way, with the first message)
+        self.cwnd = initial  # bytes: the congestion window the next message starts from
+        self.idle_since = 0.0  # when the last message's last byte left
+        self.busy = False  # a message's bytes are on their way (max-min: its flow runs)
+        self.waiting: deque = deque()  # messages sent while busy, in order
+        self.next_seq = 0  # the sequence number of the next message sent
+        self.resolved = 0  # messages 0 .. resolved - 1 are delivered or dropped
+        self.held: dict[int, tuple[float | None, Any]] = {}  # seq -> (arrival, or None: dropped; what to do)
+        self.floor = 0.0  # the latest delivery scheduled: later messages are not delivered before it
+
+    def sequence(self) -> int:
+        seq = self.next_seq
+        self.next_seq = seq + 1
+        return seq
+
+    def start_window(self, now: float, rto: float, initial: float) -> float:
+        """The window a message starting at `now` gets (RFC 2861's restart after idle)."""
+        if not self.busy:
+            self.cwnd = restart_window(self.cwnd, now - self.idle_since, rto, initial)
+        return self.cwnd
+
+    def deliver(self, seq: int, at: float | None, now: float, act: Callable[[float | None], None]) -> None:
+        """Message `seq` is resolved: it arrives at `at`, or (None) it was dropped; `act(t)` delivers
+        it at `t` (or drops it: `act(None)`) once every earlier message is resolved, never before an
+        earlier one's delivery."""
+        self.held[seq] = (at, act)
+        while self.resolved in self.held:
+            t, run = self.held.pop(self.resolved)
+            self.resolved += 1
+            if t is None:
+                run(None)
+                continue
+            t = max(t, self.floor, now)
+            self.floor = t
+            run(t)
