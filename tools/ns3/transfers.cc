@@ -36,6 +36,8 @@ namespace
 struct Progress
 {
     uint64_t target = 0;                 // bytes each sink must receive
+    uint64_t message = 0;                // bytes per message (--messages: the transfer is a stream of them)
+    std::vector<std::vector<double>> arrivals; // per transfer: seconds at which each message was complete
     std::vector<uint64_t> received;      // bytes received per transfer
     std::vector<double> completion;      // seconds, < 0 while incomplete
     std::vector<double> first;           // seconds of the first byte, < 0 before
@@ -51,6 +53,11 @@ SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
         p->first[k] = Simulator::Now().GetSeconds();
     }
     p->received[k] += packet->GetSize();
+    while (p->message && p->arrivals[k].size() < p->target / p->message &&
+           p->received[k] >= (p->arrivals[k].size() + 1) * p->message)
+    {
+        p->arrivals[k].push_back(Simulator::Now().GetSeconds());
+    }
     if (p->completion[k] < 0 && p->received[k] >= p->target)
     {
         p->completion[k] = Simulator::Now().GetSeconds();
@@ -138,6 +145,7 @@ main(int argc, char* argv[])
     double startSpread = 0.0;
     double horizon = 3600.0;
     double loss = 0.0; // packet loss rate of each client's access link, in the data's direction
+    uint32_t messages = 1; // the transfer is this many messages of --bytes, back to back on one connection
     std::string tcp = "cubic"; // congestion control: cubic (ns-3 3.37's default) or newreno
     bool sack = true;          // SACK (ns-3's default); newreno without SACK is the TCP of Padhye et al.
 
@@ -158,6 +166,7 @@ main(int argc, char* argv[])
     cmd.AddValue("seed", "RNG run number", seed);
     cmd.AddValue("startSpread", "each transfer starts at a uniform time in [0, startSpread) s (0: all at t=0)", startSpread);
     cmd.AddValue("horizon", "simulated seconds after which to give up", horizon);
+    cmd.AddValue("messages", "messages of --bytes each transfer sends back to back on its connection", messages);
     cmd.AddValue("tcp", "congestion control: cubic | newreno", tcp);
     cmd.AddValue("sack", "TCP SACK on (1) or off (0)", sack);
     cmd.AddValue("loss", "packet loss rate on each client's access link, data direction (RateErrorModel)", loss);
@@ -178,7 +187,7 @@ main(int argc, char* argv[])
         std::fprintf(stderr, "transfers: --loss must be in [0, 1), and only for star and tree\n");
         return 2;
     }
-    if (clients < 1 || bytes < 1 || clientsPerAp < 1 || queue < 1)
+    if (clients < 1 || bytes < 1 || clientsPerAp < 1 || queue < 1 || messages < 1)
     {
         std::fprintf(stderr, "transfers: clients, bytes, clientsPerAp, queue must be >= 1\n");
         return 2;
@@ -298,7 +307,9 @@ main(int argc, char* argv[])
     TrafficControlHelper().Uninstall(allDevices);
 
     Progress progress;
-    progress.target = bytes;
+    progress.target = bytes * messages;
+    progress.message = messages > 1 ? bytes : 0;
+    progress.arrivals.assign(clients, {});
     progress.received.assign(clients, 0);
     progress.completion.assign(clients, -1.0);
     std::vector<double> starts(clients, 0.0);  // when each transfer's sender starts (--startSpread)
@@ -376,7 +387,7 @@ main(int argc, char* argv[])
         sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, &progress, k));
 
         BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(rcvAddr, port));
-        bulk.SetAttribute("MaxBytes", UintegerValue(bytes));
+        bulk.SetAttribute("MaxBytes", UintegerValue(bytes * messages));
         // Writes of one full segment: with Nagle off, the default 512-byte
         // writes would go out as 512-byte segments while cwnd allows.
         bulk.SetAttribute("SendSize", UintegerValue(segment));
@@ -402,7 +413,7 @@ main(int argc, char* argv[])
       << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
       << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
       << ", \"window\": " << window << ", \"seed\": " << seed << ", \"startSpread\": " << JsonNum(startSpread)
-      << ", \"horizon\": " << JsonNum(horizon) << ", \"loss\": " << JsonNum(loss) << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
+      << ", \"horizon\": " << JsonNum(horizon) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
     o << "\"tcp\": {"
       << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
       << ", \"recovery\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "RecoveryType"))
@@ -439,6 +450,16 @@ main(int argc, char* argv[])
     for (uint32_t k = 0; k < clients; k++)
     {
         o << (k ? ", " : "") << JsonNum(starts[k]);
+    }
+    o << "], \"arrivals\": [";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        o << (k ? ", [" : "[");
+        for (size_t i = 0; i < progress.arrivals[k].size(); i++)
+        {
+            o << (i ? ", " : "") << JsonNum(progress.arrivals[k][i]);
+        }
+        o << "]";
     }
     o << "], \"first_rx\": [";
     for (uint32_t k = 0; k < clients; k++)

@@ -8,6 +8,10 @@ long-lived TCP socket gives a pair of actors:
   period as RFC 2861 sec. 3 says: the window is halved for every retransmission timeout
   that elapsed while the connection sent nothing, down to the initial window (RFC 5681
   sec. 4.1's restart window);
+- messages sent back to back form one burst of bytes whose slow start is the burst's, not
+  each message's: a message at byte offset B of its burst, S bytes long, waits what slow
+  start from the burst's first window costs bytes B .. B + S (`lost(B + S) - lost(B)`,
+  `Connection.slow_start`), so a stream of small messages is paced by the growing window;
 - it sends its messages one after the other, as one byte stream (`Connection.busy`,
   `waiting`), and delivers them in the order they were sent (`deliver`): a message whose
   last byte arrived before an earlier one's waits for it.
@@ -18,6 +22,7 @@ slow start from the initial window, and messages to the same actor travel side b
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -37,12 +42,14 @@ def restart_window(cwnd: float, idle: float, rto: float, initial: float) -> floa
 class Connection:
     """The state of one ordered pair's connection (see the module docstring)."""
 
-    __slots__ = ("busy", "cwnd", "floor", "held", "idle_since", "next_seq", "open", "resolved", "waiting")
+    __slots__ = ("burst", "busy", "cwnd", "first", "floor", "held", "idle_since", "next_seq", "open", "resolved", "waiting")
 
     def __init__(self, initial: float) -> None:
         self.open = False  # the handshake is done (or under way, with the first message)
         self.cwnd = initial  # bytes: the congestion window the next message starts from
-        self.idle_since = 0.0  # when the last message's last byte left
+        self.idle_since = -math.inf  # when the last message's last byte left (sharing "none": will leave)
+        self.first = initial  # the window the current burst started from ...
+        self.burst = 0.0  # ... and the bytes it has sent so far
         self.busy = False  # a message's bytes are on their way (max-min: its flow runs)
         self.waiting: deque = deque()  # messages sent while busy, in order
         self.next_seq = 0  # the sequence number of the next message sent
@@ -55,11 +62,18 @@ class Connection:
         self.next_seq = seq + 1
         return seq
 
-    def start_window(self, now: float, rto: float, initial: float) -> float:
-        """The window a message starting at `now` gets (RFC 2861's restart after idle)."""
-        if not self.busy:
-            self.cwnd = restart_window(self.cwnd, now - self.idle_since, rto, initial)
-        return self.cwnd
+    def slow_start(self, now: float, size: float, rtt: float, rate: float, rto: float, initial: float,
+                   ramp: Callable[[float, float, float, float], tuple[float, float]], cap: float) -> float:
+        """Seconds a message of `size` bytes starting at `now` loses to slow start (see the module
+        docstring); `ramp(size, rtt, rate, first)` is `NetModel.slow_start`, `cap` the largest window."""
+        if not self.busy and now > self.idle_since:  # a new burst, from the window kept (RFC 2861's restart after idle)
+            self.first = restart_window(self.cwnd, now - self.idle_since, rto, initial)
+            self.burst = 0.0
+        before = ramp(self.burst, rtt, rate, self.first)[0] if self.burst else 0.0
+        self.burst += size
+        lost, after = ramp(self.burst, rtt, rate, self.first)
+        self.cwnd = min(after, cap)
+        return max(0.0, lost - before)
 
     def deliver(self, seq: int, at: float | None, now: float, act: Callable[[float | None], None]) -> None:
         """Message `seq` is resolved: it arrives at `at`, or (None) it was dropped; `act(t)` delivers

@@ -96,8 +96,8 @@ class NetModel:
 
     def slow_start(self, size: float, rtt: float, rate: float, first: float) -> tuple[float, float]:
         """(seconds lost against sending at `rate` from the start, the window after) for `size` bytes
-        sent from a congestion window of `first` bytes that doubles every RTT (RFC 5681's slow
-        start) until it carries `rate` x RTT; see `tcp_start`."""
+        sent from a congestion window of `first` bytes that grows by the bytes acknowledged, so
+        doubles every RTT (RFC 5681's slow start), until it carries `rate` x RTT; see `tcp_start`."""
         if rtt <= 0 or not math.isfinite(rate) or rate <= 0:
             return 0.0, first
         needed = rate * rtt  # the window that sustains `rate`
@@ -106,5 +106,5 @@ class NetModel:
         if size <= sent:  # done within slow start: k - 1 whole rounds and the last window at `rate`
             k = math.ceil(math.log2(size / first + 1))
             before = first * (2.0 ** (k - 1) - 1)
-            return max(0.0, (k - 1) * rtt + (size - before) / rate - size / rate), first * 2.0**k
+            return max(0.0, (k - 1) * rtt + (size - before) / rate - size / rate), first + size  # each byte acked adds one
         return max(0.0, rounds * rtt - sent / rate), first * 2.0**rounds

@@ -180,10 +180,8 @@ class Transfers:
                 if not conn.open:
                     conn.open = True
                     setup += rtt if model.handshake else 0.0
-                window = conn.start_window(now, model.rto(rtt, 1), model.initial_window * model.mss)
-                lost, after = model.slow_start(tr.nbytes, rtt, self._rate_estimate(tr, rtt), window)
-                setup += lost
-                conn.cwnd = min(after, model.window) if model.window > 0 else after
+                setup += conn.slow_start(now, tr.nbytes, rtt, self._rate_estimate(tr, rtt), model.rto(rtt, 1),
+                                         model.initial_window * model.mss, model.slow_start, model.window or math.inf)
                 if model.sharing == "max-min":
                     conn.busy, tr.holds = True, True
         if model.sharing == "max-min":
