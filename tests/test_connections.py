@@ -65,6 +65,7 @@ def test_restart_window_halves_once_per_idle_rto_down_to_the_initial_window():
     assert restart_window(64_000, 0.1, 0.2, 14_480) == 64_000  # idle less than an RTO: kept
     assert restart_window(64_000, 0.45, 0.2, 14_480) == 16_000  # two RTOs: halved twice
     assert restart_window(64_000, 10.0, 0.2, 14_480) == 14_480  # never below the initial window
+    assert restart_window(64_000, float("inf"), 0.2, 14_480) == 14_480
 
 
 def test_a_message_after_a_lost_one_waits_for_it():

@@ -35,6 +35,8 @@ def restart_window(cwnd: float, idle: float, rto: float, initial: float) -> floa
     (RFC 2861 sec. 3), never below `initial` (RFC 5681 sec. 4.1's restart window)."""
     if idle <= rto or cwnd <= initial:
         return cwnd
+    if not math.isfinite(idle):
+        return initial
     halvings = int(idle // rto)
     return max(initial, cwnd / 2.0 ** min(halvings, 1024))
 
@@ -73,6 +75,7 @@ class Connection:
         self.burst += size
         lost, after = ramp(self.burst, rtt, rate, self.first)
         self.cwnd = min(after, cap)
+        self.idle_since = max(self.idle_since, now)  # busy now: a message sent at this instant joins the burst
         return max(0.0, lost - before)
 
     def deliver(self, seq: int, at: float | None, now: float, act: Callable[[float | None], None]) -> None:

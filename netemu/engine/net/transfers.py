@@ -34,7 +34,7 @@ import math
 from collections import Counter
 from collections.abc import Hashable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 
 from netemu.engine.net.connections import Connection
@@ -46,9 +46,29 @@ from netemu.engine.net.sharing import MaxMin
 from netemu.engine.net.tcp import FAST_RETRANSMIT_SEGMENTS, loss_given_hit, path_loss, pftk_rate, segments
 
 if TYPE_CHECKING:
-    from netemu.engine.net.network import Network
+    from netemu.engine.clock import VirtualEnvironment
+    from netemu.engine.net.fates import Fates
+    from netemu.engine.rng import KeyedDraws
+    from netemu.log import MessageLog
 
-__all__ = ["Transfers"]
+
+class Carrier(Protocol):
+    """What the general path needs of the network it carries messages for (a `Network`):
+    its clock, fates hook and log, each hop's keyed draws, and the outcomes it schedules."""
+
+    env: VirtualEnvironment
+    fates: Fates
+    emit: MessageLog
+
+    def hop_draws(self, src: str, head: str) -> KeyedDraws: ...
+
+    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: Any, extra: dict) -> None: ...
+
+    def drop_at(self, t: float, msg_id: int, reason: str, box: Any, extra: dict) -> None: ...
+
+    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None: ...
+
+__all__ = ["Carrier", "Transfers"]
 
 
 class _Capacity:
@@ -90,7 +110,7 @@ class _Transit:
 class Transfers:
     """The general message path of a `Network` (see the module docstring)."""
 
-    def __init__(self, network: Network, model: NetModel) -> None:
+    def __init__(self, network: Carrier, model: NetModel) -> None:
         self.net, self.model = network, model
         self.flows = MaxMin(_Capacity(model.bandwidth_factor))  # type: ignore[arg-type]
         self._flowing: dict[int, _Transit] = {}
