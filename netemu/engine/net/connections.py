@@ -53,11 +53,17 @@ class Connection:
         self.first = initial  # the window the current burst started from ...
         self.burst = 0.0  # ... and the bytes it has sent so far
         self.busy = False  # a message's bytes are on their way (max-min: its flow runs)
-        self.waiting: deque = deque()  # messages sent while busy, in order
+        self.waiting: deque | None = None  # messages sent while busy, in order (made when first needed)
         self.next_seq = 0  # the sequence number of the next message sent
         self.resolved = 0  # messages 0 .. resolved - 1 are delivered or dropped
-        self.held: dict[int, tuple[float | None, Any]] = {}  # seq -> (arrival, or None: dropped; what to do)
+        self.held: dict[int, tuple[float | None, Any]] | None = None  # seq -> (arrival, or None: dropped; what to do)
         self.floor = 0.0  # the latest delivery scheduled: later messages are not delivered before it
+
+    def wait(self, message: Any) -> None:
+        """`message` follows the ones on their way (`busy`)."""
+        if self.waiting is None:
+            self.waiting = deque()
+        self.waiting.append(message)
 
     def sequence(self) -> int:
         seq = self.next_seq
@@ -82,13 +88,23 @@ class Connection:
         """Message `seq` is resolved: it arrives at `at`, or (None) it was dropped; `act(t)` delivers
         it at `t` (or drops it: `act(None)`) once every earlier message is resolved, never before an
         earlier one's delivery."""
-        self.held[seq] = (at, act)
-        while self.resolved in self.held:
-            t, run = self.held.pop(self.resolved)
-            self.resolved += 1
-            if t is None:
-                run(None)
-                continue
-            t = max(t, self.floor, now)
-            self.floor = t
-            run(t)
+        if seq != self.resolved:  # an earlier message is not resolved yet: this one waits for it
+            if self.held is None:
+                self.held = {}
+            self.held[seq] = (at, act)
+            return
+        self._resolve(at, act, now)
+        held = self.held
+        while held and self.resolved in held:
+            self._resolve(*held.pop(self.resolved), now)
+        if held is not None and not held:
+            self.held = None
+
+    def _resolve(self, at: float | None, act: Callable[[float | None], None], now: float) -> None:
+        self.resolved += 1
+        if at is None:
+            act(None)
+            return
+        t = max(at, self.floor, now)
+        self.floor = t
+        act(t)

@@ -149,7 +149,7 @@ class Transfers:
                 conn = conns[ends] = Connection(self.model.initial_window * self.model.mss)
             tr.conn, tr.seq = conn, conn.sequence()
             if conn.busy:  # its bytes follow the ones already on their way (max-min)
-                conn.waiting.append(tr)
+                conn.wait(tr)
                 return
         self._attempt(tr, first=True)
 
