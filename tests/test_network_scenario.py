@@ -53,6 +53,7 @@ def test_a_links_table_for_a_shared_class_wins_over_the_topology_key(tmp_path):
     ('[network]\ntransport = "tcp"', "network.transport", "one of datagram, reliable"),
     ("[network]\nbandwidth_factor = 1.5", "network.bandwidth_factor", "in (0, 1]"),
     ("[network]\nwindows = 3", "network.windows", "unknown key"),
+    ('[network]\ntransport = "reliable"\nconnection = "pooled"', "network.connection", "one of persistent, per-message"),
     ("[links.uplink]\nqueue_bytes = -1", "links.uplink.queue_bytes", ">= 0 bytes"),
 ])
 def test_a_bad_network_key_is_named_with_what_is_accepted(tmp_path, extra, key, says):
@@ -80,7 +81,8 @@ def test_a_router_cannot_crash(tmp_path):
     assert any(i.key == "nodes.crash[0].node" and "a router does not crash" in i.accepts for i in err.value.issues)
 
 
-@pytest.mark.parametrize("key", ["rto_min = 1.0", "connect_timeout = 4.0", "mss = 536", "initial_window = 4", "handshake = false"])
+@pytest.mark.parametrize("key", ["rto_min = 1.0", "connect_timeout = 4.0", "mss = 536", "initial_window = 4", "handshake = false",
+                                 'connection = "per-message"'])
 def test_a_transport_key_without_the_reliable_transport_is_refused_by_name(tmp_path, key):
     with pytest.raises(ScenarioError) as err:
         scenario(tmp_path, extra=f'[network]\nsharing = "max-min"\n{key}')
