@@ -91,3 +91,37 @@ def test_gilbert_elliott_bursts_stay_whole_message_losses_under_the_reliable_tra
 def test_packet_loss_is_deterministic_for_a_seed():
     model = NetModel(sharing="max-min", transport="reliable")
     assert one_upload(50_000, model, Bernoulli(0.05), count=12)[1] == one_upload(50_000, model, Bernoulli(0.05), count=12)[1]
+
+
+def test_a_run_with_packet_loss_and_persistent_connections_replays_exactly(tmp_path):
+    from netemu.cli import main
+
+    (tmp_path / "s.toml").write_text("""
+[run]
+rounds = 3
+seed = 5
+[topology]
+kind = "star"
+clients = 6
+server_link = { bandwidth = 20e6 }
+[network]
+sharing = "max-min"
+transport = "reliable"
+[links.uplink]
+latency = { model = "uniform", low = 0.005, high = 0.02 }
+loss = { model = "bernoulli", p = 0.05 }
+bandwidth = 5e6
+[nodes]
+speed = 200.0
+[data]
+kind = "linear"
+dim = 2000
+[[algorithm]]
+name = "fedavg"
+round_time = 5.0
+""")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", str(tmp_path / "s.toml"), "--out", str(a), "--quiet", "--set", "output.plots=false"]) == 0
+    assert main(["replay", str(a / "trace.msgpack"), "--scenario", str(a / "scenario.toml"), "--out", str(b), "--quiet",
+                 "--set", "output.plots=false"]) == 0
+    assert (a / "messages.jsonl").read_bytes() == (b / "messages.jsonl").read_bytes()
