@@ -5,7 +5,8 @@
      plain       the quick start as shipped (every client's own links, no routers)
      none        + a 1 Gbit/s server link through a router, sharing = "none" (store and forward)
      max-min     + the same server link, sharing = "max-min"
-   The goal: max-min within 2x the CPU time of plain.
+     none-reliable, max-min-reliable   the same two under transport = "reliable"
+   The goals: max-min within 2x the CPU time of plain; max-min-reliable within 1.5x none-reliable.
 2. --transfers transfers (default 10,000) that cross one 1 Gbit/s server link at once, of
    different sizes (1-100 kB) from clients with 10 different access rates: every end is
    an event that recomputes the rates.  Reference: the same sends with sharing = "none".
@@ -14,6 +15,7 @@ CPU time (time.process_time) beside wall time, the minimum of --reps runs (defau
 
     python tools/bench_sharing.py
     python tools/bench_sharing.py --clients 10000 --rounds 3 --transfers 2000
+    python tools/bench_sharing.py --only none-reliable --only max-min-reliable --transfers 0
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ VARIANTS = {
     "plain": [],
     "none": ["topology.server_link={bandwidth=1e9}"],
     "max-min": ["topology.server_link={bandwidth=1e9}", "network.sharing=max-min"],
+    "none-reliable": ["topology.server_link={bandwidth=1e9}", "network.transport=reliable"],
+    "max-min-reliable": ["topology.server_link={bandwidth=1e9}", "network.sharing=max-min", "network.transport=reliable"],
 }
 
 
@@ -80,13 +84,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--transfers", type=int, default=10_000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--only", action="append", choices=list(VARIANTS), help="run only these quick-start variants (repeatable)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one quick-start run of this variant
     args = ap.parse_args()
     if args.one:
         print(json.dumps(quickstart(args.one, args.clients, args.rounds)))
         return
     out: dict = {"quickstart": {"clients": args.clients, "rounds": args.rounds, "reps": args.reps}}
-    for variant in VARIANTS:
+    for variant in args.only or VARIANTS:
         runs = []
         for _ in range(max(1, args.reps)):
             p = subprocess.run([sys.executable, __file__, "--one", variant, "--clients", str(args.clients), "--rounds", str(args.rounds)],
@@ -96,8 +101,13 @@ def main() -> None:
                                       "messages": runs[0]["messages"]}
         print(f"quick start, {variant}: {out['quickstart'][variant]}", file=sys.stderr, flush=True)
     q = out["quickstart"]
-    out["quickstart"]["ratio_cpu_max_min_to_plain"] = round(q["max-min"]["cpu_s"] / q["plain"]["cpu_s"], 2)
-    out["quickstart"]["ratio_cpu_max_min_to_none"] = round(q["max-min"]["cpu_s"] / q["none"]["cpu_s"], 2)
+    for name, a, b in (("max_min_to_plain", "max-min", "plain"), ("max_min_to_none", "max-min", "none"),
+                       ("max_min_reliable_to_none_reliable", "max-min-reliable", "none-reliable")):
+        if a in q and b in q:
+            q[f"ratio_cpu_{name}"] = round(q[a]["cpu_s"] / q[b]["cpu_s"], 2)
+    if args.transfers <= 0:
+        print(json.dumps(out, indent=1))
+        return
     shared = timed(lambda: transfers(args.transfers, "max-min"), args.reps)
     fifo = timed(lambda: transfers(args.transfers, "none"), args.reps)
     out["transfers"] = {

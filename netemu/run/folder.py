@@ -50,7 +50,8 @@ def resolved_toml(sc: Scenario) -> str:
         table["topology"]["file"] = str(sc.resolve(table["topology"]["file"]).resolve())
     if table["devices"].get("file"):
         table["devices"]["file"] = str(sc.resolve(table["devices"]["file"]).resolve())
-    shared = [t for k, t in table["topology"].items() if k in ("server_link", "access_points")]
+    shared = [t for k, t in table["topology"].items() if k in ("server_link", "access_points") and isinstance(t, dict)]
+    shared += [g for g in table["topology"].get("access_points") or [] if isinstance(g, dict)]
     for link in [*shared, *table["links"].values(), *table["link"]]:
         if (link.get("latency") or {}).get("file"):
             link["latency"]["file"] = str(sc.resolve(link["latency"]["file"]).resolve())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
     if not isinstance(g, nx.DiGraph):
         raise InputError(f"topology {spec.name!r}: build(params, streams) returned {type(g).__name__}, expected a networkx DiGraph")
     if shared:
-        g = T.behind_routers(g, server_link="server_link" in shared, clients_per_ap=shared.get("access_points", {}).get("clients_per_ap", 0))
+        g = T.behind_routers(g, server_link="server_link" in shared, clients_per_ap=sc.settings.links.clients_per_ap())
     return g
 
 
@@ -120,16 +120,22 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     overrides = {(o["src"], o["dst"]): thawed(o) for o in sc.settings.links.overrides}
     devices = devices_of(sc, graph) if sc.settings.devices.bandwidth else {}
     classes = {cls: thawed(t) for cls, t in sc.settings.links.by_class().items()}
-    by_class: dict[str, tuple] = {}
+    groups = [{k: x for k, x in thawed(g).items() if k != "clients"} for g in sc.settings.links.ap_groups()]
+    by_class: dict[Hashable, tuple] = {}  # a class's spec, or (class, j) for the links of uneven access point j
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
         override = overrides.get((u, v)) if overrides else None
+        key: Hashable = cls
+        base = classes.get(cls, {})
+        if groups and cls in ("ap_uplink", "ap_downlink"):  # an uneven access point: its group's keys over its class's
+            j = T.access_point_index(u if cls == "ap_uplink" else v)
+            key, base = (cls, j), {**base, **groups[j]}
         if override is None:
-            spec = by_class.get(cls)
+            spec = by_class.get(key)
             if spec is None:
-                spec = by_class[cls] = _link_spec(sc, classes.get(cls, {}))
+                spec = by_class[key] = _link_spec(sc, base)
         else:
-            spec = _link_spec(sc, {**classes.get(cls, {}), **{k: x for k, x in override.items() if k not in ("src", "dst")}})
+            spec = _link_spec(sc, {**base, **{k: x for k, x in override.items() if k not in ("src", "dst")}})
         latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt = spec
         if devices:
             bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or bandwidth

@@ -14,12 +14,12 @@ from typing import Any
 from netemu import plugins
 from netemu.engine.net import links as L
 from netemu.engine.net.impairments import Latency, Loss
-from netemu.engine.net.model import NetModel
+from netemu.engine.net.model import TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
 
-__all__ = ["MAX_NAME", "SCHEMA", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
+__all__ = ["MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
@@ -218,6 +218,22 @@ SHARED_LINKS = {
     "access_points": Section({"clients_per_ap": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind each access point"),
                               **LINK_FIELDS}),
 }
+#: one group of `access_points = [...]`: its access point's clients and link
+AP_GROUP = Section({"clients": Field(int, REQUIRED, lambda v: v >= 1, ">= 1 clients behind this access point"), **LINK_FIELDS})
+
+
+def _ap_groups(groups: list, value: dict, key: str, issues: Issues) -> list:
+    """`access_points` as an array: one access point per group, in order, each with its own clients
+    and link; the groups' clients add up to each server's."""
+    out = [validate(AP_GROUP, g, f"{key}[{i}]", issues) for i, g in enumerate(groups)]
+    per_server = value.get("clients", value.get("clients_per_server"))
+    counts = [g["clients"] for g in out if isinstance(g, dict) and isinstance(g.get("clients"), int)]
+    if not groups:
+        issues.add(key, groups, "at least one group {clients = N, <link keys>}")
+    elif isinstance(per_server, int) and len(counts) == len(groups) and sum(counts) != per_server:
+        issues.add(key, f"{len(groups)} groups of {sum(counts)} clients",
+                   f"groups whose clients add up to the {per_server} clients of each server")
+    return out
 
 
 def _topology(value: Any, key: str, issues: Issues) -> Any:
@@ -234,8 +250,35 @@ def _topology(value: Any, key: str, issues: Issues) -> Any:
         spec.check(value, key, issues)
     for k, table in shared.items():
         if isinstance(value, dict):
-            value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
+            if k == "access_points" and isinstance(table, list):
+                value[k] = _ap_groups(table, value, f"{key}.{k}", issues)
+            else:
+                value[k] = validate(SHARED_LINKS[k], table, f"{key}.{k}", issues)
     return value
+
+
+def _network(value: Any, key: str, issues: Issues) -> Any:
+    """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
+    (it would change nothing, and forgetting the transport must not pass silently)."""
+    resolved = _params_table(value, key, issues, NetModel, {})
+    if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
+        for k in TRANSPORT_KEYS:
+            if k in value:
+                issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
+                           f'"{resolved.get("transport", "datagram")}")')
+    return resolved
+
+
+def check_queues(table: dict, link_tables: list[tuple[str, dict]], issues: Issues) -> None:
+    """`queue_bytes` bounds a link's FIFO of whole messages (``sharing = "none"``); a flow model has
+    no such queue, so the key is refused under ``sharing = "max-min"`` rather than ignored."""
+    network = table.get("network") or {}
+    if network.get("sharing") != "max-min":
+        return
+    for where, link in link_tables:
+        if link.get("queue_bytes"):
+            issues.add(f"{where}.queue_bytes", link["queue_bytes"], 'only with sharing = "none" (a FIFO of whole messages; '
+                       'under sharing = "max-min" links have no queue that could overflow)')
 
 
 SCHEMA = Section(
@@ -254,7 +297,7 @@ SCHEMA = Section(
             }
         ),
         "topology": Custom(_topology),
-        "network": Custom(lambda v, key, issues: _params_table(v, key, issues, NetModel, {}), None),  # netemu.engine.net.model
+        "network": Custom(_network, None),  # netemu.engine.net.model
         "links": Mapping(Section(LINK_FIELDS), doc="per link class"),
         "link": ArrayOf(Section({"src": Field(str), "dst": Field(str), **LINK_FIELDS}), doc="per-link overrides"),
         "nodes": Section(

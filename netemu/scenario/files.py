@@ -38,8 +38,9 @@ def regular_file(path: Path, limit: int) -> None:
         raise OSError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} accepted")
 
 
-def _link_tables(table: dict) -> list[tuple[str, dict]]:
-    shared = [(f"topology.{k}", t) for k, t in table["topology"].items() if k in ("server_link", "access_points")]
+def link_tables(table: dict) -> list[tuple[str, dict]]:
+    shared = [(f"topology.{k}", t) for k, t in table["topology"].items() if k in ("server_link", "access_points") and isinstance(t, dict)]
+    shared += [(f"topology.access_points[{i}]", g) for i, g in enumerate(table["topology"].get("access_points") or []) if isinstance(g, dict)]
     return shared + [(f"links.{c}", t) for c, t in table["links"].items()] + [(f"link[{i}]", t) for i, t in enumerate(table["link"])]
 
 
@@ -97,7 +98,7 @@ def graphml_nodes(path: Path, stop: int) -> int:
 def check_files(table: dict, resolve: Callable[[str], Path], issues: Issues) -> None:
     """The files a scenario names (relative to it): empirical latency samples and speeds, and the devices
     file are read and checked now; a data source and a script must exist."""
-    for where, link in _link_tables(table):
+    for where, link in link_tables(table):
         latency = link.get("latency") or {}
         if latency.get("model") == "empirical" and "file" in latency:
             try:

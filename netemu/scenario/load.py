@@ -19,8 +19,8 @@ from typing import Any
 
 from netemu import plugins
 from netemu.scenario.crosscheck import check_graph, check_heterogeneity, match_nodes
-from netemu.scenario.fields import SCHEMA, SHORTHANDS, renamed, shorthands
-from netemu.scenario.files import check_code, check_files, graphml_size_ok, read_toml
+from netemu.scenario.fields import SCHEMA, SHORTHANDS, check_queues, renamed, shorthands
+from netemu.scenario.files import check_code, check_files, graphml_size_ok, link_tables, read_toml
 from netemu.scenario.limits import MAX_DEPTH, check_sizes, nesting_depth
 from netemu.scenario.overrides import apply_overrides
 from netemu.scenario.schema import Issue, Issues, ScenarioError, validate
@@ -100,6 +100,8 @@ def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scen
     raw = named_task(raw)
     table = validate(SCHEMA, raw, "", issues)
     sc = None
+    if not issues.items:
+        check_queues(table, link_tables(table), issues)
     if not issues.items and check_sizes(table, issues) and graphml_size_ok(table, lambda p: _resolve(path, p), issues):
         sc = Scenario(table, path, settings(table))
         specs = [plugins.algorithm(alg["name"]) for alg in table["algorithm"]]

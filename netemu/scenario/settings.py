@@ -112,12 +112,30 @@ class Links:
         alike), then [links] (a [links.<class>] table wins)."""
         out: dict[str, Mapping] = {}
         for key, up, down in (("server_link", "server_uplink", "server_downlink"), ("access_points", "ap_uplink", "ap_downlink")):
-            if key in self.shared:
+            if isinstance(self.shared.get(key), Mapping):  # uneven groups (an array) give each access point's links instead
                 out[up] = out[down] = MappingProxyType({k: v for k, v in self.shared[key].items() if k != "clients_per_ap"})
         return {**out, **self.classes}
 
+    def ap_groups(self) -> tuple[Mapping, ...]:
+        """The groups of `access_points = [...]`, in order (each its `clients` and link keys); () for
+        `access_points = {clients_per_ap = ...}` or none."""
+        groups = self.shared.get("access_points")
+        return tuple(groups) if isinstance(groups, tuple) else ()
+
+    def clients_per_ap(self) -> int | list[int]:
+        """What `behind_routers` takes: clients behind each access point (0: none), or per group."""
+        groups = self.ap_groups()
+        if groups:
+            return [g["clients"] for g in groups]
+        return self.shared.get("access_points", {}).get("clients_per_ap", 0)
+
+    def tables(self) -> list[Mapping]:
+        """Every link table: the shared links' (each group's), the classes', the overrides'."""
+        shared = [t for v in self.shared.values() for t in (v if isinstance(v, tuple) else (v,))]
+        return [*shared, *self.classes.values(), *self.overrides]
+
     def outage_ends(self) -> list[float]:
-        return [w[1] for t in (*self.by_class().values(), *self.overrides) for w in t.get("outages", ())]
+        return [w[1] for t in (*self.by_class().values(), *self.ap_groups(), *self.overrides) for w in t.get("outages", ())]
 
 
 @dataclass(frozen=True)
@@ -221,7 +239,7 @@ def settings(table: dict) -> Settings:
     )
 
 
-_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "clients_per_ap")  # not drawn, not in the trace: free to differ on replay
+_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "clients_per_ap", "clients")  # not drawn, not in the trace: free to differ on replay
 
 
 def network_model(s: Settings) -> dict:
@@ -257,7 +275,7 @@ def network_model(s: Settings) -> dict:
             out["completeness"] = thawed(b.completeness)
         return out
 
-    shared = {f"topology.{k}": link(t) for k, t in sorted(s.links.shared.items())}
+    shared = {f"topology.{k}": [link(g) for g in t] if isinstance(t, tuple) else link(t) for k, t in sorted(s.links.shared.items())}
     return {
         "links": {cls: link(t) for cls, t in sorted(s.links.classes.items())},
         **({"shared_links": shared} if shared else {}),

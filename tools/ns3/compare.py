@@ -37,7 +37,7 @@ from pathlib import Path
 import msgpack
 import networkx as nx
 
-from netemu import Constant, Link, World
+from netemu import Bernoulli, Constant, Link, World
 from netemu.engine.net import topology as T
 from netemu.engine.net.model import NetModel
 
@@ -83,10 +83,12 @@ def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
     if p["direction"] == "down":
         pairs = [(b, a) for a, b in pairs]
     rates = {"server": (p["server"], p["serverDelay"]), "ap": (p["apRate"], p["apDelay"]), "": (p["access"], p["accessDelay"])}
+    # random packet loss (tools/ns3/loss.py) on each client's access link in the data's direction
+    lossy = ("uplink" if p["direction"] == "up" else "downlink") if p.get("loss") else None
     links = {}
     for u, v, cls in g.edges(data="link_class"):
         bw, delay = next(rates[k] for k in ("server", "ap", "") if cls.startswith(k))
-        links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls)
+        links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls, loss=Bernoulli(p["loss"]) if cls == lossy else None)
     return g, links, pairs
 
 

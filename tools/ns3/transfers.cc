@@ -36,6 +36,8 @@ namespace
 struct Progress
 {
     uint64_t target = 0;                 // bytes each sink must receive
+    uint64_t message = 0;                // bytes per message (--messages: the transfer is a stream of them)
+    std::vector<std::vector<double>> arrivals; // per transfer: seconds at which each message was complete
     std::vector<uint64_t> received;      // bytes received per transfer
     std::vector<double> completion;      // seconds, < 0 while incomplete
     std::vector<double> first;           // seconds of the first byte, < 0 before
@@ -51,6 +53,11 @@ SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
         p->first[k] = Simulator::Now().GetSeconds();
     }
     p->received[k] += packet->GetSize();
+    while (p->message && p->arrivals[k].size() < p->target / p->message &&
+           p->received[k] >= (p->arrivals[k].size() + 1) * p->message)
+    {
+        p->arrivals[k].push_back(Simulator::Now().GetSeconds());
+    }
     if (p->completion[k] < 0 && p->received[k] >= p->target)
     {
         p->completion[k] = Simulator::Now().GetSeconds();
@@ -137,6 +144,10 @@ main(int argc, char* argv[])
     uint32_t seed = 1;
     double startSpread = 0.0;
     double horizon = 3600.0;
+    double loss = 0.0; // packet loss rate of each client's access link, in the data's direction
+    uint32_t messages = 1; // the transfer is this many messages of --bytes, back to back on one connection
+    std::string tcp = "cubic"; // congestion control: cubic (ns-3 3.37's default) or newreno
+    bool sack = true;          // SACK (ns-3's default); newreno without SACK is the TCP of Padhye et al.
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("topology", "star|tree|dumbbell", topology);
@@ -155,6 +166,10 @@ main(int argc, char* argv[])
     cmd.AddValue("seed", "RNG run number", seed);
     cmd.AddValue("startSpread", "each transfer starts at a uniform time in [0, startSpread) s (0: all at t=0)", startSpread);
     cmd.AddValue("horizon", "simulated seconds after which to give up", horizon);
+    cmd.AddValue("messages", "messages of --bytes each transfer sends back to back on its connection", messages);
+    cmd.AddValue("tcp", "congestion control: cubic | newreno", tcp);
+    cmd.AddValue("sack", "TCP SACK on (1) or off (0)", sack);
+    cmd.AddValue("loss", "packet loss rate on each client's access link, data direction (RateErrorModel)", loss);
     cmd.Parse(argc, argv);
 
     if (topology != "star" && topology != "tree" && topology != "dumbbell")
@@ -167,7 +182,12 @@ main(int argc, char* argv[])
         std::fprintf(stderr, "transfers: --direction must be up or down\n");
         return 2;
     }
-    if (clients < 1 || bytes < 1 || clientsPerAp < 1 || queue < 1)
+    if (loss < 0 || loss >= 1 || (loss > 0 && topology == "dumbbell"))
+    {
+        std::fprintf(stderr, "transfers: --loss must be in [0, 1), and only for star and tree\n");
+        return 2;
+    }
+    if (clients < 1 || bytes < 1 || clientsPerAp < 1 || queue < 1 || messages < 1)
     {
         std::fprintf(stderr, "transfers: clients, bytes, clientsPerAp, queue must be >= 1\n");
         return 2;
@@ -176,6 +196,16 @@ main(int argc, char* argv[])
     RngSeedManager::SetSeed(1);
     RngSeedManager::SetRun(seed);
 
+    if (tcp != "cubic" && tcp != "newreno")
+    {
+        std::fprintf(stderr, "transfers: --tcp must be cubic or newreno\n");
+        return 2;
+    }
+    if (tcp == "newreno")
+    {
+        Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
+    }
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack));
     const uint32_t segment = 1448;
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
     Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
@@ -234,6 +264,7 @@ main(int argc, char* argv[])
         return ifs;
     };
 
+    std::vector<Ptr<NetDevice>> accessDevices; // star and tree: client k's access link, its two ends (2k, 2k + 1)
     std::vector<Ipv4Address> addrA(clients); // each client's address
     std::vector<Ipv4Address> addrB(clients); // the far end each transfer talks to
     if (topology == "star")
@@ -242,6 +273,8 @@ main(int argc, char* argv[])
         for (uint32_t k = 0; k < clients; k++)
         {
             addrA[k] = connect(accessLink, endA.Get(k), routers.Get(0)).GetAddress(0);
+            accessDevices.push_back(allDevices.Get(allDevices.GetN() - 2)); // the client's end
+            accessDevices.push_back(allDevices.Get(allDevices.GetN() - 1)); // the router's end
             addrB[k] = s.GetAddress(1);
         }
     }
@@ -255,6 +288,8 @@ main(int argc, char* argv[])
         for (uint32_t k = 0; k < clients; k++)
         {
             addrA[k] = connect(accessLink, endA.Get(k), aps.Get(k / clientsPerAp)).GetAddress(0);
+            accessDevices.push_back(allDevices.Get(allDevices.GetN() - 2)); // the client's end
+            accessDevices.push_back(allDevices.Get(allDevices.GetN() - 1)); // the access point's end
             addrB[k] = s.GetAddress(1);
         }
     }
@@ -272,7 +307,9 @@ main(int argc, char* argv[])
     TrafficControlHelper().Uninstall(allDevices);
 
     Progress progress;
-    progress.target = bytes;
+    progress.target = bytes * messages;
+    progress.message = messages > 1 ? bytes : 0;
+    progress.arrivals.assign(clients, {});
     progress.received.assign(clients, 0);
     progress.completion.assign(clients, -1.0);
     std::vector<double> starts(clients, 0.0);  // when each transfer's sender starts (--startSpread)
@@ -306,6 +343,22 @@ main(int argc, char* argv[])
 
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
+    // Random packet loss: a RateErrorModel (per packet) on the device that receives the data on
+    // each client's access link (up: the router's or AP's end; down: the client's end). ACKs,
+    // going the other way, are not lost. Each model draws from its own stream.
+    if (loss > 0)
+    {
+        const bool upData = direction == "up";
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+            em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
+            em->SetAttribute("ErrorRate", DoubleValue(loss));
+            em->AssignStreams(100 + k);
+            accessDevices[2 * k + (upData ? 1 : 0)]->SetAttribute("ReceiveErrorModel", PointerValue(em));
+        }
+    }
+
     const bool up = direction == "up";
     for (uint32_t k = 0; k < clients; k++)
     {
@@ -334,7 +387,7 @@ main(int argc, char* argv[])
         sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, &progress, k));
 
         BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(rcvAddr, port));
-        bulk.SetAttribute("MaxBytes", UintegerValue(bytes));
+        bulk.SetAttribute("MaxBytes", UintegerValue(bytes * messages));
         // Writes of one full segment: with Nagle off, the default 512-byte
         // writes would go out as 512-byte segments while cwnd allows.
         bulk.SetAttribute("SendSize", UintegerValue(segment));
@@ -360,7 +413,7 @@ main(int argc, char* argv[])
       << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
       << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
       << ", \"window\": " << window << ", \"seed\": " << seed << ", \"startSpread\": " << JsonNum(startSpread)
-      << ", \"horizon\": " << JsonNum(horizon) << "}, ";
+      << ", \"horizon\": " << JsonNum(horizon) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
     o << "\"tcp\": {"
       << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
       << ", \"recovery\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "RecoveryType"))
@@ -397,6 +450,16 @@ main(int argc, char* argv[])
     for (uint32_t k = 0; k < clients; k++)
     {
         o << (k ? ", " : "") << JsonNum(starts[k]);
+    }
+    o << "], \"arrivals\": [";
+    for (uint32_t k = 0; k < clients; k++)
+    {
+        o << (k ? ", [" : "[");
+        for (size_t i = 0; i < progress.arrivals[k].size(); i++)
+        {
+            o << (i ? ", " : "") << JsonNum(progress.arrivals[k][i]);
+        }
+        o << "]";
     }
     o << "], \"first_rx\": [";
     for (uint32_t k = 0; k < clients; k++)

@@ -321,16 +321,29 @@ class Jitter:
 
 
 class Loss:
+    """Whether a message is lost: `lost` for a whole message (the datagram transport).
+
+    `packet_loss` is the loss rate per packet when the model's losses are per packet (the
+    reliable transport then draws `lost_any` for a message of several segments and answers
+    with TCP's loss response, netemu.engine.net.tcp), or None when a loss takes the whole
+    message (Gilbert-Elliott's bursts, and a plug-in's model unless it says otherwise)."""
+
     __slots__ = ()
     stateful = False  # True: the component changes as it draws (then each link needs its own)
     __copy__ = _copy_component
+    packet_loss: float | None = None
 
     def lost(self, draws: KeyedDraws, round: int, index: int) -> bool:
         raise NotImplementedError
 
+    def lost_any(self, draws: KeyedDraws, round: int, index: int, segments: int) -> bool:
+        """Whether a message of `segments` packets loses at least one (the whole message, unless
+        the losses are per packet)."""
+        return self.lost(draws, round, index)
+
 
 class Bernoulli(Loss):
-    """Independent loss with probability `p`."""
+    """Independent loss with probability `p`: of a message (datagram), of each packet (reliable)."""
 
     __slots__ = ("p",)
 
@@ -338,8 +351,18 @@ class Bernoulli(Loss):
         _check(0 <= p <= 1, f"loss probability must be in [0, 1], got {p}")
         self.p = float(p)
 
+    @property
+    def packet_loss(self) -> float:  # type: ignore[override]
+        return self.p
+
     def lost(self, draws, round, index):
         return draws.uniform(round, index, "loss") < self.p
+
+    def lost_any(self, draws, round, index, segments):
+        """1 - (1 - p)^segments, from the uniform `lost` draws: one segment is `lost` exactly."""
+        if segments == 1 or self.p >= 1:
+            return self.lost(draws, round, index)
+        return draws.uniform(round, index, "loss") < -math.expm1(segments * math.log1p(-self.p))
 
 
 class GilbertElliott(Loss):

@@ -263,6 +263,11 @@ class Link:
                 or self.duplicate > 0 or self.corrupt > 0)
 
     @property
+    def packet_loss(self) -> float | None:
+        """The loss model's rate per packet, None when its losses take whole messages (or it has none: 0)."""
+        return 0.0 if self._loss is None else self._loss.packet_loss
+
+    @property
     def max_delay(self) -> float:
         """The longest delay the latency model allows (longer: the message expires)."""
         return self._latency.max_delay
@@ -298,14 +303,15 @@ class Link:
         self._round, self._count = indices._round, indices._count
         return index
 
-    def draw_fate(self, draws: KeyedDraws, round: int, index: int) -> tuple[str | None, float]:
+    def draw_fate(self, draws: KeyedDraws, round: int, index: int, segments: int = 1) -> tuple[str | None, float]:
         """(fate, propagation delay) of message `index` in `round`: the fate is None (delivered),
         a drop reason ("loss", "expired", "corrupt": it arrives unusable) or "duplicate" (it is
-        delivered, and a copy right after it)."""
+        delivered, and a copy right after it).  With `segments` > 1 (the reliable transport's
+        packets), "loss" means that at least one segment was lost (`Loss.lost_any`)."""
         if self._shared == 1:
             self._own_stateful()
         loss, latency, jitter = self._loss, self._latency, self._jitter
-        lost = loss is not None and loss.lost(draws, round, index)
+        lost = loss is not None and (loss.lost(draws, round, index) if segments == 1 else loss.lost_any(draws, round, index, segments))
         delay = latency.sample(draws, round, index)
         if jitter is not None:
             delay = max(0.0, delay + jitter.sample(draws, round, index))

@@ -11,7 +11,10 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   0.97 and the window and model TCP's start explicitly instead of the factor 13.01, see
   `tcp_start`, docs/network.md);
 - ``transport = "reliable"``: TCP-like.  A connection costs a handshake (one RTT) and slow
-  start from `initial_window` segments (`tcp_start`); a lost or corrupted attempt costs a
+  start from `initial_window` segments (`tcp_start`); with ``connection = "persistent"`` (the
+  default) one connection per ordered pair carries its messages in order, pays the handshake
+  once and keeps its window (netemu.engine.net.connections), with ``"per-message"`` every
+  message opens its own; a lost or corrupted attempt costs a
   retransmission timeout (max(`rto_min`, 2 RTT), doubling) and a resend, not the message;
   the message is lost (``timeout``) only when its path stays unusable past
   `connect_timeout` seconds after it was sent.
@@ -24,10 +27,13 @@ from dataclasses import dataclass
 
 from netemu.config import require
 
-__all__ = ["SHARING", "TRANSPORTS", "NetModel"]
+__all__ = ["SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
 
 SHARING = ("none", "max-min")
 TRANSPORTS = ("datagram", "reliable")
+CONNECTIONS = ("persistent", "per-message")
+#: the settings of the reliable transport: meaningless (and refused in a scenario) without it
+TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,8 @@ class NetModel:
     latency_factor: float = 1.0  # SimGrid LV08 uses 13.01 to stand for slow start; see tcp_start
     mss: int = 1448  # bytes of payload per TCP segment (1500-byte MTU, timestamps option)
     initial_window: int = 10  # segments (RFC 6928)
-    handshake: bool = True  # a connection per message: one RTT before the first byte
+    handshake: bool = True  # one RTT before a connection's first byte
+    connection: str = "persistent"  # reliable: one connection per ordered pair, or "per-message"
     rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
     connect_timeout: float = 30.0  # seconds a reliable message keeps trying
 
@@ -47,6 +54,7 @@ class NetModel:
         checks = (
             (self.sharing in SHARING, "sharing", self.sharing, f"one of {', '.join(SHARING)}"),
             (self.transport in TRANSPORTS, "transport", self.transport, f"one of {', '.join(TRANSPORTS)}"),
+            (self.connection in CONNECTIONS, "connection", self.connection, f"one of {', '.join(CONNECTIONS)}"),
             (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
             (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
             (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),
@@ -84,15 +92,19 @@ class NetModel:
         Sending k rounds takes k RTTs and moves IW x MSS x (2^k - 1) bytes; what the transfer
         loses against sending at `rate` from the start is added as time here, during which it
         does not use the links (a flow-level model has no ramp; see docs/network.md)."""
-        start = rtt if self.handshake else 0.0
+        return (rtt if self.handshake else 0.0) + self.slow_start(size, rtt, rate, self.initial_window * self.mss)[0]
+
+    def slow_start(self, size: float, rtt: float, rate: float, first: float) -> tuple[float, float]:
+        """(seconds lost against sending at `rate` from the start, the window after) for `size` bytes
+        sent from a congestion window of `first` bytes that grows by the bytes acknowledged, so
+        doubles every RTT (RFC 5681's slow start), until it carries `rate` x RTT; see `tcp_start`."""
         if rtt <= 0 or not math.isfinite(rate) or rate <= 0:
-            return start
-        first = self.initial_window * self.mss
+            return 0.0, first
         needed = rate * rtt  # the window that sustains `rate`
         rounds = max(0, math.ceil(math.log2(needed / first))) if needed > first else 0  # rounds before the window suffices
         sent = first * (2.0**rounds - 1)
         if size <= sent:  # done within slow start: k - 1 whole rounds and the last window at `rate`
             k = math.ceil(math.log2(size / first + 1))
             before = first * (2.0 ** (k - 1) - 1)
-            return start + max(0.0, (k - 1) * rtt + (size - before) / rate - size / rate)
-        return start + max(0.0, rounds * rtt - sent / rate)
+            return max(0.0, (k - 1) * rtt + (size - before) / rate - size / rate), first + size  # each byte acked adds one
+        return max(0.0, rounds * rtt - sent / rate), first * 2.0**rounds

@@ -12,7 +12,11 @@ records or replays them (keys and values are documented in docs/formats.md).  A 
 may also take the yes/no fates of many keys of one round at once (`ManyFates`): the
 participation draws of a round go through it as one call of arrays.  Fate sources are
 in `netemu.engine.net.fates`, a message's events in SimPy's queue in `netemu.engine.net.inflight`,
-the nodes' behaviour and state in `netemu.engine.net.nodes`; all are re-exported here.
+the nodes' behaviour and state in `netemu.engine.net.nodes`, the delivered `Message` in
+`netemu.engine.net.message`; all are re-exported here.  The nodes' keyed draws (participation,
+compute time, completeness) are `netemu.engine.net.node_draws`, the counts of messages
+`netemu.engine.net.tallies`; messages on paths of routers or under another model take the
+general path of `netemu.engine.net.transfers`.
 """
 
 from __future__ import annotations
@@ -20,13 +24,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
-from typing import Any, cast
+from typing import cast
 
 import networkx as nx
-import numpy as np
 from simpy.core import NORMAL, URGENT
 
 from netemu.engine.clock import VirtualEnvironment, running_loop
@@ -36,9 +38,12 @@ from netemu.engine.net.fates import Fates, ManyFates, draw_now, fates_many
 from netemu.engine.net.inflight import Due as _Due
 from netemu.engine.net.inflight import Shared as _Shared
 from netemu.engine.net.links import Link
+from netemu.engine.net.message import Message
 from netemu.engine.net.model import NetModel
+from netemu.engine.net.node_draws import NodeDraws
 from netemu.engine.net.nodes import Node, NodeBehaviour
 from netemu.engine.net.routing import ROUTER_ROLES, Routes, talks_to
+from netemu.engine.net.tallies import Tallies
 from netemu.engine.net.transfers import Transfers
 from netemu.engine.rng import KeyedDraws, Streams
 from netemu.wire.codec import decode, header_size
@@ -56,27 +61,12 @@ class NetworkError(InputError):
 _MISSING = object()
 
 
-@dataclass(slots=True)
-class Message:
-    """A delivered message, decoded from its envelope."""
-
-    id: int
-    src: str
-    dst: str
-    kind: str
-    round: int
-    payload: Any
-    sent_at: float
-    delivered_at: float
-    nbytes: int
-
-
 def _same_length(node: str, ends: Sequence[str], each: Sequence[object]) -> None:
     if len(ends) != len(each):
         raise ValueError(f"{node}: one payload and round per message are needed, got {len(ends)} ends and {len(each)}")
 
 
-class Network:
+class Network(NodeDraws, Tallies):
     def __init__(
         self,
         env: VirtualEnvironment,
@@ -106,12 +96,14 @@ class Network:
         self._edge_attrs: dict[tuple[str, str], dict] = {}
         succ: dict[str, list[str]] = {}
         matched = 0
+        queued = False  # a link bounds its queue: the historical direct path has none (netemu.engine.net.transfers has)
         for u, v, attrs in graph.edges(data=True):
             link = given.get((u, v))
             if link is None:
                 link = Link(link_class=attrs.get("link_class", "link"))
             else:
                 matched += 1
+                queued = queued or link.queue_bytes is not None
             self.links[(u, v)] = link
             if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
                 self._edge_attrs[(u, v)] = attrs
@@ -149,23 +141,14 @@ class Network:
         # per-message updates are cheaper than a Counter's tuple keys); drops by reason apart
         self._tallies: dict[str, list[int]] = {}
         self._drops: Counter = Counter()
-        # messages on paths of routers, or under a model other than the historical one
-        self._general = not self.model.default
+        # messages on paths of routers, under a model other than the historical one, or where a queue is bounded
+        self._general = not self.model.default or queued
+        if queued and self.model.sharing == "max-min":
+            raise NetworkError('queue_bytes bounds a FIFO of whole messages (sharing = "none"); under sharing = "max-min" '
+                               "links have no queue that could overflow")
         self._transfers = Transfers(self, self.model) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
         self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
-
-    @property
-    def counts(self) -> Counter:
-        """(link class, what) -> n, for what in sent, bytes, payload_bytes, delivered,
-        dropped and dropped_<reason>; a count that never grew is absent."""
-        out: Counter = Counter()
-        for cls, (sent, nbytes, payload_bytes, delivered) in self._tallies.items():
-            out[cls, "sent"], out[cls, "bytes"], out[cls, "payload_bytes"] = sent, nbytes, payload_bytes
-            if delivered:
-                out[cls, "delivered"] = delivered
-        out.update(self._drops)
-        return out
 
     def _link_draws(self, src: str, dst: str) -> KeyedDraws:
         """The keyed draws of link src->dst (the same values whenever they are made)."""
@@ -239,57 +222,6 @@ class Network:
             (u, v, attrs[(u, v)] if (u, v) in attrs else {"link_class": link.link_class}) for (u, v), link in self.links.items()
         )
         return g
-
-    def participates(self, name: str, round: int) -> bool:
-        """Bernoulli(participation) draw of node `name` in `round`, keyed by (node, round)."""
-        p = self._node(name).participation
-        if p >= 1 or p <= 0:
-            return p >= 1
-        return self.fates(("participation", name, round), lambda: self._participation_draws.uniform(name, round) < p)
-
-    def participations(self, names: Sequence[str], round: int) -> np.ndarray:
-        """`participates(name, round)` for every name, as one bool array: the same keyed
-        draws and trace entries, in the same order, made in one vectorized call
-        (`KeyedDraws.uniforms`) and passed to the fates hook as one batch (`fates_many`)."""
-        nodes = self.nodes
-        try:
-            probs = np.array([nodes[name].participation for name in names], dtype=np.float64)
-        except KeyError:
-            for name in names:
-                self._node(name)  # raises the error that names the unknown node
-            raise
-        out = probs >= 1
-        todo = np.flatnonzero((probs > 0) & (probs < 1))
-        if not todo.size:
-            return out
-        drawn, p, draws = [names[i] for i in todo.tolist()], probs[todo], self._participation_draws
-
-        def draw(index: np.ndarray) -> np.ndarray:
-            return draws.uniforms([(drawn[i], round) for i in index.tolist()]) < p[index]
-
-        out[todo] = fates_many(self.fates, "participation", drawn, round, draw)
-        return out
-
-    def compute_time(self, name: str, work: float, round: int, index: int) -> float:
-        """Virtual seconds node `name` needs for `work` units (its `index`-th compute in `round`)."""
-        node = self._node(name)
-        duration = work / node.speed if self.work_seconds == 1.0 else self.work_seconds * work / node.speed
-        if node.slowdown_sigma > 0:
-            sigma = node.slowdown_sigma
-            draws = self._compute_draws
-            factor = self.fates(("compute", name, round, index), lambda: math.exp(sigma * draws.normal(name, round, index)))
-            duration *= factor
-        return duration
-
-    def work_fraction(self, name: str, round: int) -> float:
-        """The fraction of its local work node `name` completes in `round` (its completeness:
-        uniform in [low, high], keyed by (node, round) in the stream ``completeness``, a fate
-        the trace records; 1 when the node always completes all of it)."""
-        low, high = self._node(name).completeness
-        if low >= high:
-            return low
-        draws = self._completeness_draws
-        return self.fates(("completeness", name, round), lambda: low + (high - low) * draws.uniform(name, round))
 
     def set_up(self, name: str, up: bool) -> None:
         self._node(name).up = up
@@ -541,22 +473,3 @@ class Network:
             self.emit.message_with(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, {"delay": now - sent_at, **extra})
         payload = decode(data) if box is None else box.payload(data)
         return Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes)
-
-    def in_flight(self) -> list[dict]:
-        """Messages sent but neither delivered nor dropped yet, in id order."""
-        keys = ("src", "dst", "kind", "round", "bytes", "link", "sent_at")
-        return [{"id": i, **dict(zip(keys, rec))} for i, rec in sorted(self._pending.items())]
-
-    def message_counts(self) -> dict:
-        """Per link class: sent, delivered, dropped (and per reason), bytes and payload_bytes sent; plus totals."""
-        out: dict[str, dict[str, int]] = {}
-        for (cls, what), n in sorted(self.counts.items()):
-            out.setdefault(cls, {})[what] = n
-        in_flight = Counter(rec[5] for rec in self._pending.values())
-        total: Counter = Counter()
-        for cls, c in out.items():
-            c.setdefault("delivered", 0)
-            c.setdefault("dropped", 0)
-            c["in_flight"] = in_flight.get(cls, 0)
-            total.update(c)
-        return {"total": dict(sorted(total.items())), "by_link_class": out}

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from netemu.engine.net.network import Message
+from netemu.engine.net.message import Message
 
 __all__ = ["Node", "NodeBehaviour"]
 

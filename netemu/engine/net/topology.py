@@ -104,14 +104,20 @@ def from_graphml(path: str | Path, default_class: str = "peer") -> nx.DiGraph:
     return from_graph(nx.read_graphml(path), default_class)
 
 
-def behind_routers(graph: nx.DiGraph, *, server_link: bool = False, clients_per_ap: int = 0) -> nx.DiGraph:
+def access_point_index(name: str) -> int:
+    """j of access point ``ap-j`` (or ``ap-i-j``): its group under uneven `clients_per_ap`."""
+    return int(name.rsplit("-", 1)[1])
+
+
+def behind_routers(graph: nx.DiGraph, *, server_link: bool = False, clients_per_ap: int | Sequence[int] = 0) -> nx.DiGraph:
     """`graph` (a star or multi_server) with each server's clients behind shared links.
 
     `server_link`: a router ``router`` (``router-i`` for ``server-i``) stands before each server;
     the server's own link (classes ``server_uplink`` router->server, ``server_downlink``
     server->router) carries every transfer to or from it.  `clients_per_ap` > 0: a server's
     clients are grouped, in topology order, behind access points ``ap-j`` (``ap-i-j``) whose
-    link to the server or its router (classes ``ap_uplink``, ``ap_downlink``) they share.
+    link to the server or its router (classes ``ap_uplink``, ``ap_downlink``) they share; a
+    sequence of counts puts that many clients behind ``ap-0``, ``ap-1``, ... (uneven groups).
     Clients keep their own links (``uplink``, ``downlink``) to their first hop.  Servers stay
     linked to each other directly."""
     servers = [n for n, r in graph.nodes(data="role") if r == "server"]
@@ -128,17 +134,31 @@ def behind_routers(graph: nx.DiGraph, *, server_link: bool = False, clients_per_
             core = f"router{suffix}"
             g.add_node(core, role="router")
             _both_ways(g, core, s, "server_uplink", "server_downlink")
-        if clients_per_ap > 0:
-            for j in range(0, len(clients), clients_per_ap):
-                ap = f"ap{suffix}-{j // clients_per_ap}"
+        sizes = _group_sizes(len(clients), clients_per_ap)
+        if sizes:
+            start = 0
+            for j, size in enumerate(sizes):
+                ap = f"ap{suffix}-{j}"
                 g.add_node(ap, role="router")
                 _both_ways(g, ap, core, "ap_uplink", "ap_downlink")
-                for c in clients[j:j + clients_per_ap]:
+                for c in clients[start:start + size]:
                     _both_ways(g, c, ap, "uplink", "downlink")
+                start += size
         else:
             for c in clients:
                 _both_ways(g, c, core, "uplink", "downlink")
     return g
+
+
+def _group_sizes(n: int, clients_per_ap: int | Sequence[int]) -> list[int]:
+    """The sizes of the access-point groups of `n` clients: equal groups of `clients_per_ap` (the
+    last one the rest), or the given sizes, which must add up to `n`; [] for no access points."""
+    if isinstance(clients_per_ap, int):
+        return [min(clients_per_ap, n - j) for j in range(0, n, clients_per_ap)] if clients_per_ap > 0 else []
+    sizes = list(clients_per_ap)
+    if sum(sizes) != n or any(s < 1 for s in sizes):
+        raise ValueError(f"access point groups of {sizes} clients for a server with {n} clients: they must be >= 1 and add up to {n}")
+    return sizes
 
 
 def logical(graph: nx.DiGraph) -> nx.DiGraph:
