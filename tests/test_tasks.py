@@ -304,3 +304,8 @@ def test_a_synthetic_source_is_data_netemu_draws_not_a_file_to_look_for(tmp_path
     from netemu.scenario import load_scenario
 
     assert load_scenario(path).data_params().source == "synthetic"
+
+
+def test_metrics_on_the_clients_splits_without_splits_are_refused_by_validate(tmp_path):
+    [issue] = problems(tmp_path, task='[task]\nname = "softmax"\nevaluate_on = "both"')
+    assert "task.evaluate_on = 'both': \"server\": the clients hold no test splits" in issue

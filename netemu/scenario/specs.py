@@ -195,3 +195,6 @@ def _check_task(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None
     if task.datasets and kind not in task.datasets:
         issues.add("task.name" if table.get("task") else "data.kind", name if table.get("task") else kind,
                    f"a task for data.kind = {kind!r} (task {task.name!r} learns data.kind = {' | '.join(task.datasets)})")
+    on = (table.get("task") or {}).get("evaluate_on", "server")
+    if on != "server" and kind == "classification" and not table["data"].get("client_test"):
+        issues.add("task.evaluate_on", on, '"server": the clients hold no test splits (set data.client_test > 0 for "clients" or "both")')
