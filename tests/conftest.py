@@ -1,5 +1,8 @@
 """Async tests run on netemu's virtual-time loop: they finish instantly in wall time.
 
+The tests' own NumPy work runs on one BLAS thread, as a run's does (netemu.run.runner.blas_threads):
+their matrices are small, and a second thread only waits, many times over on a busy machine.
+
 Property tests draw their examples from a fixed seed in CI (`CI` set), so a red CI run
 can be reproduced; elsewhere they draw new examples on every run and keep a database of
 failures, as Hypothesis does by default.
@@ -14,9 +17,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from threadpoolctl import threadpool_limits
 
 from netemu import plugins
 from netemu.engine.clock import VirtualTimeLoop
+
+threadpool_limits(1, user_api="blas")
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 if os.environ.get("CI"):

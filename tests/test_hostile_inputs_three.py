@@ -291,7 +291,7 @@ def test_a_python_warning_during_a_run_is_a_json_event_under_log_format_json(tmp
             warnings.simplefilter("always")  # a warning seen earlier in this process is shown again
             warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
                 warnings.formatwarning(message, category, filename, lineno, line))  # as Python prints it, not recorded by pytest
-            code, err = cli(["--log-format", "json", "run", path, "--quiet", "--out", tmp_path / "out", "--set", "algorithm.lr=1e200"])
+            code, err = cli(["--log-format", "json", "run", path, "--quiet", "--out", tmp_path / "out", "--set", "task.lr=1e200"])
     finally:
         warnings.formatwarning = saved
     assert code == 0, err

@@ -40,8 +40,7 @@ round_time = 5.0
 [[algorithm]]
 name = "fedavg"
 label = "fedavg-fast"
-lr = 0.5
-round_time = 5.0
+round_time = 2.5
 """
 
 

@@ -56,10 +56,10 @@ def test_time_to_accuracy_bars_take_each_series_colour_and_rotated_labels_fit(tw
 
 def test_report_takes_a_sweep_folder_as_plot_does(tmp_path, capsys):
     sweep = tmp_path / "sweep"
-    assert main(["sweep", str(SCENARIOS / "quickstart.toml"), "--grid", "algorithm.lr=0.05,0.2", "--out", str(sweep), "--set",
+    assert main(["sweep", str(SCENARIOS / "quickstart.toml"), "--grid", "task.lr=0.05,0.2", "--out", str(sweep), "--set",
                  "run.rounds=2", "--set", "run.runs=1", "--set", "output.plots=false", "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["plot", str(sweep), "--metric", "mse", "--x", "algorithm.lr", "--out", str(tmp_path / "p.png")]) == 0
+    assert main(["plot", str(sweep), "--metric", "mse", "--x", "task.lr", "--out", str(tmp_path / "p.png")]) == 0
     assert main(["report", str(sweep), "--out", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     assert "lr=0.05: fedavg" in page and "lr=0.2: fedavg" in page  # one series per point, named by its folder

@@ -197,5 +197,5 @@ def test_replay_accepts_other_deterministic_parts_a_what_if(recorded, tmp_path):
     scenario, data = recorded
     trace = tmp_path / "t.msgpack"
     trace.write_bytes(data)
-    args = ["--set", "links.uplink.bandwidth=1e5", "--set", "nodes.speed=50.0", "--set", "algorithm.lr=0.3"]
+    args = ["--set", "links.uplink.bandwidth=1e5", "--set", "nodes.speed=50.0", "--set", "task.lr=0.3"]
     assert main(["replay", str(trace), "--scenario", str(scenario), *args, "--out", str(tmp_path / "r"), "--quiet"]) == 0
