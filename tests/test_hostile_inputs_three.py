@@ -19,24 +19,9 @@ from helpers import time_limit
 from netemu.cli import main
 from netemu.errors import EXIT_BAD_INPUT
 from netemu.scenario import ScenarioError, load_scenario
+from test_hostile_inputs import SCENARIO  # the same tiny FedAvg scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIO = """
-[run]
-name = "tiny"
-rounds = 2
-[topology]
-kind = "star"
-clients = 3
-[nodes]
-speed = 500.0
-[data]
-kind = "linear"
-dim = 3
-[[algorithm]]
-name = "fedavg"
-round_time = 2.0
-"""
 DIGITS = """
 [run]
 name = "digits"

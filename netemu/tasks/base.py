@@ -25,7 +25,7 @@ import numpy as np
 from netemu.config import require
 from netemu.engine.rng import Streams
 
-__all__ = ["Task", "TaskSpec", "Training", "local_steps"]
+__all__ = ["Task", "TaskSpec", "Training", "evaluated", "local_steps"]
 
 
 def local_steps(steps: int, fraction: float) -> int:
@@ -97,6 +97,23 @@ class Training:
         require(self.work_per_sample > 0, "work_per_sample", "> 0 work units")
         require(self.evaluate_on in ("server", "clients", "both"), "evaluate_on", '"server", "clients" or "both"')
         require(isinstance(self.evaluate_every, int) and self.evaluate_every >= 1, "evaluate_every", "an integer >= 1 round")
+
+    def evaluates(self, round: int, rounds: int) -> bool:
+        """Every `evaluate_every` rounds, and after the last (`Task.evaluates`)."""
+        return (round + 1) % self.evaluate_every == 0 or round == rounds - 1
+
+
+def evaluated(scores: Callable[[np.ndarray, np.ndarray], dict[str, float]], p: Training, test: tuple[np.ndarray, np.ndarray],
+              local_tests: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """`Task.evaluate` from a task's `scores(X, y)`: on the server's test set and/or (names + `_clients`)
+    the mean over the clients' own test splits, as `p.evaluate_on` says."""
+    out: dict[str, float] = {}
+    if p.evaluate_on in ("server", "both"):
+        out.update(scores(*test))
+    if p.evaluate_on in ("clients", "both"):
+        per = [scores(X, y) for X, y in local_tests.values() if y.shape[0]]
+        out.update({f"{name}_clients": float(np.mean([s[name] for s in per])) for name in p.metrics})
+    return out
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from netemu.engine.rng import Streams
 from netemu.kernels.classifiers import MLP, Softmax, accuracy, cross_entropy, macro_prf, minibatch_steps, predictions
 from netemu.kernels.cnn import CNN, square_side
 from netemu.kernels.linear import LeastSquares, mse
-from netemu.tasks.base import TaskSpec, Training, local_steps
+from netemu.tasks.base import TaskSpec, Training, evaluated, local_steps
 
 __all__ = ["CLASSIFIER_METRICS", "SPECS", "CNNParams", "LinearParams", "MLPParams", "ModelTask", "SoftmaxParams"]
 
@@ -100,16 +100,10 @@ class ModelTask:
         return out
 
     def evaluate(self, params: np.ndarray) -> dict[str, float]:
-        out: dict[str, float] = {}
-        if self.p.evaluate_on in ("server", "both"):
-            out.update(self._scores(params, *self.test))
-        if self.p.evaluate_on in ("clients", "both"):
-            per = [self._scores(params, X, y) for X, y in self.local_tests.values() if y.shape[0]]
-            out.update({f"{name}_clients": float(np.mean([s[name] for s in per])) for name in self.p.metrics})
-        return out
+        return evaluated(lambda X, y: self._scores(params, X, y), self.p, self.test, self.local_tests)
 
     def evaluates(self, round: int, rounds: int) -> bool:
-        return (round + 1) % self.p.evaluate_every == 0 or round == rounds - 1
+        return self.p.evaluates(round, rounds)
 
     def step_cost(self) -> tuple[Callable[[], object], float]:
         clients = list(self.parts)

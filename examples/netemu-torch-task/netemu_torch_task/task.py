@@ -23,7 +23,7 @@ from torch.nn import functional as F
 from netemu.config import ConfigError
 from netemu.engine.rng import Streams
 from netemu.kernels.classifiers import batches, macro_prf
-from netemu.tasks.base import local_steps
+from netemu.tasks.base import evaluated, local_steps
 from netemu_torch_task.model import SmallCNN, he_init, load_vector, to_vector
 from netemu_torch_task.params import TorchCNNParams
 
@@ -146,14 +146,8 @@ class TorchCNNTask:
 
     def evaluate(self, params: np.ndarray) -> dict[str, float]:
         """`metrics` on the server's test set and/or (names + `_clients`) the mean over the clients' own test splits."""
-        out: dict[str, float] = {}
-        if self.p.evaluate_on in ("server", "both"):
-            out.update(self._scores(params, *self.test))
-        if self.p.evaluate_on in ("clients", "both"):
-            per = [self._scores(params, X, y) for X, y in self.local_tests.values() if y.shape[0]]
-            out.update({f"{name}_clients": float(np.mean([s[name] for s in per])) for name in self.p.metrics})
-        return out
+        return evaluated(lambda X, y: self._scores(params, X, y), self.p, self.test, self.local_tests)
 
     def evaluates(self, round: int, rounds: int) -> bool:
-        return (round + 1) % self.p.evaluate_every == 0 or round == rounds - 1
+        return self.p.evaluates(round, rounds)
 
