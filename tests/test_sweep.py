@@ -65,6 +65,19 @@ def test_a_small_sweep_runs_every_point_in_its_own_folder(scenario, tmp_path, ex
     assert {r["metric"] for r in table} == {"mse", "participants"}
 
 
+def test_each_final_value_carries_the_interval_of_its_runs(scenario, tmp_path):
+    out = tmp_path / "sweep"
+    sweep(scenario, parse_grid(["task.lr=0.05,0.1", "run.runs=1,3"]), out, workers=1)
+    for r in rows(out):
+        if r["folder"].endswith("runs=1"):
+            assert (r["runs"], r["ci95_low"], r["ci95_high"]) == ("1", "", "")
+            continue
+        summary = json.loads((out / r["folder"] / "summary.json").read_text())
+        ci = summary["final_ci95"][r["algorithm"]][r["metric"]]
+        assert r["runs"] == "3" and float(r["ci95_low"]) == ci["lo"] and float(r["ci95_high"]) == ci["hi"]
+        assert float(r["ci95_low"]) <= float(r["value"]) <= float(r["ci95_high"])
+
+
 def test_a_sweep_run_again_skips_the_finished_points(scenario, tmp_path):
     out = tmp_path / "sweep"
     grid = parse_grid(["run.seed=1..2"])

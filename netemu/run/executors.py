@@ -37,6 +37,7 @@ class PointResult:
     status: str  # complete | incomplete | failed
     final: dict = field(default_factory=dict)  # algorithm -> metric -> final value
     error: str = ""
+    ci95: dict = field(default_factory=dict)  # algorithm -> metric -> {"lo", "hi", "runs"} (summary's final_ci95)
 
 
 
@@ -56,25 +57,27 @@ def read_summary(folder: Path) -> dict | None:
 
 def run_point(scenario: str, overrides: list[str], out: str) -> dict:
     """Run one grid point (in a worker process).  Never raises for a failing point:
-    returns {"status", "final", "error"} (see `PointResult`)."""
+    returns {"status", "final", "error", "ci95"} (see `PointResult`)."""
     from netemu.run.runner import execute
 
     try:
         summary = execute(load_scenario(scenario, overrides), Path(out), quiet=True, overrides=overrides)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the point failed (a script may even exit); the sweep goes on
         partial = read_summary(Path(out)) or {}
-        return {"status": "failed", "final": partial.get("final") or {}, "error": _one_line(exc)}
+        return {"status": "failed", "final": partial.get("final") or {}, "error": _one_line(exc),
+                "ci95": partial.get("final_ci95") or {}}
     complete = bool(summary.get("complete"))
     return {
         "status": "complete" if complete else "incomplete",
         "final": summary.get("final") or {},
         "error": "" if complete else str(summary.get("stopped_by") or "ended early"),
+        "ci95": summary.get("final_ci95") or {},
     }
 
 
 
 def _result(raw: dict) -> PointResult:
-    return PointResult(raw["status"], raw.get("final") or {}, raw.get("error") or "")
+    return PointResult(raw["status"], raw.get("final") or {}, raw.get("error") or "", raw.get("ci95") or {})
 
 
 def _ignore_sigint() -> None:

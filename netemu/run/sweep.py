@@ -10,7 +10,8 @@ at most `workers` at a time, so a point whose process dies fails alone) or on da
 TLS included), with the same command (netemu/run/executors.py); paths are made absolute before anything is sent.
 
 Every point ends in a row of `OUT/sweep.csv` (long format: folder, the grid keys,
-status, error, algorithm, metric, value): `complete`, `incomplete` (the run ended
+status, error, algorithm, metric, value, runs, ci95_low, ci95_high — the mean over the
+point's runs and its 95 % t-interval, as in summary.json): `complete`, `incomplete` (the run ended
 early; `error` says why) or `failed` (it raised; `error` is the one-line reason, and the
 other points still run).  Running the sweep again resumes: a folder whose summary.json
 says complete is kept if it was run with the same resolved scenario (its scenario.toml),
@@ -206,7 +207,7 @@ def sweep(
             except OSError:
                 then = ""
             if then == resolved[name]:
-                results[name] = PointResult("complete", summary.get("final") or {})
+                results[name] = PointResult("complete", summary.get("final") or {}, ci95=summary.get("final_ci95") or {})
                 continue
             stale.append((name, _difference(then, resolved[name])))
             if not rerun_stale:
@@ -249,18 +250,33 @@ def sweep(
     return SweepResult(_write_csv(out, grid, points, results), {name: results[name] for name, _ in points})
 
 
+def _number(value) -> str:
+    return "nan" if value is None else repr(value)  # summary.json writes a NaN as null
+
+
+def _interval(ci: dict | None) -> tuple[str, str, str]:
+    """runs, ci95_low, ci95_high of one final value: empty where the summary has no interval
+    (fewer than two runs: the ends are empty; an end that does not exist, e.g. dB ≤ 0: nan)."""
+    if not ci:
+        return "", "", ""
+    runs = ci.get("runs")
+    if ci.get("lo") is None and ci.get("hi") is None:
+        return str(runs or ""), "", ""
+    return str(runs or ""), _number(ci.get("lo")), _number(ci.get("hi"))
+
+
 def _write_csv(out: Path, grid: dict, points: list, results: dict[str, PointResult]) -> Path:
     path = out / "sweep.csv"
     keys = list(grid)
     with writing(path), open(path, "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(["folder", *keys, "status", "error", "algorithm", "metric", "value"])
+        w.writerow(["folder", *keys, "status", "error", "algorithm", "metric", "value", "runs", "ci95_low", "ci95_high"])
         for name, point in points:
             r = results.get(name)
             if r is None:
                 continue
-            values = [(alg, metric, "nan" if value is None else repr(value))  # summary.json writes a NaN as null
+            values = [(alg, metric, _number(value), *_interval(r.ci95.get(alg, {}).get(metric)))
                       for alg, metrics in r.final.items() for metric, value in metrics.items()]
-            for alg, metric, value in values or [("", "", "")]:
-                w.writerow([name, *(point[k] for k in keys), r.status, r.error, alg, metric, value])
+            for row in values or [("", "", "", "", "", "")]:
+                w.writerow([name, *(point[k] for k in keys), r.status, r.error, *row])
     return path
