@@ -4,6 +4,7 @@ or an oversized file is refused before anything reads it."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -152,13 +153,22 @@ def check_code(code: list[tuple[str, Path]], issues: Issues) -> None:
             issues.add(key, str(path), "a file or folder of Python code, not a device, FIFO or socket")
 
 
+#: a dotted key (table header or key) of more than MAX_DEPTH parts: tomllib's time grows with the
+#: square of a key's parts (100,000 parts take seconds), so such a file is refused before it is parsed
+_DEEP_KEY = re.compile(r"(?:^[ \t]*\[{0,2}|[{,])[ \t]*"
+                       r"""(?:(?:[A-Za-z0-9_-]++|"[^"\n]*+"|'[^'\n]*+')[ \t]*+\.[ \t]*+)""" + f"{{{MAX_DEPTH}}}", re.M)
+
+
 def read_toml(path: Path) -> dict:
     """The TOML table of a scenario file, or a ScenarioError naming what is wrong with the file."""
     try:
         if path.is_dir():
             raise ScenarioError([Issue(str(path), "(file)", "a directory", "a scenario TOML file")])
         regular_file(path, MAX_SCENARIO_BYTES)
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
+        if _DEEP_KEY.search(text):
+            raise RecursionError
+        return tomllib.loads(text)
     except ScenarioError:  # a ValueError too: not the tomllib ValueError below
         raise
     except RecursionError:
