@@ -297,7 +297,9 @@ class FlowerServer(Actor):
         """Take every reply delivered so far into the Grid."""
         assert self.grid is not None
         while (msg := self.inbox.take(None)) is not None:
-            self.grid.accept(from_wire(msg.payload))
+            reason = self.grid.accept(from_wire(msg.payload))
+            if reason is not None:
+                self.unused(msg, reason)
 
     def initial_metrics(self, values: list[tuple[str, float]]) -> None:
         """The strategy's initial evaluation (Flower's round 0: the starting model, before
