@@ -11,7 +11,8 @@ only wait on timers that lead nowhere); `RunResult.stopped_by` says which, and
 stops the run with `ActorFailed` (actor name, virtual time, traceback); if every
 actor waits and nothing is scheduled
 the run stops with `DeadlockError` naming what each actor waits for.  Either way
-everything logged so far is flushed, and messages still travelling are logged as
+everything logged so far is flushed, messages delivered and never received are marked
+``unused`` ("unread", netemu.engine.unused), and messages still travelling are logged as
 ``in_flight``.
 """
 

@@ -155,6 +155,8 @@ class NetemuGrid(Grid):
             self._server.wait(ids, until=until, any_reply=False)
         self._unavailable_nodes(ids)
         replies = self._take(ids)
+        for key in ids:  # answered by no reply in time: the call is over, a reply now is late (`accept`)
+            self._pending.pop(key, None)
         turns = self._server.turns
         assert turns is not None
         if ids and turns.current() is turns.main:

@@ -220,17 +220,18 @@ class Results:
                 wall_time_s: float, head: dict | None = None, tail: dict | None = None) -> dict:
         """summary.json (docs/formats.md): the outcome, then the results; `head` holds the keys written
         after `rounds_planned` (`compute`, `failure`), `tail` those written last (`replay`)."""
-        final = final_values(self.rows)
+        learning = [row for row in self.rows if not row[4].startswith("unused_")]  # counts of messages, in `messages`
+        final = final_values(learning)
         messages = {label: {**message_summary(c), **unused_summary([t for lb, _r, _rows, t in self._blocks if lb == label])}
                     for label, c in self.counts.items()}
         out: dict[str, Any] = {"scenario": scenario, "complete": complete, "stopped_by": stopped_by, "rounds_planned": planned, **(head or {})}
         out.update({
             "netemu": __version__, "seed": seed, "runs": runs, "algorithms": self.labels, "outcome": self.outcome,
-            "final": final, "final_ci95": final_intervals(self.rows), "messages": messages,
+            "final": final, "final_ci95": final_intervals(learning), "messages": messages,
             "network": {label: network_summary(self.counts[label], self.attempts[label]) for label in self.labels},
             "virtual_time": self.vtime, "wall_time_s": wall_time_s,
             "warnings": [w for label in self.labels if self.outcome[label]
-                         for w in [*run_warnings(label, messages[label], final, self.rows), *(f"{label}: {n}" for n in self.notes[label])]],
+                         for w in [*run_warnings(label, messages[label], final, learning), *(f"{label}: {n}" for n in self.notes[label])]],
         })
         if any(any(runs) for runs in self.privacy.values()):
             out["privacy"] = {label: privacy_summary(runs) for label, runs in self.privacy.items()}
