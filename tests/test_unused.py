@@ -236,3 +236,19 @@ def test_log_summary_and_export_count_the_unused_records(stragglers, tmp_path, c
     rows = list(csv.DictReader(open(written["unused"].path, newline="")))
     assert len(rows) == sum(r["event"] == "unused" for r in log)
     assert {r["reason"] for r in rows} == {"late", "stale", "unread"} and all(r["late"] for r in rows if r["reason"] == "late")
+
+
+@pytest.mark.slow  # ~9 s: the online data of 256 clients
+def test_pao_fed_updates_delayed_beyond_l_max_are_stale(tmp_path):
+    raw = tomllib.loads((SCENARIOS / "paofed_fig4_2a.toml").read_text())
+    raw["algorithm"] = [{**raw["algorithm"][0], "l_max": 1}]  # the uplink delays up to 10 iterations; the server weighs 0 and 1
+    path = tmp_path / "paofed.toml"
+    path.write_text(tomli_w.dumps(raw))
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--quiet", "--out", str(out), "--set", "output.plots=false", "--set", "run.rounds=15", "--set", "data.iterations=15",
+                 "--set", "run.runs=1"]) == 0
+    stale = [r for r in _log(out) if r["event"] == "unused"]
+    assert stale and {r["reason"] for r in stale} == {"stale"}
+    assert all(int(r["t"]) - r["round"] > 1 for r in stale)  # arrived (and aggregated at n + T/2) more than l_max = 1 iterations late
+    metrics = _metrics(out)[raw["algorithm"][0]["name"]]
+    assert Counter(r["round"] for r in stale) == {k: v for k, v in metrics["unused_stale"].items() if v}
