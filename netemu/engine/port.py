@@ -3,8 +3,9 @@
 `Engine` is what a World offers the nodes it hosts, node by node: the clock, the
 node's neighbours, sending (`send`, `send_many`, `broadcast`), compute time, its own
 keyed draws, participation and completeness draws, metrics, privacy spends, the delivered
-messages it does not use (`unused`), and one control-plane call (`available`).  `NodePort` is that interface bound to one node, with
-the node's inbox and the one waiting path (`wait`): an `Actor` acts through its
+messages it does not use (`unused`), and one control-plane call (`available`).  `NodePort`
+is that interface bound to one node, with the node's inbox and the one waiting path
+(`wait`): an `Actor` acts through its
 `NodePort`, and a `Cohort` acts for its members through the same `Engine` calls in a
 callback form (docs/actors.md).  Nothing else of the emulation — network state, other
 nodes, the world — is reachable from the port: the simulated network is one
