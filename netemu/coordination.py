@@ -74,16 +74,29 @@ async def gather(
     sees every message received, counted or not, before it is tested.  Nothing is received
     when the result is already done (an empty `expected`, a quorum of 0).  `counts` is a
     test without side effects.
+
+    What is not used says why (`NodePort.unused`): a second copy of a message received in
+    this gather (same id) is neither counted nor handed to `on_message` ("duplicate"); without
+    `on_message`, a message that does not count is "late" when its round is before `round`
+    (with how long after this node closed that round), else "discarded" — with `on_message`,
+    the callback that sees it decides.  When the gather ends, the node's `closed[round]` is
+    the time (a later message of that round is late by the time since).
     """
     if counts is None:
         counts = (lambda m: True) if round is None else (lambda m: m.round == round)
     waiting = None if expected is None else set(expected)
     got = Gathered()
+    port = _port(actor)
+    seen: set[int] = set()  # ids received: a second copy is a duplicate
 
     def done() -> bool:
         return (waiting is not None and not waiting) or (quorum is not None and len(got.messages) >= quorum)
 
     def take(msg: Message) -> None:
+        if msg.id in seen:
+            port.unused(msg, "duplicate")
+            return
+        seen.add(msg.id)
         if on_message is not None:
             on_message(msg)
         if counts(msg):
@@ -92,16 +105,23 @@ async def gather(
             got.sources.add(msg.src)
             if waiting is not None:
                 waiting.discard(msg.src)
+        elif on_message is None:
+            if round is not None and msg.round < round:
+                port.unused(msg, "late", late=port.late_by(msg))
+            else:
+                port.unused(msg, "discarded")
 
     def ends(msg: Message) -> bool:
         """Whether `take(msg)` makes the gather done: foreseeable unless `on_message` may
         change what `counts` says."""
-        if not counts(msg):
+        if msg.id in seen or not counts(msg):
             return False
         return (quorum is not None and len(got.messages) + 1 >= quorum) or (waiting is not None and waiting <= {msg.src})
 
-    await _port(actor).wait(kind, until=until, take=take, done=done, ends=ends if on_message is None else None)
+    await port.wait(kind, until=until, take=take, done=done, ends=ends if on_message is None else None)
     got.complete = done()
+    if round is not None:
+        port.closed[round] = port.now
     return got
 
 

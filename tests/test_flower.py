@@ -105,6 +105,17 @@ def test_stragglers_and_lossy_uplinks_change_the_learning_curve():
     assert impaired.env.now == pytest.approx(CONFIG["num-server-rounds"] * CONFIG["round-timeout"])
 
 
+def test_a_stragglers_reply_after_its_rounds_timeout_is_marked_late():
+    buf = io.BytesIO()
+    slow = {"client-0": NodeBehaviour(speed=SPEED / 20)}  # 96 s of work: its round-1 reply comes in round 4
+    digits_world(behaviours=slow, log=MessageLog(buf)).run()
+    records = [json.loads(line) for line in buf.getvalue().splitlines()]
+    unused = [r for r in records if r["event"] == "unused" and r["dst"] == "server"]  # (client-0 has instructions unread at the end)
+    assert unused and {(r["src"], r["reason"]) for r in unused} == {("client-0", "late")}
+    delivered = {r["id"]: r["t"] for r in records if r["event"] == "deliver" and r["src"] == "client-0"}
+    assert all(r["id"] in delivered and r["t"] >= delivered[r["id"]] > CONFIG["round-timeout"] for r in unused)
+
+
 def test_each_round_waits_for_the_slowest_reply_in_virtual_time():
     world = digits_world(links=lossy_links(0.0))
     world.run()
@@ -556,6 +567,7 @@ def test_the_summary_warns_of_client_app_errors_and_unmatched_replies(tmp_path):
     assert summary["complete"]
     assert "python: client app errors: 4 (metric warn_client_app_errors)" in summary["warnings"]
     assert "python: unmatched replies: 4 (metric warn_unmatched_replies)" in summary["warnings"]
+    assert summary["messages"]["python"]["unused"] == {"discarded": 4}  # the replies to no instruction: not used
 
 
 def test_on_client_error_is_checked_naming_the_setting():

@@ -48,7 +48,8 @@ def test_time_to_accuracy_bars_take_each_series_colour_and_rotated_labels_fit(tw
     dom = _dump(out, tmp_path / "profile")
     assert 'data-rendered="ok"' in dom
     assert 'data-clipped="0"' in dom  # long folder names: rotated labels, none outside its chart
-    tta = dom[dom.index('data-chart="tta"'):dom.index('id="staleness"') if 'id="staleness"' in dom else dom.index('id="traffic"')]
+    start = dom.index('data-chart="tta"')
+    tta = dom[start:dom.index("<section", start)]  # up to the next section
     fills = re.findall(r'<rect[^>]*class="bar"[^>]*>', tta)
     colours = {re.search(r'fill="([^"]+)"', r).group(1) for r in fills}
     assert len(fills) >= 2 and len(colours) == 2  # two series, two colours (as their curves)

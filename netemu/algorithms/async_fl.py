@@ -19,11 +19,11 @@ again until it answers or `patience` rounds have passed (its model or answer may
 * `aggregation = "mix"` — FedAsync (Xie, Koyejo, Gupta 2019, Algorithm 1): every answer is
   mixed in at once, x ← (1 − α_t) x + α_t y with α_t = α s(t − τ) (t counts mixes).
 * `max_staleness` ≥ 0 — bounded staleness: an update staler than that many versions (or
-  rounds) is dropped, and counted.
+  rounds) is dropped, and counted (an `unused` record, reason "stale").
 * `aggregation = "sync"` — rounds with a deadline (`round_time`), like FedAvg, among the
   clients that are not busy.  `overcommit` > 1 (FedScale, Lai et al. OSDI'21; Bonawitz et al.
   MLSys'19): ask ⌈overcommit · K⌉ clients (K = `clients_per_round`, 0: all) picked by keyed
-  draws, close the round with the first K answers and drop later ones.  `carry_late`:
+  draws, close the round with the first K answers and drop later ones (`unused`, "late").  `carry_late`:
   partial aggregation — aggregate what arrived by the deadline and keep late answers to mix
   into the round in which they arrive, weighted n_k s(τ), τ the rounds they are late.
   A round's step is x ← x + Σ a_i Δ_i / Σ a_i with a_i = n_i (fresh) or n_i s(τ_i) (late):
@@ -166,6 +166,7 @@ class AsyncServer(_Server):
         stale = self.version - msg.payload["t"]
         if self.p.too_stale(stale):
             self.dropped += 1
+            self.unused(msg, "stale")
         elif self.p.aggregation == "mix":
             alpha = self.p.alpha * self.p.weight(stale)  # α_t = α s(t − τ)
             self.w = mix(self.w, msg.payload["w"], alpha)
@@ -198,7 +199,7 @@ class SyncServer(_Server):
             free = [c for c in clients if c not in self.busy]
             chosen = sample(self, "async_fl/select", free, min(math.ceil(self.p.overcommit * target), len(free)), r)
             self.ask(chosen, r)
-            got = await gather(self, "update", self.now + self.p.round_time, counts=self.fresh,
+            got = await gather(self, "update", self.now + self.p.round_time, round=r, counts=self.fresh,
                                quorum=min(target, len(chosen)) or None, on_message=self.receive)
             fresh = [(m, 0) for m in got.messages]
             used = fresh + self.late
@@ -223,6 +224,10 @@ class SyncServer(_Server):
             self.late.append((msg, tau))
         else:
             self.dropped += 1
+            if self.p.carry_late:
+                self.unused(msg, "stale")
+            else:
+                self.unused(msg, "late", late=self.port.late_by(msg))
 
 
 class AsyncFLClients(FedAvgClients):

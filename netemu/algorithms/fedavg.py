@@ -8,7 +8,8 @@ completeness`), max(1, floor(f × steps)) of its steps, f its `work_fraction()` 
 task's work units for it, and returns its model with its sample count n_k.  The server waits
 until the round deadline (or until every client answered) and aggregates this round's
 updates: x̄ = Σ n_k x_k / Σ n_k (McMahan et al., AISTATS 2017, Algorithm 1).  Updates that
-arrive after their round's deadline are not used (logged as delivered).
+arrive after their round's deadline are not used: each gets an `unused` record, reason "late",
+with how many virtual seconds after the deadline it came (`coordination.gather`).
 
 * `mu` > 0 — FedProx (Li et al., MLSys 2020, eq. 2): clients minimise their loss plus
   (mu/2)‖w − x_t‖².

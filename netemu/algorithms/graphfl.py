@@ -12,8 +12,9 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
    (with `sparsity` < 1: only the largest entries, as a partial model, keeping the rest
    as a residual for the next round — G-Fedfilt Algorithm 2);
 3. the server waits for the updates until `deadline` virtual seconds passed.  A late
-   update is dropped (`late = "drop"`: that client's row does not move this round) or
-   applied when it arrives, in a later round (`late = "carry"`);
+   update is dropped (`late = "drop"`: that client's row does not move this round; the
+   update gets an `unused` record, reason "late") or applied when it arrives, in a later
+   round (`late = "carry"`);
 4. Ω̂ = Ψ + updates, and Ψ ← F(Ω̂) (`share = "models"`: FedPnP eq. 13) or
    Ψ ← Ψ + F(Ω̂ − Ψ) (`share = "updates"`: G-Fedfilt eq. 12 filters the gradient
    updates), where the filter F (`netemu.kernels.graphfilter`) is chosen by `filter`:
@@ -170,9 +171,13 @@ class GraphFLServer(Actor):
             self.report(late, start, arrivals)
 
     def carry(self, msg: Message, t: int) -> None:
-        """A late update of an earlier round, kept to be applied now (`late = "carry"`)."""
-        if msg.round != t and self.state.p.late == "carry":
-            self.carried[msg.src] = self.carried.get(msg.src, 0) + dense(msg.payload["u"])
+        """A late update of an earlier round, kept to be applied now (`late = "carry"`), or not used
+        (`late = "drop"`: an `unused` record, reason "late")."""
+        if msg.round != t:
+            if self.state.p.late == "carry":
+                self.carried[msg.src] = self.carried.get(msg.src, 0) + dense(msg.payload["u"])
+            else:
+                self.unused(msg, "late", late=self.port.late_by(msg))
 
     async def gather_reports(self) -> None:
         """Round 0: the clients' sample counts and statistics (or positions), until all

@@ -29,8 +29,8 @@ Delayed updates: PAO-Fed aggregates by delay group, eqs. (4.13)–(4.14), weight
 an update l iterations late by α_l (a^l for version 2, 1 otherwise).  The baselines
 know nothing of delays: they average every update that arrives in the iteration,
 fresh or late, as eq. (6) over K_n (Publication 4 defines K_n in eq. 9 as every
-update arriving at iteration n).  Beyond l_max an update is discarded (and a `rounds`
-link expires it on the way).  Metrics per iteration: `mse_db` (eq. 4.36, one run), `participants`
+update arriving at iteration n).  Beyond l_max an update is discarded (an `unused` record,
+reason "stale"; a `rounds` link expires it on the way).  Metrics per iteration: `mse_db` (eq. 4.36, one run), `participants`
 (clients that sent an update), `delayed` (updates aggregated with l > 0).
 
 The parameters and the state the actors share (`OnlineFLParams`, `OnlineState`) are in
@@ -83,7 +83,11 @@ class OnlineServer(Actor):
             ks = self.available(n)
             payloads = st.announce(n, ks, self.w)  # M_k w for each addressed client, in one vectorized call
             send_each(self, "model", dict(zip([st.clients[k] for k in ks], payloads, strict=True)))
-            updates = [self.decode(msg, n) for msg in (await gather(self, "update", n * T + T / 2)).messages]
+            got = (await gather(self, "update", n * T + T / 2)).messages
+            for msg in got:
+                if n - msg.round > p.l_max:  # weighted 0 (eq. 4.14: α_l = 0 beyond l_max), dropped when pooled
+                    self.unused(msg, "stale")
+            updates = [self.decode(msg, n) for msg in got]
             self.metric("delayed", sum(1 for u in updates if u[1] > 0))
             if p.aggregation == "pooled":  # eq. (6) over K_n, every update arriving now (Publication 4, eq. 9)
                 updates = [(k, 0, idx, v) for k, l, idx, v in updates if l <= p.l_max]

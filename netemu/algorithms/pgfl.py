@@ -192,6 +192,8 @@ class PGFLServer(Actor):
         if msg.round >= self.latest.get(msg.src, (-1,))[0]:
             body = msg.payload
             self.latest[msg.src] = (msg.round, contribution(body["w"], body["phi"], self.state.p.rho))
+        else:  # older than the client's term already kept
+            self.unused(msg, "discarded")
 
     def aggregate(self) -> tuple[np.ndarray, np.ndarray]:
         """w̃_s,(q) (5.8)/(5.12) per group over the last available client terms, and which groups have one."""
@@ -214,6 +216,8 @@ class PGFLServer(Actor):
     def keep_aggregate(self, msg: Message) -> None:
         if msg.round >= self.heard.get(msg.src, (-1,))[0]:
             self.heard[msg.src] = (msg.round, msg.payload["w"], msg.payload["known"])
+        else:  # older than the neighbour's aggregate already kept
+            self.unused(msg, "discarded")
 
     def inter_server(self, own: np.ndarray, known: np.ndarray, servers: list[str], fresh: set[str]) -> np.ndarray:
         """ŵ_s,(q) (5.9): the mean of the known aggregates of s and its neighbours."""

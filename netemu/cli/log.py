@@ -69,6 +69,11 @@ def cmd_log_summary(args) -> int:
     for alg, traffic in groups.items():
         _traffic_table(traffic, f"algorithm {p(alg)}" if alg else "")
     print("(delay percentiles from a streaming sketch, within 1 % of the exact order statistic; max exact)")
+    if s["unused_by_algorithm"]:
+        print(f"\n{'delivered, not used':<28}{'kind':<16}  by reason")
+        for alg, kinds in s["unused_by_algorithm"].items():
+            for kind, reasons in kinds.items():
+                print(f"{p(alg):<28}{p(kind):<16}  " + ", ".join(f"{p(r)} {n}" for r, n in reasons.items()))
     for title, key in (("slowest links", "slowest_links"), ("slowest receivers", "slowest_receivers")):
         print(f"\n{title} (mean delay):")
         for x in s[key]:

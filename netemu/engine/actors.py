@@ -71,6 +71,8 @@ class Actor:
 
     def host_crash(self, node: str) -> bool:
         self.on_crash()
+        for msg in self.inbox:  # delivered, never to be received
+            self.port.unused(msg, "unread")
         self.inbox.clear()
         return True
 
@@ -81,6 +83,10 @@ class Actor:
 
     def host_waits(self) -> dict[str, str | None]:
         return {self.name: self.port.waiting_for}
+
+    def host_unread(self) -> list[tuple[str, Message]]:
+        """The messages delivered and not received (in its inbox), when the run ends."""
+        return [(self.name, msg) for msg in self.inbox]
 
     # -------------------------------------------------------------- context
 
@@ -180,6 +186,10 @@ class Actor:
         """Record a metric in the message log (and the run's metrics); `done=False`: a metric
         of before the rounds, which does not count `round` as done."""
         self.port.metric(name, value, round, done=done)
+
+    def unused(self, msg: Message, reason: str, *, late: float | None = None) -> None:
+        """This actor does not use the delivered `msg`, for `reason` (`NodePort.unused`)."""
+        self.port.unused(msg, reason, late=late)
 
     # -------------------------------------------------------------- lifecycle
 

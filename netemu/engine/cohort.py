@@ -376,6 +376,8 @@ class Cohort:
         m.waiting = None
         m.gen += 1  # work scheduled before the crash finds a newer generation and is dropped
         if m.queue:
+            for msg in m.queue:  # delivered, never to be received (as an actor's inbox)
+                self.engine.unused(m.name, msg, "unread")
             m.queue.clear()
         return False
 
@@ -396,6 +398,10 @@ class Cohort:
         """What each member waits for (deadlock and stop reports)."""
         idle = f"recv(kind={self.receives!r})"
         return {m.name: (m.waiting or "running") if m.busy else idle for m in self.members}
+
+    def host_unread(self) -> list[tuple[str, Message]]:
+        """The members' messages delivered and not received (queued), when the run ends: member by member."""
+        return [(m.name, msg) for m in self.members if m.queue for msg in m.queue]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

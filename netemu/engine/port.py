@@ -2,9 +2,10 @@
 
 `Engine` is what a World offers the nodes it hosts, node by node: the clock, the
 node's neighbours, sending (`send`, `send_many`, `broadcast`), compute time, its own
-keyed draws, participation and completeness draws, metrics, privacy spends, and one
-control-plane call (`available`).  `NodePort` is that interface bound to one node, with
-the node's inbox and the one waiting path (`wait`): an `Actor` acts through its
+keyed draws, participation and completeness draws, metrics, privacy spends, the delivered
+messages it does not use (`unused`), and one control-plane call (`available`).  `NodePort`
+is that interface bound to one node, with the node's inbox and the one waiting path
+(`wait`): an `Actor` acts through its
 `NodePort`, and a `Cohort` acts for its members through the same `Engine` calls in a
 callback form (docs/actors.md).  Nothing else of the emulation — network state, other
 nodes, the world — is reachable from the port: the simulated network is one
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netemu.engine.clock import running_loop
 from netemu.engine.net.links import RoundCounter
 from netemu.engine.net.network import Message
+from netemu.engine.unused import REASONS, UnusedTally
 from netemu.wire.codec import encode_from
 
 if TYPE_CHECKING:
@@ -73,6 +75,9 @@ class Hosted(Protocol):
         """What each of its nodes (or, with none, itself) waits for; None: ask its task."""
         ...
 
+    # Optional: `host_unread() -> list[tuple[str, Message]]`, the (node, message) pairs delivered and
+    # never received when the run ends; the World marks each `unused` ("unread").  Actors and cohorts have it.
+
 
 class Engine:
     """The node-level operations of one World, each naming the node that acts.
@@ -80,7 +85,7 @@ class Engine:
     Made by the World; hosts reach it through `Hosted.host_attach`.  Every random draw is keyed by
     the node (and round), so a node's draws do not depend on which host runs it."""
 
-    __slots__ = ("_metric", "_privacy", "_ready", "env", "fail", "network", "record", "streams")
+    __slots__ = ("_metric", "_privacy", "_ready", "env", "fail", "network", "record", "streams", "unused_tally")
 
     def __init__(self, env: VirtualEnvironment, network: Network, streams: Streams, record: Callable[..., None],
                  metric: Callable[[str, str, float, int, bool], None], privacy: Callable[[str, int, float], None],
@@ -90,6 +95,7 @@ class Engine:
         #: stop the run: node (or host) `name` raised (a host calls it for an error in its callbacks)
         self.fail = fail
         self._ready: dict[str, Callable[[list[str], int], Sequence[bool]]] = {}  # nodes whose host answers check-ins
+        self.unused_tally = UnusedTally()  # the delivered messages the nodes did not use (`unused`)
 
     @property
     def now(self) -> float:
@@ -166,6 +172,19 @@ class Engine:
         message to its Flower message names both ends); `t` and `event` are not fields."""
         self.record(t=self.env.now, event=event, **fields)
 
+    def unused(self, node: str, msg: Message, reason: str, late: float | None = None) -> None:
+        """`node` does not use the delivered `msg`, for `reason` (netemu.engine.unused.REASONS):
+        one `unused` record (`late`: virtual seconds after its round closed, when known), counted."""
+        if reason not in REASONS:
+            raise ValueError(f"{node}: unused message {msg.id}: reason {reason!r}; accepted: {', '.join(REASONS)}")
+        now = self.env.now
+        self.unused_tally.add(msg.round, msg.src, reason, now)
+        if late is None:
+            self.record(t=now, event="unused", id=msg.id, src=msg.src, dst=node, kind=msg.kind, round=msg.round, reason=reason)
+        else:
+            self.record(t=now, event="unused", id=msg.id, src=msg.src, dst=node, kind=msg.kind, round=msg.round, reason=reason,
+                        late=late)
+
     def rng(self, node: str, purpose: str) -> np.random.Generator:
         """A Generator private to `node` and `purpose`."""
         return self.streams.generator(f"actor/{node}/{purpose}")
@@ -230,6 +249,10 @@ class Inbox:
     def __len__(self) -> int:
         return len(self._items)
 
+    def __iter__(self) -> Iterator[Message]:
+        """The messages kept, in arrival order."""
+        return iter(self._items)
+
     def put(self, msg: Message) -> bool:
         """Hand `msg` to the first waiter of its kind, or keep it; returns whether woken
         code waits to run (the network delivers the next message of a batch at once
@@ -288,7 +311,7 @@ class NodePort:
     `wait`; `compute` and `sleep` pass virtual time.  Made unattached (an actor is built
     before it is added to a World); `World.add` attaches it to the engine."""
 
-    __slots__ = ("_computes", "engine", "inbox", "name", "round", "waiting_for")
+    __slots__ = ("_computes", "closed", "engine", "inbox", "name", "round", "waiting_for")
 
     def __init__(self, name: str, inbox: Inbox | None = None) -> None:
         self.name = name
@@ -296,6 +319,7 @@ class NodePort:
         self.inbox = Inbox() if inbox is None else inbox
         self.waiting_for: str | None = None  # what it waits for, for deadlock and stop reports
         self._computes = RoundCounter()  # per round, computes so far: keys compute-time draws
+        self.closed: dict[int, float] = {}  # round -> when this node stopped gathering for it (`coordination.gather`)
         self.engine: Engine
 
     @property
@@ -476,6 +500,17 @@ class NodePort:
 
     def metric(self, name: str, value: float, round: int | None = None, *, done: bool = True) -> None:
         self.engine.metric(self.name, name, value, self.round if round is None else round, done)
+
+    def unused(self, msg: Message, reason: str, *, late: float | None = None) -> None:
+        """This node does not use the delivered `msg`: `reason` is "late", "stale", "duplicate",
+        "discarded" or "unread" (netemu.engine.unused); `late`: virtual seconds after its round
+        closed.  One `unused` record in the message log, counted in metrics.csv and summary.json."""
+        self.engine.unused(self.name, msg, reason, late)
+
+    def late_by(self, msg: Message) -> float | None:
+        """Virtual seconds since this node stopped gathering `msg`'s round (None: it has not)."""
+        closed = self.closed.get(msg.round)
+        return None if closed is None else self.engine.env.now - closed
 
     def note(self, event: str, **fields: Any) -> None:
         """A record `event` of this node's own in the message log (fields after `t`, `event`)."""

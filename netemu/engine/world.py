@@ -11,7 +11,8 @@ only wait on timers that lead nowhere); `RunResult.stopped_by` says which, and
 stops the run with `ActorFailed` (actor name, virtual time, traceback); if every
 actor waits and nothing is scheduled
 the run stops with `DeadlockError` naming what each actor waits for.  Either way
-everything logged so far is flushed, and messages still travelling are logged as
+everything logged so far is flushed, messages delivered and never received are marked
+``unused`` ("unread", netemu.engine.unused), and messages still travelling are logged as
 ``in_flight``.
 """
 
@@ -396,12 +397,21 @@ class World:
                 self._cancel_all(loop)
             finally:
                 self._retrieve_exceptions()
+                self._unread()
                 for rec in self.network.in_flight():
                     self.log(t=self.env.now, event="in_flight", **rec)
                 self.log.flush()
                 loop.close()
         return RunResult(self.env.now, self.network.message_counts(), self.metrics, complete,
                          self.stopped_by, self.rounds_done, self.stop_waits)
+
+    def _unread(self) -> None:
+        """Mark `unused` ("unread") every message delivered and never received, host by host
+        (`Hosted.host_unread`, where a host has it)."""
+        for actor in self.actors.values():
+            unread = getattr(actor, "host_unread", None)
+            for node, msg in unread() if unread is not None else ():
+                self.engine.unused(node, msg, "unread")
 
     def _retrieve_exceptions(self) -> None:
         """Mark every finished task's and future's exception as seen: when Ctrl-C or SIGTERM

@@ -31,6 +31,7 @@ from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 from netemu.engine.actors import Actor
+from netemu.engine.net.message import Message as NetemuMessage
 from netemu.errors import InputError, RunStopped
 from netemu.flower.apps import load_client_app, load_server_app
 from netemu.flower.grid import NetemuGrid
@@ -265,7 +266,7 @@ class FlowerServer(Actor):
                 raise RuntimeError(f"the ServerApp's threads wait for each other: {[r for _, r in blocked]}")
             msg = await self.recv(until=min(deadlines, default=None))
             if msg is not None:
-                grid.accept(from_wire(msg.payload))
+                self.accept(msg)
 
     # ---------------------------------------------------------- for the Grid (the app's threads)
 
@@ -297,7 +298,14 @@ class FlowerServer(Actor):
         """Take every reply delivered so far into the Grid."""
         assert self.grid is not None
         while (msg := self.inbox.take(None)) is not None:
-            self.grid.accept(from_wire(msg.payload))
+            self.accept(msg)
+
+    def accept(self, msg: NetemuMessage) -> None:
+        """A reply received: into the Grid, or marked `unused` with the Grid's reason (late, duplicate, discarded)."""
+        assert self.grid is not None
+        reason = self.grid.accept(from_wire(msg.payload))
+        if reason is not None:
+            self.unused(msg, reason)
 
     def initial_metrics(self, values: list[tuple[str, float]]) -> None:
         """The strategy's initial evaluation (Flower's round 0: the starting model, before

@@ -155,6 +155,8 @@ class NetemuGrid(Grid):
             self._server.wait(ids, until=until, any_reply=False)
         self._unavailable_nodes(ids)
         replies = self._take(ids)
+        for key in ids:  # answered by no reply in time: the call is over, a reply now is late (`accept`)
+            self._pending.pop(key, None)
         turns = self._server.turns
         assert turns is not None
         if ids and turns.current() is turns.main:
@@ -178,14 +180,23 @@ class NetemuGrid(Grid):
                     return value
         return self.exchanges
 
-    def accept(self, reply: Message) -> None:
-        """A reply delivered to the server node: keep it if its instruction still waits;
-        drop it if it answers no instruction of the run, and count that."""
+    def accept(self, reply: Message) -> str | None:
+        """A reply delivered to the server node: keep it if its instruction still waits (None);
+        else why it is not used (`NodePort.unused`): "late" when its instruction was answered
+        already — by an error reply (TTL, node down) or by the call that returned without it —,
+        "duplicate" when a reply to it waits already, "discarded" when it answers no instruction
+        of the run (counted as `unmatched_replies` too)."""
         key = reply.metadata.reply_to_message_id
-        if key in self._pending and key not in self._replies:
-            self._replies[key] = reply
-        elif key not in self._seen:
-            self._server.tally.count("unmatched_replies", self._server.last_round)
+        if key in self._pending:
+            kept = self._replies.get(key)
+            if kept is None:
+                self._replies[key] = reply
+                return None
+            return "late" if kept.has_error() else "duplicate"
+        if key in self._seen:
+            return "late"
+        self._server.tally.count("unmatched_replies", self._server.last_round)
+        return "discarded"
 
     def pool_joined(self) -> None:
         """The legacy server's pool of send_and_receive calls was joined: one exchange."""

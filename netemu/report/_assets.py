@@ -490,7 +490,8 @@ SCRIPT = r"""
     metrics.sort();
     if (!metrics.length) { htmlEl("p", "muted", root, "no metrics.csv rows"); return; }
     var stale = metrics.filter(function (mname) { return /^staleness/.test(mname); });
-    metrics = metrics.filter(function (mname) { return !/^staleness/.test(mname); });
+    // unused_<reason> counts are drawn with the updates used and lost (drawUsage), not as learning curves
+    metrics = metrics.filter(function (mname) { return !/^staleness/.test(mname) && !/^unused_/.test(mname); });
     var sroot = document.querySelector("[data-chart=staleness]");
     if (sroot) while (sroot.firstChild) sroot.removeChild(sroot.firstChild);
     var markers = xaxis === "time" && S.length ? roundMarkers(folderOf(S[0]), S[0].algorithm) : undefined;
@@ -515,6 +516,28 @@ SCRIPT = r"""
     }
     metrics.forEach(function (mname) { draw(root, mname); });
     if (sroot) stale.forEach(function (mname) { draw(sroot, mname); });
+  }
+
+  // Per round: the updates used, not used (by reason) and lost, one stacked bar chart per series (netemu/report/usage.py)
+  var USAGE = [{ key: "used", label: "used", color: "#2ca02c" }, { key: "late", label: "late", color: "#ff7f0e" },
+               { key: "stale", label: "stale", color: "#bcbd22" }, { key: "discarded", label: "discarded", color: "#9467bd" },
+               { key: "unread", label: "unread", color: "#8c564b" }, { key: "lost", label: "lost (dropped, in flight)", color: "#d62728" }];
+  function drawUsage() {
+    var root = document.querySelector("[data-chart=usage]");
+    if (!root) return;
+    while (root.firstChild) root.removeChild(root.firstChild);
+    var drawn = 0;
+    S.forEach(function (s, i) {
+      var u = (folderOf(s).usage || {})[s.algorithm];
+      if (!u || !u.round.length) return;
+      var values = u.round.map(function (_, k) { return [USAGE.map(function (p) { return u[p.key][k]; })]; });
+      var sub = "messages of kind " + u.kinds.join(", ") + " per round they were sent for, mean over " + u.runs + " run" + (u.runs > 1 ? "s" : "") +
+        (u.duplicate ? "; " + fmt(u.duplicate) + " duplicate copies not drawn" : "");
+      barChart(root, s.label + ": updates used vs late vs lost", sub, u.round.map(String), [{ label: s.label, color: colorOf(i) }],
+        USAGE, values, "messages", false, fmtCount);
+      drawn++;
+    });
+    if (!drawn) htmlEl("p", "muted", root, "no updates in the message log");
   }
 
   function drawActivity() {
@@ -866,6 +889,7 @@ SCRIPT = r"""
     drawTta();
     drawTraffic();
     drawLoads();
+    drawUsage();
     drawActivity();
     drawActors();
     drawPrivacy();

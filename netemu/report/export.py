@@ -68,10 +68,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "outages": _cols(_CONTEXT + "src:string! dst:string! link:string until:float64! extra:string"),
     "load": _cols(_CONTEXT + "src:string! dst:string! link:string bps:float64! capacity:float64 extra:string"),
     "metric_events": _cols(_CONTEXT + "actor:string round:int64 metric:string! value:float64 extra:string"),
+    "unused": _cols(_CONTEXT + "id:int64! src:string! dst:string! kind:string! round:int64! reason:string! late:float64 extra:string"),
     "other": _cols(_CONTEXT + "event:string! extra:string"),
 }
 _TABLE_OF_EVENT = {"send": "messages", "deliver": "messages", "drop": "messages", "in_flight": "messages", "compute": "compute",
-                   "crash": "lifecycle", "recover": "lifecycle", "outage": "outages", "load": "load", "metric": "metric_events"}
+                   "crash": "lifecycle", "recover": "lifecycle", "outage": "outages", "load": "load", "metric": "metric_events",
+                   "unused": "unused"}
 _FILL = {("deliver", "duplicate"): False, ("drop", "duplicate"): False}  # applies to arrivals: absent means false
 FORMATS = ("parquet", "arrow", "csv")
 _EXT = {"parquet": "parquet", "arrow": "arrow", "csv": "csv"}

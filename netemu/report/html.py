@@ -41,6 +41,7 @@ from netemu.report.series import add_bytes, curve_data, privacy_curves, report_r
 from netemu.report.selection import check_selection
 from netemu.report.window import Timeline, Window, lane_key, natural_key
 from netemu.report.traffic import Quantiles, Traffic
+from netemu.report.usage import Usage
 
 __all__ = ["ReportError", "Window", "actor_filter", "collect", "embed_json", "natural_key", "render", "write_report"]
 
@@ -238,7 +239,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
         "summary": summary,
         "curves": curve_data(rows),
         "privacy_curves": privacy_curves(d / "privacy.csv"),
-        "traffic": {}, "actors": {}, "activity": {}, "timeline": None, "log": None, "records": 0, "loads": {},
+        "traffic": {}, "actors": {}, "activity": {}, "usage": {}, "timeline": None, "log": None, "records": 0, "loads": {},
         "deadlines": _deadlines(scenario), "rounds": report_rounds(rows), "rows": rows, "bytes_at": {},
     }
     try:
@@ -254,6 +255,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
     compute: dict[tuple, Counter] = defaultdict(Counter)
     last_t: dict[tuple, float] = {}
     tl = Timeline(window, keep)
+    usage = Usage()  # per round: updates used, not used, lost
     sent_bytes: Counter = Counter()     # per (algorithm, run): bytes sent so far
     bytes_at: dict[tuple, int] = {}     # (algorithm, run, round) -> bytes sent when its first metric was logged
     starts: dict[tuple, dict[int, float]] = defaultdict(dict)  # per (algorithm, run): the first send of each round
@@ -285,6 +287,9 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
                 bytes_at.setdefault((ctx[0], ctx[1], r["round"]), sent_bytes[ctx])
             elif ev in ("deliver", "drop", "in_flight"):  # duplicates and attempts counted apart (Traffic.outcome)
                 traffic[ctx[0]][(r["kind"], r["link"])].outcome(ev, r)
+                usage.feed(ev, r, ctx)
+            elif ev == "unused":
+                usage.feed(ev, r, ctx)
             elif ev in ("crash", "recover"):
                 lifecycles[ctx].add(float(r["t"]), r["actor"], ev == "recover")
             elif ev == "load":  # a shared link's load changed (sharing = "max-min"): the first run of each algorithm
@@ -340,6 +345,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
         folder["actors"][alg] = _actor_view(stats)
         folder["activity"][alg] = activity([(sent_rounds[c], starts[c], lifecycles[c]) for c in ctxs])
     folder["loads"] = {alg: {link: _binned(x["steps"], x["capacity"]) for link, x in sorted(by.items())} for alg, by in loads.items()}
+    folder["usage"] = usage.as_dict()
     folder["timeline"] = tl.as_dict()
     if folder["timeline"] is None:
         wanted = ", ".join(f"{k} {v!r}" for k, v in (("algorithm", window.algorithm), ("run", window.run)) if v is not None)

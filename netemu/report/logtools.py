@@ -114,7 +114,8 @@ def _ctx_label(ctx: tuple) -> str:
 
 
 def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, run: int | None = None) -> dict:
-    """Traffic per (kind, link class), slowest links and receivers, per-actor activity.
+    """Traffic per (kind, link class), slowest links and receivers, per-actor activity, and the
+    delivered messages not used (`unused_by_algorithm`: algorithm -> kind -> reason -> count).
 
     `traffic` sums every algorithm and Monte Carlo run of the log; `traffic_by_algorithm`
     gives the same per algorithm (a log of two algorithms compares them, never mixes them);
@@ -133,6 +134,7 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
     active_rounds: dict[tuple, set] = defaultdict(set)  # (ctx, actor) -> rounds it sent in
     rounds: dict[tuple, set] = defaultdict(set)  # ctx -> rounds seen
     spans: dict[tuple, list] = {}  # ctx -> [first t, last t, records]
+    unused: Counter = Counter()  # (algorithm, kind, reason) -> `unused` records
     first_t, last_t, records = None, 0.0, 0
     for n, r in _numbered(path):  # one pass; the hot loop touches each record a few times only
         ctx = (r.get("algorithm"), r.get("run"))
@@ -163,6 +165,8 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
                     delay = float(r["delay"])
                     links[f"{r['src']}->{r['dst']}"].add(delay)
                     receivers[r["dst"]].add(delay)
+            elif ev == "unused":  # a delivered message its receiver did not use: an annotation, not an outcome
+                unused[(ctx[0], r["kind"], r["reason"])] += 1
             elif ev == "compute":
                 key = (ctx, r["actor"])
                 b = busy.get(key)
@@ -208,10 +212,19 @@ def summarize(path: str | Path, top: int = 5, *, algorithm: str | None = None, r
         "slowest_links": slowest(links),
         "slowest_receivers": slowest(receivers),
         "actors": mean_actors,
+        "unused_by_algorithm": _unused_table(unused),
         "runs": len(per_run),
         "per_run": per_run,
         "delay_quantiles": {"method": "streaming log-bucket sketch", "relative_accuracy": 0.01},
     }
+
+
+def _unused_table(unused: Counter) -> dict[str, dict[str, dict[str, int]]]:
+    """algorithm -> kind -> reason -> the delivered messages not used (`unused` records), sorted."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for (alg, kind, reason), n in sorted(unused.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        out.setdefault(str(alg), {}).setdefault(str(kind), {})[str(reason)] = n
+    return out
 
 
 # ------------------------------------------------------------------ filter

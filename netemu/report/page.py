@@ -309,6 +309,19 @@ def _tta_section(tta: dict, folders: list[dict], series: list[dict]) -> str:
             "<div class='charts' data-chart='tta'></div>" + "".join(rows) + "</section>")
 
 
+def _usage_section(folders: list[dict]) -> str:
+    """The section "Updates used, late and lost per round", when a log has updates or unused messages."""
+    if not any(f.get("usage") for f in folders):
+        return ""
+    return ("<section id='usage'><h2>Updates used, late and lost per round</h2><p class='note'>Per round the update was "
+            "sent for (mean over runs): the messages of kind <code>update</code> (and of any kind an algorithm judged) that "
+            "the receiver used, that it did not use — late (after its round closed), stale (too many versions behind), "
+            "discarded, unread (never received before the run ended) — from the log's <code>unused</code> records, and "
+            "those lost (dropped, or still in flight at the end). Duplicate copies are not messages and are not drawn. "
+            "The counts per round are in metrics.csv as <code>unused_&lt;reason&gt;</code>.</p>"
+            "<div class='charts' data-chart='usage'></div></section>")
+
+
 def render(folders: list[dict], target: Target | None = None, actors: str | None = None) -> str:
     """The HTML page for collected run folders (`collect`); `target`: `--target` (netemu/report/target.py)."""
     from netemu.report._assets import CSS, SCRIPT
@@ -325,7 +338,7 @@ def render(folders: list[dict], target: Target | None = None, actors: str | None
         "series": series,
         "tta": tta,
         "folders": [{k: f.get(k, {}) for k in ("name", "curves", "privacy_curves", "traffic", "actors", "timeline", "loads",
-                                                "rounds", "deadlines", "activity")} for f in folders],
+                                                "rounds", "deadlines", "activity", "usage")} for f in folders],
     }
     names = ", ".join(f["name"] for f in folders)
     title = _title(folders)
@@ -377,6 +390,7 @@ Drag across a chart to zoom, double-click to reset; hover for values.</p>
 <div class="charts" data-chart="curves"></div></section>
 {_tta_section(tta, folders, series)}
 {staleness}
+{_usage_section(folders)}
 <section id="traffic"><h2>Traffic per link class</h2>
 <p class="note">Totals over all Monte Carlo runs; bytes are encoded envelope sizes. Delay = arrival − send; percentiles (≈) come
 from a streaming sketch, exact to within ±1 % (the one <code>netemu log summary</code> uses); mean, min and max are exact.</p>

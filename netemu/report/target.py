@@ -2,7 +2,7 @@
 metric first reaches a target value.
 
 The main metric is the one `--target METRIC=VALUE` names; without it, the first metric of
-metrics.csv that is not bookkeeping (participants, staleness, privacy spent). A metric whose
+metrics.csv that is not bookkeeping (participants, staleness, privacy spent, unused messages). A metric whose
 name says accuracy (acc, auc, f1, r2, score, reward) is better when higher, any other (mse,
 loss, error) when lower. The default target is the best final value over the series compared,
 relaxed by DEFAULT_FACTOR: × 1.1 for a lower-is-better metric, × 0.9 for a higher-is-better one
@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_FACTOR", "Target", "higher_is_better", "main_metric", "parse
 
 DEFAULT_FACTOR = 0.1  # the default target is within 10 % of the best final value
 _HIGHER = re.compile(r"acc|auc|f1|r2|score|reward|precision|recall", re.IGNORECASE)
-_BOOKKEEPING = re.compile(r"^(participants|staleness|clients|rho|epsilon|privacy)", re.IGNORECASE)
+_BOOKKEEPING = re.compile(r"^(participants|staleness|clients|rho|epsilon|privacy|unused_)", re.IGNORECASE)
 
 
 class Target(NamedTuple):

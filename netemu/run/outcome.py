@@ -12,11 +12,13 @@ from collections import Counter
 from typing import Any
 
 from netemu.version import __version__
+from netemu.engine.unused import REASONS, UnusedTally
 from netemu.report import aggregate_metrics, final_values
 from netemu.report.intervals import final_intervals
 from netemu.run.signals import Terminated
 
-__all__ = ["Results", "message_summary", "network_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason"]
+__all__ = ["Results", "message_summary", "network_summary", "privacy_summary", "run_outcome", "run_warnings", "stop_reason",
+           "unused_rows", "unused_summary"]
 
 
 def stop_reason(exc: BaseException) -> str:
@@ -129,14 +131,45 @@ def network_summary(c: Counter, attempts: dict[str, list[int]]) -> dict:
     return out
 
 
+def unused_rows(label: str, run: int, rows: list[tuple], tally: UnusedTally, reasons: list[str]) -> list[tuple]:
+    """metrics.csv's rows of one (algorithm, run): its metric `rows` (`aggregate_metrics`) and, per
+    round, `unused_<reason>` — the delivered messages of that round not used, for each of `reasons`
+    (0 where none) — in every round with a metric or an unused message, sorted by (round, metric).
+    Their time: the later of the round's last metric and its last unused record."""
+    if not reasons:
+        return rows
+    by_round, times = tally.by_round(), dict(tally.last)
+    for _alg, _run, rnd, t, _name, _v in rows:
+        if t > times.get(rnd, -math.inf):
+            times[rnd] = t
+    extra = [(label, run, rnd, times[rnd], f"unused_{reason}", float(by_round.get(rnd, Counter())[reason]))
+             for rnd in sorted(times) for reason in reasons]
+    return sorted(rows + extra, key=lambda row: (row[2], row[4]))
+
+
+def unused_summary(tallies: list[UnusedTally]) -> dict:
+    """summary.json's `messages.<algorithm>.unused` (per reason) and `unused_by_sender` (per sender
+    and reason), summed over the algorithm's runs."""
+    reasons: Counter[str] = Counter()
+    clients: dict[str, Counter[str]] = {}
+    for tally in tallies:
+        reasons.update(tally.reasons())
+        for src, c in tally.by_client().items():
+            clients.setdefault(src, Counter()).update(c)
+    order = {r: i for i, r in enumerate(REASONS)}
+    return {"unused": {r: reasons[r] for r in sorted(reasons, key=order.__getitem__)},
+            "unused_by_sender": {src: {r: c[r] for r in sorted(c, key=order.__getitem__)} for src, c in sorted(clients.items())}}
+
+
 class Results:
     """What a run folder gathers from its worlds, per algorithm and run: metrics rows, message
-    counts, virtual time, privacy spend and releases, and outcome (`add`, whatever stopped
-    the world); `summary` makes summary.json of them."""
+    counts, unused messages, virtual time, privacy spend and releases, and outcome (`add`,
+    whatever stopped the world); `summary` makes summary.json of them."""
 
     def __init__(self, labels: list[str]) -> None:
         self.labels = labels
-        self.rows: list[tuple] = []
+        self._blocks: list[tuple[str, int, list[tuple], UnusedTally]] = []  # per world added: its metric rows, its unused tally
+        self._rows: list[tuple] | None = None
         self.releases: list[tuple] = []  # (algorithm, run, client, round, rho, rho so far)
         self.counts: dict[str, Counter[tuple[str, str]]] = {label: Counter() for label in labels}
         self.attempts: dict[str, dict[str, list[int]]] = {label: {} for label in labels}
@@ -147,7 +180,11 @@ class Results:
 
     def add(self, label: str, run: int, world, outcome: dict) -> None:
         """The results of `world`, algorithm `label`'s Monte Carlo run `run`, that ended with `outcome` (`run_outcome`)."""
-        self.rows.extend(aggregate_metrics(label, run, world.metrics))
+        engine = getattr(world, "engine", None)
+        tally = getattr(engine, "unused_tally", None)
+        tally = UnusedTally() if tally is None else tally
+        self._blocks.append((label, run, aggregate_metrics(label, run, world.metrics), tally))
+        self._rows = None
         self.counts[label].update(world.network.counts)  # (link class, what) -> n
         self.counts[label].update((m["link"], "in_flight") for m in world.network.in_flight())
         for cls, (n, total, most) in getattr(world.network.emit, "attempts", {}).items():  # the log's tally (netemu.log)
@@ -163,6 +200,18 @@ class Results:
                 if note not in self.notes[label]:
                     self.notes[label].append(note)
 
+    @property
+    def rows(self) -> list[tuple]:
+        """metrics.csv's rows: every world's metrics, with the `unused_<reason>` counts per round of the
+        reasons any run of its algorithm had (`unused_rows`)."""
+        if self._rows is None:
+            reasons: dict[str, set[str]] = {label: set() for label in self.labels}
+            for label, _run, _rows, tally in self._blocks:
+                reasons.setdefault(label, set()).update(tally.reasons())
+            self._rows = [row for label, run, rows, tally in self._blocks
+                          for row in unused_rows(label, run, rows, tally, [r for r in REASONS if r in reasons[label]])]
+        return self._rows
+
     def early(self) -> list[tuple[str, dict]]:
         """(algorithm, outcome) of every run that ended early, in order."""
         return [(label, o) for label in self.labels for o in self.outcome[label] if not o["complete"]]
@@ -171,16 +220,18 @@ class Results:
                 wall_time_s: float, head: dict | None = None, tail: dict | None = None) -> dict:
         """summary.json (docs/formats.md): the outcome, then the results; `head` holds the keys written
         after `rounds_planned` (`compute`, `failure`), `tail` those written last (`replay`)."""
-        final = final_values(self.rows)
-        messages = {label: message_summary(c) for label, c in self.counts.items()}
+        learning = [row for row in self.rows if not row[4].startswith("unused_")]  # counts of messages, in `messages`
+        final = final_values(learning)
+        messages = {label: {**message_summary(c), **unused_summary([t for lb, _r, _rows, t in self._blocks if lb == label])}
+                    for label, c in self.counts.items()}
         out: dict[str, Any] = {"scenario": scenario, "complete": complete, "stopped_by": stopped_by, "rounds_planned": planned, **(head or {})}
         out.update({
             "netemu": __version__, "seed": seed, "runs": runs, "algorithms": self.labels, "outcome": self.outcome,
-            "final": final, "final_ci95": final_intervals(self.rows), "messages": messages,
+            "final": final, "final_ci95": final_intervals(learning), "messages": messages,
             "network": {label: network_summary(self.counts[label], self.attempts[label]) for label in self.labels},
             "virtual_time": self.vtime, "wall_time_s": wall_time_s,
             "warnings": [w for label in self.labels if self.outcome[label]
-                         for w in [*run_warnings(label, messages[label], final, self.rows), *(f"{label}: {n}" for n in self.notes[label])]],
+                         for w in [*run_warnings(label, messages[label], final, learning), *(f"{label}: {n}" for n in self.notes[label])]],
         })
         if any(any(runs) for runs in self.privacy.values()):
             out["privacy"] = {label: privacy_summary(runs) for label, runs in self.privacy.items()}
