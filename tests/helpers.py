@@ -121,6 +121,45 @@ def linear_task(world, clients, *, dim=5, lr=0.05, steps=5, **data):
     return task("linear").make(LinearParams(lr=lr, steps=steps), made, world.streams)
 
 
+#: the keys a graph-filter test may give that are the task's ([task]); "model" takes the family's
+#: former names ("mlp_bn", "cnn_bn": the task with batchnorm = true)
+GRAPHFL_TASK_KEYS = ("model", "hidden", "channels", "channels2", "lr", "lr_decay", "epochs", "batch", "work_per_sample", "metrics", "batchnorm",
+                     "evaluate_every")
+
+
+def graphfl_split(variant, **overrides):
+    """(GraphFLParams of `variant` with the algorithm's overrides, the task's keys among `overrides`)."""
+    from netemu.algorithms.graphfl import VARIANTS, GraphFLParams
+
+    task = {k: v for k, v in overrides.items() if k in GRAPHFL_TASK_KEYS}
+    own = {k: v for k, v in overrides.items() if k not in GRAPHFL_TASK_KEYS}
+    return GraphFLParams(**{**VARIANTS[variant], **own}), task
+
+
+def digits_task(world, data, model="softmax", **keys):
+    """The task a graph-filter scenario's [task] table makes over `data` (digits_fl's record), with
+    the family's former defaults (5 epochs, work 0.002 per sample, accuracy only, 32 hidden units)."""
+    from netemu.plugins import task
+
+    name, batchnorm = model.removesuffix("_bn"), model.endswith("_bn")
+    defaults = {"epochs": 5, "work_per_sample": 0.002, "metrics": ("accuracy",), **({"hidden": 32} if name == "mlp" else {})}
+    if batchnorm:
+        defaults["batchnorm"] = True
+    spec = task(name)
+    return spec.make(spec.params(**{**defaults, **keys}), data, world.streams)
+
+
+class WithTask:
+    """A graph-filter algorithm's params with its task's local-training keys beside them (lr,
+    lr_decay, epochs, batch, ...), as the vectorized references read them."""
+
+    def __init__(self, params, training):
+        self._p, self._t = params, training
+
+    def __getattr__(self, name):
+        return getattr(self._p if hasattr(self._p, name) else self._t, name)
+
+
 class Trained:
     """An algorithm's params with the task's local training (`lr`, `local_steps`) beside them,
     for the references written before local training moved to the task."""

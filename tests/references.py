@@ -312,12 +312,12 @@ def graphfl(task, clients: list, p, A: np.ndarray, theta0: np.ndarray, streams, 
     lam = np.clip(lam, 0, None)
     Psi = np.tile(theta0, (K, 1))
     for t in range(1, rounds + 1):
-        lr = p.lr * p.lr_decay ** (t - 1)
+        lr = p.lr * (p.lr_decay or 1.0) ** (t - 1)
         Wt = Psi[:, : d * C].reshape(K, d, C).copy()
         bt = Psi[:, d * C :].copy()
         Wa, ba = Wt.copy(), bt.copy()
         rngs = [streams.generator(f"sgd/{k}/{t}") for k in clients]
-        for _ in range(p.epochs):
+        for _ in range(int(p.epochs)):  # whole epochs (a task's epochs is a float)
             perms = np.stack([r.permutation(n) for r in rngs])
             for s in range(0, n, p.batch):
                 rows = perms[:, s : s + p.batch]
@@ -383,7 +383,7 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
     own = Psi.copy()  # FedBN: each client's kept entries
     theta = None  # pFedMe: the personalized models
     for t in range(1, rounds + 1):
-        lr = p.lr * p.lr_decay ** (t - 1)
+        lr = p.lr * (p.lr_decay or 1.0) ** (t - 1)
         start = Psi.copy()
         if kept is not None:
             start[:, kept] = own[:, kept]
@@ -392,10 +392,11 @@ def personal_fl(task, clients: list, p, theta0: np.ndarray, streams, rounds: int
         rngs = [streams.generator(f"sgd/{k}/{t}") for k in clients]
         m = -(-n // p.batch)  # batches per pass
         per_round = {"pfedme": 1, "perfedavg": 2 if p.maml == "fo" else 3}.get(p.local, m)
-        passes = p.epochs if p.local == "sgd" else -(-p.epochs * per_round // m)
+        E = int(p.epochs)  # whole epochs (a task's epochs is a float)
+        passes = E if p.local == "sgd" else -(-E * per_round // m)
         perms = [np.stack([r.permutation(n) for r in rngs]) for _ in range(passes)]
         cut = [perm[:, s : s + p.batch] for perm in perms for s in range(0, n, p.batch)]  # the batch stream
-        for r in range(p.epochs):
+        for r in range(E):
             D = cut[r * per_round : (r + 1) * per_round]
             if p.local == "pfedme":
                 for _ in range(p.inner_steps):

@@ -61,10 +61,35 @@ def test_graphfl_reports_macro_scores_only_when_asked_and_leaves_accuracy_unchan
     assert all(0.0 <= v <= 1.0 for _, _, v in _rows(scored, {"f1_local", "f1_global", "precision_local"}))
 
 
-@pytest.mark.parametrize("bad", [("f1",), ("accuracy", "auc"), "f1"])
-def test_graphfl_refuses_unknown_or_accuracy_less_metric_lists(bad):
-    from netemu.algorithms.graphfl import GraphFLParams
+@pytest.mark.parametrize("bad", [("accuracy", "auc"), "f1", ()])
+def test_the_classifier_tasks_refuse_unknown_or_empty_metric_lists(bad):
     from netemu.config import ConfigError
+    from netemu.tasks.supervised import SoftmaxParams
 
     with pytest.raises(ConfigError, match="metrics"):
-        GraphFLParams(metrics=bad)
+        SoftmaxParams(metrics=bad)
+
+
+def test_graphfl_reports_the_task_metrics_asked_for_the_loss_among_them():
+    from test_graphfl import setup
+
+    from netemu.kernels.classifiers import cross_entropy
+
+    world, _, task = setup("graphfl-fedprox", rounds=2, metrics=("loss",))
+    world.run()
+    assert not _rows(world, {"accuracy_local", "accuracy_global"})
+    rows = _rows(world, {"loss_local", "loss_global"})
+    assert sorted((r, m) for r, m, _ in rows) == [(1, "loss_global"), (1, "loss_local"), (2, "loss_global"), (2, "loss_local")]
+    server = world.actors["server"]
+    st = server.state
+    expected = np.mean([cross_entropy(st.model, row, *task.global_test) for row in server.Psi])
+    assert [v for r, m, v in rows if (r, m) == (2, "loss_global")] == [pytest.approx(expected, rel=1e-12)]
+
+
+def test_graphfl_evaluates_every_evaluate_every_rounds_and_after_the_last():
+    from test_graphfl import setup
+
+    world, _, _ = setup("graphfl-fedprox", rounds=5, evaluate_every=2)
+    world.run()
+    assert sorted(r for r, _, _ in _rows(world, {"accuracy_global"})) == [2, 4, 5]
+    assert sorted(r for r, _, _ in _rows(world, {"latency_s"})) == [1, 2, 3, 4, 5]  # the timing: every round

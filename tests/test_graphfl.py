@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from helpers import WithTask, digits_task, graphfl_split
 from references import graphfl as reference
 from netemu import World
 from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
@@ -30,9 +31,10 @@ def setup(variant="fedpnp-soft", seed=2, data=None, links=None, behaviours=None,
     data = data or FederatedDigits(partition="dirichlet", kappa=0.3, samples=60, test_samples=30)
     clients = [n for n, r in g.nodes(data="role") if r == "client"]
     task = make_federated_digits(data, clients, world.streams)
-    params = GraphFLParams(**{**VARIANTS[variant], **overrides})
-    build(world, params, task, rounds)
-    return world, params, task
+    params, keys = graphfl_split(variant, **overrides)
+    learning = digits_task(world, task, **keys)
+    build(world, params, learning, rounds)
+    return world, WithTask(params, learning.p), task
 
 
 def final_models(world):
@@ -126,7 +128,7 @@ def test_the_reference_comparison_can_fail():
     world, params, task = setup()
     world.run()
     st = world.actors["server"].state
-    wrong = GraphFLParams(**{**VARIANTS["fedpnp-soft"], "mu": 0.21})
+    wrong = WithTask(GraphFLParams(**{**VARIANTS["fedpnp-soft"], "mu": 0.21}), st.training)
     assert np.max(np.abs(final_models(world) - reference(task, st.clients, wrong, st.A, st.theta0, world.streams, R))) > 1e-6
 
 
@@ -176,7 +178,7 @@ def test_sparse_updates_travel_as_partial_models_and_keep_a_residual():
 
 
 @pytest.mark.parametrize("bad, field", [({"filter": "median"}, "filter"), ({"sparsity": 0.0}, "sparsity"),
-                                        ({"late": "queue"}, "late"), ({"model": "resnet"}, "model")])
+                                        ({"late": "queue"}, "late"), ({"deadline": 0.0}, "deadline")])
 def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         GraphFLParams(**bad)

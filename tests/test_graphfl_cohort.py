@@ -7,11 +7,12 @@ import io
 
 import numpy as np
 import pytest
+from helpers import digits_task, graphfl_split
 from test_cohort import shipped_run
 from test_graphfl import client_local
 
 from netemu import Bernoulli, Exponential, Link, MessageLog, NodeBehaviour, World, star
-from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
+from netemu.algorithms.graphfl import build
 from netemu.data.federated import FederatedDigits, make_federated_digits
 
 K, ROUNDS = 8, 5
@@ -55,8 +56,8 @@ def graphfl_run(cohort: bool, variant: str, overrides: dict, rooms: bool, rounds
     data = (FederatedDigits(partition="rooms", rooms=3, samples=40, test_samples=20) if rooms else
             FederatedDigits(partition="dirichlet", kappa=0.3, samples=40, test_samples=20))
     task = make_federated_digits(data, [f"client-{k}" for k in range(K)], world.streams)
-    params = GraphFLParams(**{**VARIANTS[variant], "deadline": 2.5, "epochs": 2, **overrides})
-    build(world, params, task, rounds, cohort=cohort)
+    params, task_keys = graphfl_split(variant, **{"deadline": 2.5, "epochs": 2, **overrides})
+    build(world, params, digits_task(world, task, **task_keys), rounds, cohort=cohort)
     world.run()
     return buf.getvalue(), keys, world
 

@@ -7,10 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from helpers import WithTask, digits_task, graphfl_split
 from references import personal_fl as reference
 from test_graphfl import client_local
 from netemu import World
 from netemu.algorithms import graphfl_params
+from netemu.algorithms.graphfl_params import check_task
+from netemu.tasks import supervised
+from netemu.tasks.supervised import CNNParams, MLPParams, SoftmaxParams
 from netemu.algorithms.graphfl import VARIANTS, GraphFLParams, build
 from netemu.config import ConfigError
 from netemu.data.federated import FederatedDigits, make_federated_digits
@@ -47,16 +51,18 @@ def setup(variant, seed=3, **overrides):
     clients = [n for n, r in g.nodes(data="role") if r == "client"]
     task = make_federated_digits(FederatedDigits(partition="dirichlet", kappa=0.3, samples=50, test_samples=20),
                                  clients, world.streams)
-    params = GraphFLParams(**{**VARIANTS[variant], **overrides})
-    build(world, params, task, R)
-    return world, params, task
+    params, keys = graphfl_split(variant, **overrides)
+    learning = digits_task(world, task, **keys)
+    build(world, params, learning, R)
+    return world, WithTask(params, learning.p), task
 
 
 @pytest.fixture
 def bias_kept(monkeypatch):
-    """graphfl builds BiasKept for model = "softmax", and FedBN accepts it."""
-    monkeypatch.setattr(graphfl_params, "Softmax", BiasKept)
-    monkeypatch.setattr(graphfl_params, "MASKLESS_MODELS", ())
+    """The softmax task builds BiasKept, and FedBN accepts it."""
+    monkeypatch.setattr(supervised, "Softmax", BiasKept)
+    without_fedbn_check = tuple(c for c in graphfl_params.TASK_CHECKS if "keep_local" not in c[1])
+    monkeypatch.setattr(graphfl_params, "TASK_CHECKS", without_fedbn_check)
 
 
 # ---------------------------------------------------------------- kernels
@@ -179,7 +185,7 @@ def test_the_reference_comparison_can_fail(variant, wrong, bias_kept):
     world.run()
     server = world.actors["server"]
     st = server.state
-    other = GraphFLParams(**{**VARIANTS[variant], **wrong})
+    other = WithTask(GraphFLParams(**{**VARIANTS[variant], **wrong}), st.training)
     _, used = reference(task, st.clients, other, st.theta0, world.streams, R, kept=None if wrong.get("keep_local") is False else st.kept)
     assert np.max(np.abs(server.used_models() - used)) > 1e-6
 
@@ -255,12 +261,19 @@ def test_pfedme_and_perfedavg_cost_their_extra_gradients_in_compute_time():
 @pytest.mark.parametrize("bad, field", [({"local": "ditto"}, "local"), ({"local": "pfedme", "mu": 0.2}, "mu"),
                                         ({"lam": 0.0}, "lam"), ({"inner_steps": 0}, "inner_steps"),
                                         ({"server_mix": 0.0}, "server_mix"), ({"alpha": -0.1}, "alpha"), ({"meta_lr": 0.0}, "meta_lr"),
-                                        ({"maml": "so"}, "maml"), ({"keep_local": True, "model": "mlp"}, "keep_local"),
-                                        ({"keep_local": True, "model": "cnn"}, "keep_local")])
+                                        ({"maml": "so"}, "maml")])
 def test_bad_parameters_are_refused(bad, field):
     with pytest.raises(ConfigError) as e:
         GraphFLParams(**bad)
     assert field in str(e.value)
+
+
+@pytest.mark.parametrize("task", [MLPParams(), CNNParams(), SoftmaxParams()], ids=repr)
+def test_fedbn_refuses_a_task_without_batch_norm(task):
+    with pytest.raises(ConfigError) as e:
+        check_task(GraphFLParams(**VARIANTS["fedbn"]), task)
+    assert e.value.field == "batchnorm"
+    check_task(GraphFLParams(**VARIANTS["graphfl-fedprox"]), task)  # FedAvg runs it
 
 
 def test_fedbn_with_the_batch_norm_mlp_keeps_its_batch_norm_entries_home():
@@ -275,11 +288,13 @@ def test_fedbn_with_the_batch_norm_mlp_keeps_its_batch_norm_entries_home():
 
 @pytest.mark.parametrize("local", ["pfedme", "perfedavg"])
 def test_pfedme_and_perfedavg_refuse_batch_norm_models(local):
-    with pytest.raises(ConfigError, match="local"):
-        GraphFLParams(local=local, mu=0.0, model="mlp_bn")
+    with pytest.raises(ConfigError, match="pfedme|perfedavg") as e:
+        check_task(GraphFLParams(local=local, mu=0.0), MLPParams(batchnorm=True))
+    assert e.value.field == "batchnorm"
 
 
 def test_fedbn_with_a_model_without_a_local_mask_is_refused_when_built(monkeypatch):
-    monkeypatch.setattr(graphfl_params, "MASKLESS_MODELS", ())  # the name check passes; the built model has no mask
+    # the params check passes; the built model has no mask
+    monkeypatch.setattr(graphfl_params, "TASK_CHECKS", tuple(c for c in graphfl_params.TASK_CHECKS if "keep_local" not in c[1]))
     with pytest.raises(ConfigError, match="keep_local"):
         setup("fedbn")

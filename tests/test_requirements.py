@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from netemu import plugins
-from netemu.algorithms.graphfl import MASKLESS_MODELS
 from netemu.scenario import ScenarioError, load_scenario
 from netemu.scenario.build import build_world
 
@@ -70,10 +69,9 @@ def test_every_built_in_family_registers_through_entry_points():
     assert not plugins.registry().broken
 
 
-#: presets that keep batch-norm entries local (FedBN) while their model has none: validate
-#: refuses them on every topology, at `keep_local` (docs/algorithms.md, FedPnP's baselines)
-NO_BATCH_NORM = {n for n in BUILT_IN if plugins.algorithm(n).defaults.get("keep_local")
-                 and plugins.algorithm(n).defaults.get("model", "softmax") in MASKLESS_MODELS}
+#: presets that keep batch-norm entries local (FedBN) while the default task (softmax) has none:
+#: validate refuses them on every topology, at `task.batchnorm` (docs/algorithms.md, FedPnP's baselines)
+NO_BATCH_NORM = {n for n in BUILT_IN if plugins.algorithm(n).defaults.get("keep_local")}
 
 
 @pytest.mark.parametrize("algorithm", BUILT_IN)
@@ -93,7 +91,7 @@ def test_what_validate_accepts_builds(algorithm, tmp_path):
         build_world(sc, 0, 0)
         accepted.append(topology)
     if algorithm in NO_BATCH_NORM:
-        assert not accepted and "algorithm[0].keep_local" in refused_at
+        assert not accepted and "task.batchnorm" in refused_at
         return
     assert accepted, f"{algorithm} refused on every topology kind"
 

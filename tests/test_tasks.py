@@ -252,8 +252,8 @@ def problems(tmp_path, kind="classification", task="", name="fedavg", extra=""):
 
 def test_a_moved_algorithm_key_is_refused_naming_its_new_key(tmp_path):
     assert problems(tmp_path, extra="lr = 0.1\nlocal_steps = 3") == [
-        f"{tmp_path / 's.toml'}: algorithm[0].lr = 0.1: moved to task.lr: fedavg's local training is the task's ([task] table)",
-        f"{tmp_path / 's.toml'}: algorithm[0].local_steps = 3: moved to task.steps: fedavg's local training is the task's ([task] table)",
+        f"{tmp_path / 's.toml'}: algorithm[0].lr = 0.1: moved to task.lr: fedavg's model and local training are the task's ([task] table)",
+        f"{tmp_path / 's.toml'}: algorithm[0].local_steps = 3: moved to task.steps: fedavg's model and local training are the task's ([task] table)",
     ]
 
 

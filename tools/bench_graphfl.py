@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from benchtime import ratios, timed  # noqa: E402
 
+from helpers import WithTask  # noqa: E402
 from references import graphfl as reference  # noqa: E402
 
 from netemu.log import MessageLog  # noqa: E402
@@ -66,7 +67,7 @@ def main() -> None:
     world, trace_entries = emulated[2]
     server = world.actors["server"]
     st = server.state
-    floor = timed(lambda: reference(st.task, st.clients, st.p, st.A, st.theta0, world.streams, args.rounds), args.reps)
+    floor = timed(lambda: reference(st.task, st.clients, WithTask(st.p, st.training), st.A, st.theta0, world.streams, args.rounds), args.reps)
     print(json.dumps({
         "clients": len(st.clients), "rounds": args.rounds, "messages": world.network.message_counts()["total"]["sent"],
         "trace_entries": trace_entries,

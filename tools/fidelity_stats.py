@@ -168,8 +168,8 @@ CLAIMS: tuple[Claim, ...] = (
           "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_local", "points", 5),
 )
 # The convex-model cause of `gfedfilt-v-mu10` (docs/fidelity.md §10): the same claim with a
-# non-convex model, netemu's small CNN (`model = "cnn"`, lr 0.1 as in fedpnp_cnn_digits).
-ON_CNN = ("algorithm.model=cnn", "algorithm.lr=0.1")
+# non-convex model, netemu's small CNN (the task `cnn`, lr 0.1 as in fedpnp_cnn_digits).
+ON_CNN = ("task.name=cnn", "task.lr=0.1")
 CLAIMS += (
     Claim("gfedfilt-v-mu10-cnn", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter; CNN)",
           DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_CNN,
@@ -201,7 +201,7 @@ CLAIMS += tuple(
 CLAIMS += (
     replace(_TWINS["fedpnp-1-fedavg-local"], key="fedpnp-1-fedavg-local-mnist-cnn", data=REAL,
             says="FedAvg above local training (Dir(0.2); cnn_bn, 30 rounds)",
-            overrides=(*ON_MNIST, "algorithm.model=cnn_bn", "algorithm.lr=0.1", "run.rounds=30"), seeds=3, by_default=False),
+            overrides=(*ON_MNIST, "task.name=cnn", "task.batchnorm=true", "task.lr=0.1", "run.rounds=30"), seeds=3, by_default=False),
 )
 BY_KEY = {c.key: c for c in CLAIMS}
 

@@ -26,13 +26,16 @@ class Setting:
     `server` for clients of a multi-server graph), the algorithm's constructed params,
     the resolved `[data]` table and the number of rounds.  `features()`, when given, is the
     data's feature count as its files' headers state it (None when the data kind cannot
-    tell before the data is built); it reads files, so call it only when needed."""
+    tell before the data is built); it reads files, so call it only when needed.  `task` is
+    the task's constructed params for a task-learning family (None when it has none or they
+    cannot be built: their own checks report that)."""
 
     graph: nx.DiGraph
     params: Any
     data: dict
     rounds: int
     features: Callable[[], int | None] | None = None
+    task: Any = None
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,8 @@ class AlgorithmSpec:
     without them.
 
     `task` True says the family learns through a task (netemu.tasks): `build` receives the
-    run's `Task` in place of the data, any task fits, and partial work and measured compute come
-    from the task.  `moved` maps parameters that left the family to where they went (e.g.
+    run's `Task` in place of the data, and partial work and measured compute come from the task;
+    `tasks` lists the task names it accepts (empty: any).  `moved` maps parameters that left the family to where they went (e.g.
     `{"lr": "task.lr"}`), so that validate names the new key instead of calling the old one unknown."""
 
     name: str
@@ -122,6 +125,7 @@ class AlgorithmSpec:
     partial_work: bool = False
     step_cost: Callable[[Any, Any], tuple[Callable[[], object], float]] | None = None
     task: bool = False
+    tasks: tuple[str, ...] = ()
     moved: dict = field(default_factory=dict)
 
     def make_params(self, values: dict) -> Any:

@@ -6,9 +6,9 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
 Ψ (K × B, rows = clients), all starting from one initial model ω⁰.  Round t:
 
 1. the server sends each client its row Ψ[k];
-2. the client runs `epochs` epochs of mini-batch SGD from Ψ[k] on its data with the
-   proximal term (mu/2)‖ω − Ψ[k]‖² (FedPnP eq. 9; FedProx; mu = 0 is FedAvg's local
-   step), learning rate lr · lr_decay^(t−1), and replies with its update ω̂_k − Ψ[k]
+2. the client runs `epochs` epochs of mini-batch SGD (`batch` samples each) from Ψ[k] on
+   its data with the proximal term (mu/2)‖ω − Ψ[k]‖² (FedPnP eq. 9; FedProx; mu = 0 is
+   FedAvg's local step), learning rate lr · lr_decay^(t−1), and replies with its update ω̂_k − Ψ[k]
    (with `sparsity` < 1: only the largest entries, as a partial model, keeping the rest
    as a residual for the next round — G-Fedfilt Algorithm 2);
 3. the server waits for the updates until `deadline` virtual seconds passed.  A late
@@ -77,22 +77,28 @@ sparsity z; α is an integer, or continuous with `opt_alpha = "relaxed"` (fracti
 epochs end with a partial pass).  The update sizes in P'' are the emulator's encoded message sizes; the
 server's deadline is T_opt plus 2% for the step changes of msgpack size headers.
 
-The model (`model`): `"softmax"` (logistic regression), `"mlp"` (one hidden layer of
-`hidden` units), `"mlp_bn"` (the same with batch norm), `"cnn"` (conv 3×3 with `channels`
-filters → ReLU → 2×2 max-pool, a second such layer when `channels2` > 0, then dense;
-netemu.kernels.cnn) and `"cnn_bn"` (with batch norm after each convolution).  The CNNs
-read each sample as a square grey image, so the data's feature count must be a square
-(64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm models train with the
-batch's statistics and are evaluated with running statistics that travel inside θ.
+The model and the local training are the task's (`[task]`, netemu.tasks.supervised): its
+`name` — `"softmax"` (logistic regression), `"mlp"` (one hidden layer of `hidden` units),
+`"cnn"` (conv 3×3 with `channels` filters → ReLU → 2×2 max-pool, a second such layer when
+`channels2` > 0, then dense; netemu.kernels.cnn), each with batch norm when `batchnorm =
+true` — and `lr`, `lr_decay`, `epochs` (E, or R for pFedMe and Per-FedAvg), `batch`,
+`work_per_sample` (compute work per sample and epoch, without a system model) and
+`metrics`.  The CNNs read each sample as a square grey image, so the data's feature count
+must be a square (64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm models
+train with the batch's statistics and are evaluated with running statistics that travel
+inside θ.  ω⁰ is drawn from the stream `model/init`.
 
-Metrics per round, from the server: `accuracy_local` (each client's Ψ[k] on its local
-test set, mean over clients), `accuracy_global` (on the global test set), `latency_s`
+Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics):
+`accuracy_local` (each client's Ψ[k] on its local test set, mean over clients),
+`accuracy_global` (on the global test set), `loss_local` / `loss_global` (the mean
+cross-entropy, when the task's `metrics` list "loss"), `latency_s`
 (from the round's start to the last update that made the deadline, or the deadline if
 one missed it), `desync_s` (the spread between the first and the last update to arrive,
 G-Fedfilt's desynchronization), `late` (updates that missed the deadline), and with a
 system model `heterogeneity` (H, eq. 34); from each client `compute_s`, its computation
-time in the round.  With `metrics = ["accuracy", "f1"]` (or "precision", "recall") the
-server also reports `f1_local` / `f1_global` etc.: macro scores, mean over clients.
+time in the round.  With "precision", "recall" or "f1" in the task's `metrics` the server
+also reports `f1_local` / `f1_global` etc.: macro scores, mean over clients (G-Fedfilt
+Table VI).
 """
 
 from __future__ import annotations
@@ -105,24 +111,17 @@ import numpy as np
 from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.graphfl_client import GraphFLClients
-from netemu.algorithms.graphfl_params import (  # noqa: F401 - the family's parameters, re-exported
-    BATCHNORM_MODELS,
-    MASKLESS_MODELS,
-    MODELS,
-    GraphFLParams,
-    _square_ok,
-    make_model,
-)
+from netemu.algorithms.graphfl_params import MOVED, TASK_CHECKS, TASKS, GraphFLParams, square_ok
 from netemu.algorithms.graphfl_state import GraphFLState
 from netemu.engine.cohort import add_clients
 from netemu.coordination import gather
-from netemu.kernels.classifiers import accuracy, macro_prf, predictions
+from netemu.kernels.classifiers import accuracy, cross_entropy, macro_prf, predictions
 from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.engine.world import World
 
 if TYPE_CHECKING:
-    from netemu.data.federated import FederatedTask
+    from netemu.tasks.supervised import ModelTask
 
 __all__ = ["GraphFLParams", "SPECS", "VARIANTS"]
 
@@ -201,20 +200,28 @@ class GraphFLServer(Actor):
             scores = np.mean([macro_prf(y, predictions(st.model, used[i], X), st.task.classes)
                               for i, (X, y) in enumerate(sets)], axis=0)
             for name, value in zip(("precision", "recall", "f1"), scores, strict=True):
-                if name in st.p.metrics:
+                if name in st.training.metrics:
                     self.metric(f"{name}_{where}", float(value))
+
+    def report_learning(self) -> None:
+        """The task's `metrics` of the models the clients use, on their local test sets and the global one."""
+        st, want = self.state, self.state.training.metrics
+        used = self.used_models()
+        for name, score in (("accuracy", accuracy), ("loss", cross_entropy)):
+            if name in want:
+                local = [score(st.model, used[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
+                glob = [score(st.model, used[i], *st.task.global_test) for i in range(len(st.clients))]
+                self.metric(f"{name}_local", float(np.mean(local)))
+                self.metric(f"{name}_global", float(np.mean(glob)))
+        if {"precision", "recall", "f1"} & set(want):
+            self.report_scores(used)
 
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state
         if self.round == 1 and st.needs_graph:
             self.metric("components", st.components)
-        used = self.used_models()
-        local = [accuracy(st.model, used[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
-        glob = [accuracy(st.model, used[i], *st.task.global_test) for i in range(len(st.clients))]
-        self.metric("accuracy_local", float(np.mean(local)))
-        self.metric("accuracy_global", float(np.mean(glob)))
-        if len(st.p.metrics) > 1:
-            self.report_scores(used)
+        if st.training.evaluates(self.round - 1, self.rounds):
+            self.report_learning()
         self.metric("latency_s", (start + st.deadline if late else max(arrivals, default=start)) - start)
         self.metric("desync_s", max(arrivals, default=start) - min(arrivals, default=start))
         self.metric("late", late)
@@ -223,8 +230,9 @@ class GraphFLServer(Actor):
 
 
 
-def build(world: World, params: GraphFLParams, task: FederatedTask, rounds: int, *, cohort: bool = True) -> None:
-    """The server and the clients (one cohort; `cohort=False`: one actor each)."""
+def build(world: World, params: GraphFLParams, task: ModelTask, rounds: int, *, cohort: bool = True) -> None:
+    """The server and the clients (one cohort; `cohort=False`: one actor each) learning the
+    run's `task` (softmax, mlp or cnn over `digits_fl` data)."""
     state = GraphFLState(world, params, task)
     for name, node in world.network.nodes.items():
         if node.role == "server":
@@ -252,12 +260,20 @@ POSITIONS = Requirement('data.partition = "rooms" when graph = "positions" (only
                         lambda s: s.params.graph != "positions" or s.data.get("partition") == "rooms", key="data.partition")
 
 #: a CNN reads square grey images: refused by validate when the data's files say otherwise.
-SQUARE_IMAGES = Requirement('square grey images for model = "cnn" or "cnn_bn" (features = side², e.g. 64 or 784; '
+SQUARE_IMAGES = Requirement('square grey images for task.name = "cnn" (features = side², e.g. 64 or 784; '
                             "RGB images and non-square feature counts are not accepted)",
-                            lambda s: _square_ok(s.params, s.features() if s.features else None), key="data.source")
+                            lambda s: s.task is None or square_ok(s.task, s.features() if s.features else None), key="data.source")
+
+
+def _fits(holds):
+    return lambda s: s.task is None or holds(s.params, s.task)
+
+
+#: what the family needs of the task's params (graphfl_params.TASK_CHECKS), each at its task key
+TASK_FITS = tuple(Requirement(f"task.{key} = {accepts}", _fits(holds), key=f"task.{key}") for key, accepts, holds in TASK_CHECKS)
 
 SPECS = [
     AlgorithmSpec(name, GraphFLParams, build, datasets=("digits_fl",), roles=("server", "client"), doc=__doc__, defaults=preset,
-                  requires=(ONE_SERVER, POSITIONS, SQUARE_IMAGES))
+                  requires=(ONE_SERVER, POSITIONS, SQUARE_IMAGES, *TASK_FITS), task=True, tasks=TASKS, moved=MOVED)
     for name, preset in VARIANTS.items()
 ]

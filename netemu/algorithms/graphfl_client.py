@@ -26,6 +26,7 @@ from netemu.kernels.classifiers import Softmax, passes, sgd
 from netemu.kernels.graphfilter import statistics
 from netemu.kernels.personal import merge_kept, perfedavg, pfedme
 from netemu.engine.net.network import Message
+from netemu.tasks.base import Training
 from netemu.wire.partial import PartialModel
 
 if TYPE_CHECKING:
@@ -36,32 +37,33 @@ Stream = Callable[[str], np.random.Generator]  # the run's named streams, as a n
 __all__ = ["GraphFLClients", "GraphFLLocal", "local_round", "report", "work_factor"]
 
 
-def work_factor(p: GraphFLParams, n: int) -> float:
+def work_factor(p: GraphFLParams, batch: int, n: int) -> float:
     """Gradient evaluations per sample and epoch of the local round (its compute work):
-    pFedMe and Per-FedAvg take one mini-batch (or two, four) per local round, not n samples."""
+    pFedMe and Per-FedAvg take one mini-batch of `batch` (or two, four) per local round, not n samples."""
     if p.local == "sgd":
         return 1.0
     per_batch = float(p.inner_steps) if p.local == "pfedme" else 2.0 if p.maml == "fo" else 4.0
-    return per_batch * min(p.batch, n) / n
+    return per_batch * min(batch, n) / n
 
 
-def local_round(p: GraphFLParams, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: float, lr: float,
+def local_round(p: GraphFLParams, batch: int, model, w: np.ndarray, X: np.ndarray, y: np.ndarray, epochs: float, lr: float,
                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
     """The client's trained model (what its update is taken from) and, for pFedMe, its
-    personalized model θ̂ (`local`; netemu.kernels.personal).  Fractional epochs (a relaxed
-    α) come only with `local = "sgd"` (GraphFLParams)."""
+    personalized model θ̂ (`local`; netemu.kernels.personal), in mini-batches of `batch`.
+    Fractional epochs (a relaxed α) come only with `local = "sgd"` (GraphFLParams)."""
     if p.local == "pfedme":
-        return pfedme(model, w, X, y, rounds=int(epochs), batch=p.batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
+        return pfedme(model, w, X, y, rounds=int(epochs), batch=batch, lr=lr, lam=p.lam, inner_steps=p.inner_steps,
                       personal_lr=p.personal_lr, rng=rng)
     if p.local == "perfedavg":
-        return perfedavg(model, w, X, y, rounds=int(epochs), batch=p.batch, beta=p.meta_lr, alpha=p.alpha, rng=rng,
+        return perfedavg(model, w, X, y, rounds=int(epochs), batch=batch, beta=p.meta_lr, alpha=p.alpha, rng=rng,
                          order=p.maml, delta=p.hf_delta), None
-    return sgd(model, w, X, y, epochs=epochs, batch=p.batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
+    return sgd(model, w, X, y, epochs=epochs, batch=batch, lr=lr, rng=rng, mu=p.mu, anchor=w), None  # FedPnP eq. 9
 
 
-def step(p: GraphFLParams, t: int) -> float:
-    """The learning rate of round t: lr · lr_decay^(t−1)."""
-    return p.lr * p.lr_decay ** (t - 1)
+def step(training: Training, t: int) -> float:
+    """The learning rate of round t: lr · lr_decay^(t−1) (the task's lr and lr_decay; every
+    client is sent a model every round, so t − 1 counts its local rounds as the task does)."""
+    return training.lr if training.lr_decay is None else training.lr * training.lr_decay ** (t - 1)
 
 
 def report(st: GraphFLState, name: str) -> dict:
@@ -122,7 +124,8 @@ class GraphFLLocal:
         if fraction < 1:  # ψ(D; q) = ⌈qD⌉ samples this round
             rows = stream(f"subset/{self.name}/{t}").choice(y.size, math.ceil(fraction * y.size), replace=False)
             X, y = X[rows], y[rows]
-        work = sum(passes(epochs, y.size)) * (1.0 if st.devices else p.work_per_sample) * work_factor(p, y.size)  # samples at f/ρ samples/s
+        tr = st.training
+        work = sum(passes(epochs, y.size)) * (1.0 if st.devices else tr.work_per_sample) * work_factor(p, tr.batch, y.size)  # samples at f/ρ samples/s
         return Job(t, w, X, y, epochs, sparsity, work)
 
     def finish(self, job: Job, stream: Stream) -> dict:
@@ -130,7 +133,8 @@ class GraphFLLocal:
         and the update message's payload."""
         st, p = self.state, self.state.p
         if job.trained is None:
-            job.trained = local_round(p, st.model, job.w, job.X, job.y, job.epochs, step(p, job.round), self.rng(stream, job))
+            job.trained = local_round(p, st.training.batch, st.model, job.w, job.X, job.y, job.epochs, step(st.training, job.round),
+                                      self.rng(stream, job))
         trained, personal = job.trained
         if self.own is not None:
             self.own = st.probe[self.name] = trained
@@ -208,13 +212,13 @@ class GraphFLClients(Cohort):
         alike (same sample count and epochs) not trained yet, as batched SGD
         (`softmax_sgd_many`, `BATCH_CLIENTS` at a time: the stacked samples stay small);
         each result is kept in its job."""
-        p, stream, first = self.state.p, self.engine.stream, jobs[0][1]
+        p, tr, stream, first = self.state.p, self.state.training, self.engine.stream, jobs[0][1]
         alike = [(i, j) for i, j in jobs if j.trained is None and j.y.size == first.y.size and j.epochs == first.epochs]
         for start in range(0, len(alike), BATCH_CLIENTS):
             group = alike[start : start + BATCH_CLIENTS]
             w = np.stack([j.w for _, j in group])
             trained = softmax_sgd_many(self.state.model, w, np.stack([j.X for _, j in group]), np.stack([j.y for _, j in group]),
-                                       epochs=first.epochs, batch=p.batch, lr=np.array([step(p, j.round) for _, j in group]),
+                                       epochs=first.epochs, batch=tr.batch, lr=np.array([step(tr, j.round) for _, j in group]),
                                        rngs=[self.local[i].rng(stream, j) for i, j in group], mu=p.mu, anchors=w)
             for (_, j), theta in zip(group, trained, strict=True):
                 j.trained = (theta, None)

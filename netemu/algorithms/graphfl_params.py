@@ -1,44 +1,45 @@
-"""The graph-filter family's parameters (netemu.algorithms.graphfl explains them) and the
-classifier `model` names: what a scenario may set, each value checked where it is read.
+"""The graph-filter family's parameters (netemu.algorithms.graphfl explains them): the
+filter, the client graph, late updates, the personalized baselines' steps, the device system
+model and its optimizer, each value checked where it is read.  The model and the clients'
+local training are the task's (`[task]`: softmax, mlp or cnn, netemu.tasks.supervised):
+`MOVED` names where each former key went.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from netemu.config import ConfigError, deadline, require
-from netemu.kernels.classifiers import MLP, MLPBN, Softmax
-from netemu.kernels.cnn import CNN, square_side
+from netemu.kernels.cnn import square_side
 
-__all__ = ["BATCHNORM_MODELS", "MASKLESS_MODELS", "MODELS", "GraphFLParams", "make_model"]
+__all__ = ["MOVED", "TASKS", "TASK_CHECKS", "GraphFLParams", "batchnorm", "check_task", "square_ok"]
 
 FILTERS = ("soft", "hard", "mean", "identity")
 
-
-SCORES = ("accuracy", "precision", "recall", "f1")  # the names `metrics` accepts
-MODELS = ("softmax", "mlp", "mlp_bn", "cnn", "cnn_bn")
+#: the tasks the family runs: NumPy classifiers whose model it steps itself (pFedMe, Per-FedAvg,
+#: FedBN's batch-norm entries, batched softmax SGD), netemu.tasks.supervised
+TASKS = ("softmax", "mlp", "cnn")
 LOCAL_STEPS = ("sgd", "pfedme", "perfedavg")  # the client's local round (`local`)
-BATCHNORM_MODELS = ("mlp_bn", "cnn_bn")
-#: models without batch-norm entries (their `local_mask` is None): FedBN (`keep_local`) refuses them
-MASKLESS_MODELS = tuple(m for m in MODELS if m not in BATCHNORM_MODELS)
+
+#: the keys that moved to the task ([task] table): validate names where each went
+MOVED = {
+    "model": 'task.name ("softmax", "mlp" or "cnn"; "mlp_bn" and "cnn_bn" are task.batchnorm = true)',
+    "hidden": "task.hidden", "channels": "task.channels", "channels2": "task.channels2",
+    "lr": "task.lr", "lr_decay": "task.lr_decay", "epochs": "task.epochs", "batch": "task.batch",
+    "work_per_sample": "task.work_per_sample", "metrics": "task.metrics",
+}
 
 
-def _no_mask(model: str) -> str:
-    """What `keep_local` accepts when `model` has no batch-norm entries."""
-    return f"false with model = {model!r}, which has no batch-norm entries to keep local (FedBN needs a model with a local_mask)"
+def batchnorm(task: Any) -> bool:
+    """Whether the task's model has batch norm (`batchnorm = true` on mlp or cnn)."""
+    return bool(getattr(task, "batchnorm", False))
 
 
 @dataclass(frozen=True)
 class GraphFLParams:
-    model: str = "softmax"  # "softmax" | "mlp" | "mlp_bn" | "cnn" | "cnn_bn" (module docstring)
-    hidden: int = 32  # MLP hidden units
-    channels: int = 8  # CNN: filters of the first convolution
-    channels2: int = 0  # CNN: filters of a second convolution (0: none)
-    lr: float = 0.05
-    lr_decay: float = 1.0  # learning rate lr · lr_decay^(t−1)
-    epochs: int = 5  # local epochs E; pFedMe and Per-FedAvg: R local rounds of one mini-batch each (their Algorithm 1)
-    batch: int = 32
     mu: float = 0.0  # proximal weight (FedPnP eq. 9, FedProx)
     filter: str = "soft"  # "soft" | "hard" | "mean" | "identity"
     beta1: float = 0.0005  # β₁ (G-Fedfilt: μ_s)
@@ -55,7 +56,6 @@ class GraphFLParams:
     sparsity: float = 1.0  # share of update entries sent (1 = dense)
     deadline: float = deadline(60.0)  # virtual seconds the server waits for updates
     late: str = "drop"  # "drop" | "carry"
-    work_per_sample: float = 0.002  # compute work per sample and epoch (without a system model)
     system: str = "none"  # "none" | "table3": devices drawn from G-Fedfilt's Table III
     system_spread: float = 1.0  # share of Table III's ranges (smaller: less heterogeneous)
     optimize: bool = False  # solve P'' for per-device epochs, data fraction and sparsity
@@ -68,7 +68,6 @@ class GraphFLParams:
     q_min: float = 0.3
     z_min: float = 0.1
     energy_max: float = math.inf  # J per device and round (C2)
-    metrics: tuple = ("accuracy",)  # add "precision", "recall", "f1": macro scores (G-Fedfilt Table VI)
     # personalized baselines (module docstring, netemu.kernels.personal)
     local: str = "sgd"  # client step: "sgd" | "pfedme" | "perfedavg"
     lam: float = 15.0  # pFedMe λ (FedPnP A.4.3)
@@ -82,14 +81,6 @@ class GraphFLParams:
     keep_local: bool = False  # FedBN: the model's `local_mask` entries stay on the client
 
     def __post_init__(self) -> None:
-        require(self.model in MODELS, "model", " | ".join(f'"{m}"' for m in MODELS))
-        require(self.hidden >= 1, "hidden", ">= 1")
-        require(isinstance(self.channels, int) and self.channels >= 1, "channels", "an integer >= 1")
-        require(isinstance(self.channels2, int) and self.channels2 >= 0, "channels2", "an integer >= 0 (0: one convolution)")
-        require(self.lr > 0, "lr", "> 0")
-        require(0 < self.lr_decay <= 1, "lr_decay", "in (0, 1]")
-        require(self.epochs >= 1, "epochs", ">= 1")
-        require(self.batch >= 1, "batch", ">= 1")
         require(self.mu >= 0, "mu", ">= 0")
         require(self.filter in FILTERS, "filter", " | ".join(FILTERS))
         require(self.beta1 >= 0 and self.beta2 >= 0, "beta1", ">= 0 (and beta2 >= 0)")
@@ -105,7 +96,6 @@ class GraphFLParams:
         require(0 < self.sparsity <= 1, "sparsity", "in (0, 1]")
         require(self.deadline > 0, "deadline", "> 0 virtual seconds")
         require(self.late in ("drop", "carry"), "late", '"drop" or "carry"')
-        require(self.work_per_sample >= 0, "work_per_sample", ">= 0")
         require(self.system in ("none", "table3"), "system", '"none" or "table3"')
         require(0 <= self.system_spread <= 1, "system_spread", "in [0, 1]")
         require(not self.optimize or self.system == "table3", "optimize", 'true only with system = "table3"')
@@ -117,11 +107,7 @@ class GraphFLParams:
         require(0 < self.q_min <= 1, "q_min", "in (0, 1]")
         require(0 < self.z_min <= 1, "z_min", "in (0, 1]")
         require(self.energy_max > 0, "energy_max", "> 0 J")
-        require(isinstance(self.metrics, (list, tuple)) and set(self.metrics) <= set(SCORES) and "accuracy" in self.metrics,
-                "metrics", 'a list of "accuracy" (always reported), "precision", "recall", "f1"')
         require(self.local in LOCAL_STEPS, "local", " | ".join(LOCAL_STEPS))
-        require(self.local == "sgd" or self.model not in BATCHNORM_MODELS, "local",
-                f'"sgd" with model = {self.model!r}: the pFedMe and Per-FedAvg steps do not track batch-norm running statistics')
         require(self.local == "sgd" or self.mu == 0, "mu", '0 unless local = "sgd" (pFedMe and Per-FedAvg have no proximal term)')
         require(self.lam > 0, "lam", "> 0")
         require(self.inner_steps >= 1, "inner_steps", ">= 1")
@@ -132,7 +118,6 @@ class GraphFLParams:
         require(self.maml in ("fo", "hf"), "maml", '"fo" or "hf"')
         require(self.hf_delta > 0, "hf_delta", "> 0")
         require(isinstance(self.keep_local, bool), "keep_local", "true or false")
-        require(not self.keep_local or self.model not in MASKLESS_MODELS, "keep_local", _no_mask(self.model))
 
     def nu(self, t: int) -> tuple[float, float]:
         """ν₁⁽ᵗ⁾, ν₂⁽ᵗ⁾ (FedPnP Algorithm 1)."""
@@ -143,26 +128,32 @@ class GraphFLParams:
 _POSITIONS_NEEDED = '"statistics" unless data.partition = "rooms" gives positions'
 
 
-def _square_ok(p: GraphFLParams, d: int | None) -> bool:
-    """Whether a CNN can read d features as a square grey image (d unknown: not refused here)."""
-    if not p.model.startswith("cnn") or d is None:
+def square_ok(task: Any, d: int | None) -> bool:
+    """Whether the task's model can read d features (a CNN: square grey images; d unknown: not refused here)."""
+    if not hasattr(task, "channels") or d is None:
         return True
     side = square_side(d)
-    return side is not None and side >= (4 if p.channels2 else 2)
+    return side is not None and side >= (4 if task.channels2 else 2)
 
 
-def _square_needed(p: GraphFLParams, d: int | str) -> str:
-    return (f'square grey images for model = "{p.model}": features = side² with side >= {4 if p.channels2 else 2} '
-            f"(64 for the bundled digits, 784 for MNIST/EMNIST; RGB images are not accepted); the data has {d}")
+#: (task key, what it accepts, holds(params, task)): what the family needs of the task beyond the
+#: task's own checks — validate's requirements (netemu.algorithms.graphfl) and `check_task`
+TASK_CHECKS: tuple[tuple[str, str, Callable[[GraphFLParams, Any], bool]], ...] = (
+    ("batchnorm", 'false with local = "pfedme" or "perfedavg" (their steps do not track batch-norm running statistics)',
+     lambda p, t: p.local == "sgd" or not batchnorm(t)),
+    ("batchnorm", "true with keep_local = true (FedBN keeps the model's batch-norm entries on the clients)",
+     lambda p, t: not p.keep_local or batchnorm(t)),
+    ("epochs", 'a whole number with local = "pfedme" or "perfedavg" (R local rounds of one mini-batch each)',
+     lambda p, t: p.local == "sgd" or float(t.epochs).is_integer()),
+    ("batch", "an integer >= 1 (the graph-filter family's clients always take mini-batches)", lambda p, t: t.batch >= 1),
+    ("steps", "0: the graph-filter family's local round is `epochs` passes (G-Fedfilt's α)", lambda p, t: t.steps == 0),
+    ("evaluate_on", '"server" (the default): the graph-filter family always reports both, as <metric>_local (each '
+     "client's test set, mean over clients) and <metric>_global (the global test set)", lambda p, t: t.evaluate_on == "server"),
+)
 
 
-def make_model(p: GraphFLParams, d: int, C: int):
-    """The classifier `p.model` names, for d features and C classes."""
-    if p.model == "softmax":
-        return Softmax(d, C)
-    if p.model in ("mlp", "mlp_bn"):
-        return (MLP if p.model == "mlp" else MLPBN)(d, p.hidden, C)
-    if not _square_ok(p, d):
-        raise ConfigError("model", _square_needed(p, d))
-    return CNN(square_side(d) or 0, C, p.channels, p.channels2, batchnorm=p.model == "cnn_bn")
-
+def check_task(p: GraphFLParams, task: Any) -> None:
+    """ConfigError at the task's key when the family cannot run with the task's params (`TASK_CHECKS`)."""
+    for key, accepts, holds in TASK_CHECKS:
+        if not holds(p, task):
+            raise ConfigError(key, accepts)

@@ -1,5 +1,5 @@
-"""The graph-filter family's run constants (netemu.algorithms.graphfl): the task, the model
-and its initial θ⁰, FedBN's kept entries, each client's device and plan (α, q, z), and —
+"""The graph-filter family's run constants (netemu.algorithms.graphfl): the data, the task's
+model and local training, the initial θ⁰, FedBN's kept entries, each client's device and plan (α, q, z), and —
 set by the server from the clients' `stats` messages — the weights ζ and the client graph
 the filters use.
 """
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams, _no_mask, make_model
+from netemu.algorithms.graphfl_params import _POSITIONS_NEEDED, GraphFLParams, check_task
 from netemu.config import require
 from netemu.kernels.graphfilter import (
     components,
@@ -32,22 +32,29 @@ from netemu.wire.partial import PartialModel
 if TYPE_CHECKING:
     from netemu.data.federated import FederatedTask
     from netemu.engine.world import World
+    from netemu.tasks.supervised import ModelTask
 
 __all__ = ["GraphFLState"]
 
 
 class GraphFLState:
-    """The run's shared constants: task, model, client weights ζ and the client graph."""
+    """The run's shared constants: data, model and local training (the task's), client weights ζ
+    and the client graph.  `task` is the data (`digits_fl`'s record: parts, local and global test
+    sets, positions) and `training` the task's local-training keys (lr, lr_decay, epochs, batch,
+    work_per_sample, metrics, evaluate_every)."""
 
-    def __init__(self, world: World, p: GraphFLParams, task: FederatedTask) -> None:
-        self.p, self.task = p, task
+    def __init__(self, world: World, p: GraphFLParams, learning: ModelTask) -> None:
+        check_task(p, learning.p)
+        self.p, self.training, self.model = p, learning.p, learning.model
+        self.task: FederatedTask = learning.data
+        task = self.task
         self.clients = [n for n, node in world.network.nodes.items() if node.role == "client"]
         require(set(self.clients) <= set(task.parts), "topology", "a star whose clients all have data")
-        d, C = task.dim, task.classes
-        self.model = make_model(p, d, C)
+        # ω⁰ from the family's own stream (the task's θ⁰ comes from "task/init"): the runs of its
+        # scenarios stay what they were when the model was the family's parameter
         self.theta0 = self.model.init(world.streams.generator("model/init"))
         mask = getattr(self.model, "local_mask", None)
-        require(not p.keep_local or mask is not None, "keep_local", _no_mask(p.model))
+        require(not p.keep_local or mask is not None, "keep_local", "false with a model without batch-norm entries (FedBN keeps them local)")
         # FedBN: entries that stay on the clients (None: every entry travels)
         self.kept = np.asarray(mask, dtype=bool) if p.keep_local else None
         self.shared_size = self.model.size if self.kept is None else int((~self.kept).sum())
@@ -62,7 +69,7 @@ class GraphFLState:
         self.spectrum: tuple[np.ndarray, np.ndarray] | None = None
         self.components = 0
         n = len(self.clients)
-        self.plan: dict[str, tuple[float, float, float]] = {k: (p.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
+        self.plan: dict[str, tuple[float, float, float]] = {k: (self.training.epochs, 1.0, p.sparsity) for k in self.clients}  # (α, q, z) per client
         self.devices, self.deadline, self.H = None, p.deadline, None
         if p.system == "table3":
             devices = dict(zip(self.clients, draw_devices(n, world.streams.generator("system"), p.system_spread)))

@@ -38,7 +38,9 @@ def cmd_algorithms(args) -> int:
         print(f"{spec.name}  ({reg.origin.get(('algorithm', spec.name), 'module:attribute')})")
         if doc:
             print(f"    {doc}")
-        learns = ("task: any ([task] table; its data kind's default without one)" if spec.task
+        tasks = ' | '.join(spec.tasks) or 'any'
+        kinds = f" on data.kind: {' | '.join(spec.datasets)}" if spec.datasets else ""
+        learns = (f"task: {tasks}{kinds} ([task] table; its data kind's default without one)" if spec.task
                   else f"data.kind: {' | '.join(spec.datasets) or 'any'} (its own model and training; no [task])")
         print(f"    {learns}; roles: {', '.join(spec.roles) or 'any'}")
         for req in spec.requires:

@@ -54,6 +54,11 @@ class FederatedTask:
     def dim(self) -> int:
         return next(iter(self.parts.values()))[0].shape[1]
 
+    @property
+    def test(self) -> tuple[np.ndarray, np.ndarray]:
+        """The server's held-out test set (the global one), as a task reads it (netemu.tasks)."""
+        return self.global_test
+
 
 @dataclass(frozen=True)
 class FederatedDigits:

@@ -198,11 +198,18 @@ def sgd(
                 _, g = model.loss_grad(theta, X[rows], y[rows])
                 theta -= lr * (g + mu * (theta - anchor))
             else:
-                _, g, stats = model.loss_grad_stats(theta, X[rows], y[rows])
-                tracked = (1 - bn.MOMENTUM) * theta[running] + bn.MOMENTUM * stats
-                theta -= lr * (g + mu * (theta - anchor))
-                theta[running] = tracked
+                _batchnorm_step(model, theta, X[rows], y[rows], lr, mu, anchor, running)
     return theta
+
+
+def _batchnorm_step(model, theta: np.ndarray, X: np.ndarray, y: np.ndarray, lr: float, mu: float, anchor: np.ndarray,
+                    running: slice) -> None:
+    """One step of a batch-norm model in place: the gradient step on the loss plus (mu/2)‖θ − anchor‖²,
+    then the running statistics set to (1 − m) r + m s (`sgd` explains the hook)."""
+    _, g, stats = model.loss_grad_stats(theta, X, y)
+    tracked = (1 - bn.MOMENTUM) * theta[running] + bn.MOMENTUM * stats
+    theta -= lr * (g + mu * (theta - anchor))
+    theta[running] = tracked
 
 
 def batches(n: int, batch: int, steps: int, rng: np.random.Generator | None):
@@ -230,7 +237,7 @@ def minibatch_steps(
 ) -> np.ndarray:
     """`steps` SGD steps (mini-batches from `batches`) on the loss plus (mu/2)‖θ − θ₀‖²
     (FedProx's proximal term around the starting θ₀, Li et al. MLSys 2020, eq. 2); a new
-    vector.  A model with `full_batch_steps` takes that path for whole-set steps without a
+    vector.  A batch-norm model tracks its running statistics as in `sgd`.  A model with `full_batch_steps` takes that path for whole-set steps without a
     proximal term (the least-squares kernel's own loop)."""
     if y.shape[0] == 0:
         return theta.copy()
@@ -238,7 +245,11 @@ def minibatch_steps(
         return model.full_batch_steps(theta, X, y, lr, steps)
     anchor = theta
     theta = theta.copy()
+    running = getattr(model, "running", None)
     for rows in batches(y.shape[0], batch, steps, rng):
+        if running is not None:  # a batch-norm model: its running statistics tracked as in `sgd`
+            _batchnorm_step(model, theta, X[rows], y[rows], lr, mu, anchor, running)
+            continue
         _, g = model.loss_grad(theta, X[rows], y[rows])
         theta -= lr * (g + mu * (theta - anchor)) if mu else lr * g
     return theta

@@ -15,6 +15,7 @@ from netemu.algorithms.base import AlgorithmSpec, Setting
 from netemu.engine.net.routing import ROUTER_ROLES
 from netemu.engine.net.topology import logical
 from netemu.scenario.schema import REQUIRED, Issues
+from netemu.scenario.specs import task_params
 
 __all__ = ["MAX_HOPS", "check_graph", "check_heterogeneity", "match_nodes"]
 
@@ -117,7 +118,7 @@ def _check_requirements(table: dict, i: int, spec: AlgorithmSpec, params: Any, g
                         features: Callable[[], int | None] | None = None) -> None:
     """The algorithm's own requirements (graph shape, data, rounds), each at the key it concerns."""
     alg = table["algorithm"][i]
-    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"], features)
+    setting = Setting(graph, params, table["data"] or {}, table["run"]["rounds"], features, task_params(table) if spec.task else None)
     for req in spec.unmet(setting):
         value: Any = table
         for part in req.key.split("."):

@@ -16,10 +16,10 @@ from netemu.data.base import DataSpec
 from netemu.tasks.base import TaskSpec
 from netemu.scenario.schema import REQUIRED, Field, Issues, Section, validate
 
-__all__ = ["DEFAULT_TASKS", "algorithm_params", "algorithm_table", "check_algorithms", "construct", "data_table", "named_task", "task_name", "task_table"]
+__all__ = ["DEFAULT_TASKS", "algorithm_params", "algorithm_table", "check_algorithms", "construct", "data_table", "named_task", "task_name", "task_params", "task_table"]
 
 #: the task a task-learning algorithm gets when the scenario has no [task] table, by data kind
-DEFAULT_TASKS = {"linear": "linear", "classification": "softmax"}
+DEFAULT_TASKS = {"linear": "linear", "classification": "softmax", "digits_fl": "softmax"}
 
 
 def _params_of(cls: type, defaults: dict | None = None) -> dict[str, Field]:
@@ -28,6 +28,9 @@ def _params_of(cls: type, defaults: dict | None = None) -> dict[str, Field]:
     out = {}
     for f in dataclasses.fields(cls):
         t = hints[f.name]
+        args = [a for a in typing.get_args(t) if a is not type(None)]
+        if type(None) in typing.get_args(t) and len(args) == 1:  # `X | None`: an X, or unset (None resolves to nothing)
+            t = args[0]
         types = t if t in (bool, int, float, str) else (list, dict, str, float, int)
         default = (defaults or {}).get(f.name, f.default)
         factory: Any = f.default_factory
@@ -111,7 +114,7 @@ def algorithm_table(value: Any, key: str, issues: Issues) -> Any:
         return value
     moved = [k for k in value if k in spec.moved]
     for k in moved:
-        issues.add(f"{key}.{k}", value[k], f"moved to {spec.moved[k]}: {spec.name}'s local training is the task's ([task] table)")
+        issues.add(f"{key}.{k}", value[k], f"moved to {spec.moved[k]}: {spec.name}'s model and local training are the task's ([task] table)")
     value = {k: v for k, v in value.items() if k not in moved}
     fixed = {"name": Field(str), "label": Field(str, value["name"] if ":" not in value["name"] else spec.name)}
     return _params_table(value, key, issues, spec.params, fixed, spec.defaults)
@@ -176,6 +179,18 @@ def task_name(table: dict) -> str | None:
     return DEFAULT_TASKS.get(plugins.data_kind(table["data"]["kind"]).name) if table.get("data") else None
 
 
+def task_params(table: dict) -> Any:
+    """The params of the task the scenario's task-learning algorithms learn (its `[task]` keys, or
+    its data kind's default task's defaults); None when there is none or they cannot be built."""
+    try:
+        name = task_name(table)
+        if name is None:
+            return None
+        return plugins.task(name).params(**{k: v for k, v in (table.get("task") or {}).items() if k != "name"})
+    except (plugins.PluginError, ConfigError, TypeError, ValueError):
+        return None
+
+
 def _check_task(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None:
     """A task where an algorithm learns one, of a kind that learns the data; none where no algorithm does."""
     learners = [i for i, spec in enumerate(specs) if spec.task]
@@ -191,6 +206,12 @@ def _check_task(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None
         issues.add("task", REQUIRED, f"required: algorithm[{learners[0]}] = {table['algorithm'][learners[0]]['name']!r} learns a task, "
                    f"and data.kind = {kind!r} has no default one (a [task] table with a name: {', '.join(plugins.registry().tasks)})")
         return
+    for i in learners:
+        accepts = specs[i].tasks
+        if accepts and name not in accepts:
+            issues.add("task.name" if table.get("task") else "data.kind", name if table.get("task") else kind,
+                       f"a task algorithm[{i}] = {table['algorithm'][i]['name']!r} accepts: {' | '.join(accepts)} "
+                       f"(it cannot run task {name!r})")
     task = plugins.task(name)
     if task.datasets and kind not in task.datasets:
         issues.add("task.name" if table.get("task") else "data.kind", name if table.get("task") else kind,

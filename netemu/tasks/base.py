@@ -28,6 +28,10 @@ from netemu.engine.rng import Streams
 __all__ = ["Task", "TaskSpec", "Training", "evaluated", "local_steps"]
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def local_steps(steps: int, fraction: float) -> int:
     """The local steps of a client that completes `fraction` of its work: max(1, floor(fraction × steps))."""
     return steps if fraction >= 1.0 else max(1, math.floor(fraction * steps))
@@ -74,13 +78,15 @@ class Training:
     """The keys every built-in task shares: the clients' local training and the evaluation.
 
     Local training is SGD: `steps` > 0 mini-batch steps, or else `epochs` passes over the
-    client's data, in batches of `batch` samples (0: the whole part, gradient descent).  A
+    client's data, in batches of `batch` samples (0: the whole part, gradient descent), with
+    step size lr · lr_decay^n in the client's (n+1)-th local round of the run (no `lr_decay`: lr).  A
     round's work is the samples processed × `work_per_sample` work units.  `metrics` are
     computed every `evaluate_every` rounds (and after the last) on the server's held-out test
     set (`evaluate_on = "server"`), the clients' own test splits (`"clients"`: metric names
     gain `_clients`, the mean over clients), or both."""
 
     lr: float = 0.05
+    lr_decay: float | None = None  # None: a constant step (a key added later resolves to nothing)
     batch: int = 32
     epochs: float = 1.0
     steps: int = 0
@@ -91,6 +97,7 @@ class Training:
 
     def __post_init__(self) -> None:
         require(self.lr > 0, "lr", "> 0")
+        require(self.lr_decay is None or (_number(self.lr_decay) and 0 < self.lr_decay <= 1), "lr_decay", "a number in (0, 1]")
         require(isinstance(self.batch, int) and self.batch >= 0, "batch", "an integer >= 0 (0: the whole part, gradient descent)")
         require(self.epochs > 0, "epochs", "> 0 passes over the client's data")
         require(isinstance(self.steps, int) and self.steps >= 0, "steps", "an integer >= 0 (0: `epochs` passes instead)")

@@ -5,9 +5,11 @@
   start's: 5 full-batch gradient steps of size 0.05.
 * `softmax` — multinomial logistic regression; `mlp` — one hidden layer of `hidden` ReLU units;
   `cnn` — conv 3×3 (`channels`) → ReLU → max-pool 2×2 [→ a second such layer, `channels2`] →
-  dense (netemu.kernels.classifiers, netemu.kernels.cnn), on the `classification` data kind (a
-  CNN needs square grey images).  Metrics: `accuracy`, `loss` (mean cross-entropy), `f1`
-  (macro F1 over the classes present).
+  dense (netemu.kernels.classifiers, netemu.kernels.cnn), on the `classification` and
+  `digits_fl` data kinds (a CNN needs square grey images).  `batchnorm = true` adds batch norm
+  after the MLP's hidden product or after each convolution (its running statistics travel
+  inside θ; FedBN keeps those entries on the client).  Metrics: `accuracy`, `loss` (mean
+  cross-entropy), `precision`, `recall`, `f1` (macro scores over the classes present).
 
 Mini-batches are drawn from the stream `train/<client>/<n>`, n counting the client's local rounds
 in this run, so two algorithms that train a client as often see the same batches.
@@ -24,15 +26,17 @@ import numpy as np
 from netemu.config import ConfigError, require
 from netemu.data.base import part_sizes
 from netemu.engine.rng import Streams
-from netemu.kernels.classifiers import MLP, Softmax, accuracy, cross_entropy, macro_prf, minibatch_steps, predictions
+from netemu.kernels.classifiers import MLP, MLPBN, Softmax, accuracy, cross_entropy, macro_prf, minibatch_steps, predictions
 from netemu.kernels.cnn import CNN, square_side
 from netemu.kernels.linear import LeastSquares, mse
 from netemu.tasks.base import TaskSpec, Training, evaluated, local_steps
 
-__all__ = ["CLASSIFIER_METRICS", "SPECS", "CNNParams", "LinearParams", "MLPParams", "ModelTask", "SoftmaxParams"]
+__all__ = ["CLASSIFIER_METRICS", "SPECS", "classifier", "CNNParams", "LinearParams", "MLPParams", "ModelTask", "SoftmaxParams"]
 
-CLASSIFIER_METRICS = ("accuracy", "loss", "f1")
+CLASSIFIER_METRICS = ("accuracy", "loss", "precision", "recall", "f1")
+MACRO = ("precision", "recall", "f1")  # macro_prf's order
 REGRESSION_METRICS = ("mse", "loss")
+CLASSIFIED = ("classification", "digits_fl")  # the data kinds of labelled samples
 
 
 def _metrics_ok(metrics: Any, known: tuple[str, ...]) -> bool:
@@ -45,6 +49,8 @@ class ModelTask:
 
     def __init__(self, model: Any, params: Training, data: Any, streams: Streams, classes: int | None) -> None:
         self.model, self.p, self.classes = model, params, classes
+        #: the data the task was made over, its kind's own record (e.g. digits_fl's positions)
+        self.data = data
         self.parts: Mapping[str, tuple[np.ndarray, np.ndarray]] = data.parts
         self.test: tuple[np.ndarray, np.ndarray] = data.test
         self.local_tests: Mapping[str, tuple[np.ndarray, np.ndarray]] = getattr(data, "local_tests", None) or {}
@@ -82,7 +88,8 @@ class ModelTask:
         self._rounds[client] = k + 1
         whole = self.p.batch <= 0 or self.p.batch >= y.shape[0]
         rng = None if whole else self._streams.generator(f"train/{client}/{k}")
-        return minibatch_steps(self.model, np.asarray(params, dtype=float), X, y, steps=steps, batch=self.p.batch, lr=self.p.lr, rng=rng, mu=mu)
+        lr = self.p.lr if self.p.lr_decay is None else self.p.lr * self.p.lr_decay**k
+        return minibatch_steps(self.model, np.asarray(params, dtype=float), X, y, steps=steps, batch=self.p.batch, lr=lr, rng=rng, mu=mu)
 
     def _scores(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
         want = self.p.metrics
@@ -96,7 +103,7 @@ class ModelTask:
             elif name == "loss":
                 out[name] = cross_entropy(self.model, theta, X, y)
             else:
-                out[name] = macro_prf(y, predictions(self.model, theta, X), self.classes)[2]
+                out[name] = macro_prf(y, predictions(self.model, theta, X), self.classes)[MACRO.index(name)]
         return out
 
     def evaluate(self, params: np.ndarray) -> dict[str, float]:
@@ -132,27 +139,31 @@ class LinearParams(Training):
 class SoftmaxParams(Training):
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(_metrics_ok(self.metrics, CLASSIFIER_METRICS), "metrics", 'a list of "accuracy", "loss", "f1"')
+        require(_metrics_ok(self.metrics, CLASSIFIER_METRICS), "metrics", 'a list of "accuracy", "loss", "precision", "recall", "f1"')
 
 
 @dataclass(frozen=True)
 class MLPParams(SoftmaxParams):
     hidden: int = 64
+    batchnorm: bool | None = None  # true: batch norm after the hidden layer's product (MLPBN); None: false
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(isinstance(self.hidden, int) and self.hidden >= 1, "hidden", "an integer >= 1")
+        require(self.batchnorm is None or isinstance(self.batchnorm, bool), "batchnorm", "true or false")
 
 
 @dataclass(frozen=True)
 class CNNParams(SoftmaxParams):
     channels: int = 8
     channels2: int = 0
+    batchnorm: bool | None = None  # true: batch norm after each convolution; None: false
 
     def __post_init__(self) -> None:
         super().__post_init__()
         require(isinstance(self.channels, int) and self.channels >= 1, "channels", "an integer >= 1")
         require(isinstance(self.channels2, int) and self.channels2 >= 0, "channels2", "an integer >= 0 (0: one convolution)")
+        require(self.batchnorm is None or isinstance(self.batchnorm, bool), "batchnorm", "true or false")
 
 
 def _linear(params: LinearParams, data: Any, streams: Streams) -> ModelTask:
@@ -160,22 +171,26 @@ def _linear(params: LinearParams, data: Any, streams: Streams) -> ModelTask:
 
 
 def _classifier(params: SoftmaxParams, data: Any, streams: Streams) -> ModelTask:
-    d, C = int(data.test[0].shape[1]), int(data.classes)
+    return ModelTask(classifier(params, int(data.test[0].shape[1]), int(data.classes)), params, data, streams, int(data.classes))
+
+
+def classifier(params: SoftmaxParams, d: int, C: int) -> Any:
+    """The model `params` describe, for d features and C classes (netemu.kernels.classifiers, .cnn)."""
     if isinstance(params, CNNParams):
         side = square_side(d)
         if side is None or side < (4 if params.channels2 else 2):
-            raise ConfigError("name", f'a model for {d} features: "cnn" reads square grey images (64 for the 8x8 digits, 784 for MNIST)')
-        model: Any = CNN(side, C, params.channels, params.channels2)
-    elif isinstance(params, MLPParams):
-        model = MLP(d, params.hidden, C)
-    else:
-        model = Softmax(d, C)
-    return ModelTask(model, params, data, streams, C)
+            raise ConfigError("name", f'a model for {d} features: "cnn" reads square grey images (features = side² with side >= '
+                              f'{4 if params.channels2 else 2}: 64 for the 8x8 digits, 784 for MNIST; RGB images are not accepted)')
+        return CNN(side, C, params.channels, params.channels2, batchnorm=bool(params.batchnorm))
+    if isinstance(params, MLPParams):
+        return (MLPBN if params.batchnorm else MLP)(d, params.hidden, C)
+    return Softmax(d, C)
 
 
 SPECS = [
     TaskSpec("linear", LinearParams, _linear, ("linear",), "least-squares linear regression, full-batch gradient steps; mse"),
-    TaskSpec("softmax", SoftmaxParams, _classifier, ("classification",), "multinomial logistic regression; accuracy, loss, f1"),
-    TaskSpec("mlp", MLPParams, _classifier, ("classification",), "one hidden layer of ReLU units; accuracy, loss, f1"),
-    TaskSpec("cnn", CNNParams, _classifier, ("classification",), "conv 3x3, ReLU, max-pool (x2 with channels2), dense; square grey images"),
+    TaskSpec("softmax", SoftmaxParams, _classifier, CLASSIFIED, "multinomial logistic regression; accuracy, loss, precision, recall, f1"),
+    TaskSpec("mlp", MLPParams, _classifier, CLASSIFIED, "one hidden layer of ReLU units (batch norm with batchnorm = true); as softmax"),
+    TaskSpec("cnn", CNNParams, _classifier, CLASSIFIED, "conv 3x3, ReLU, max-pool (x2 with channels2), dense (batch norm with batchnorm = true); "
+             "square grey images"),
 ]

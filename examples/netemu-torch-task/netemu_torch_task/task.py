@@ -140,8 +140,8 @@ class TorchCNNTask:
                 out[name] = float(np.mean(pred == y))
             elif name == "loss":
                 out[name] = loss
-            else:
-                out[name] = macro_prf(y, pred, self.classes)[2]
+            else:  # precision, recall, f1: macro_prf's order
+                out[name] = macro_prf(y, pred, self.classes)[("precision", "recall", "f1").index(name)]
         return out
 
     def evaluate(self, params: np.ndarray) -> dict[str, float]:
