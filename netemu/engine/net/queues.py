@@ -6,26 +6,33 @@ flows' slow starts put into a link and says which of them lose packets to a full
 Each reliable transfer in slow start through a link whose queue is bounded (every link with a
 bandwidth under ``qdisc = "fifo"``: its `queue_bytes`, or `NetModel.default_queue`; under
 ``"fair"`` the links that set `queue_bytes`) is a *burst*: from its start t0 its congestion
-window is IW, 2 IW, 4 IW, ... bytes in its rounds k = 0, 1, ... of one RTT each (RFC 5681's
-slow start doubles the window every RTT), the last round carrying what is left of its bytes.
-Slow start grows the window until a loss says to stop, so nothing below stops it early.
+window is W, 2 W, 4 W, ... bytes in its rounds k = 0, 1, ... of one RTT each (RFC 5681's slow
+start doubles the window every RTT), the last round carrying what is left of its bytes.
 
-At each instant a round of some burst starts, the link sees the windows of all the bursts
-under way: A bytes, arriving over D = max(RTT, window / upstream rate) seconds (the slowest
-link before this one spreads a window out) while the link drains C x D.  The queue overflows
-when A - C x D exceeds the queue's Q bytes, the drop-tail condition of Lakshman and Madhow's
-fluid analysis of slow start ("The performance of TCP/IP for networks with high bandwidth-delay
-products and random loss", IEEE/ACM ToN 5(3), 1997, sec. III) with the windows summed.  Then:
+At each instant a round of some burst starts, each link sees the windows of the bursts under way:
+A bytes, arriving over D = max(RTT, window / upstream rate) seconds (the slowest link before this
+one spreads a window out), while the link drains C x D.  Under ``fifo`` the flows past their slow
+start share that queue: they leave C - load to drain the bursts, and when they fill the link they
+keep a standing queue, `STANDING` of what the pipe and the queue hold less the pipe (Cubic's
+window between beta = 0.7 and 1 of it, RFC 8312).  The queue overflows when A - C D exceeds the
+room the bursts find, the drop-tail condition of Lakshman and Madhow's fluid analysis of slow start
+("The performance of TCP/IP for networks with high bandwidth-delay products and random loss",
+IEEE/ACM ToN 5(3), 1997, sec. III) with the windows summed.  Otherwise a window of 16 segments or
+more whose queueing delay passed `hystart_delay` stops doubling (HyStart, as Linux's and ns-3's
+Cubic do).  When the queue overflows:
 
 - ``fifo``: one queue, shared in the order bytes arrive: every burst of the round loses, and each
-  gets through its window's share of what the link took, w x (C D + Q) / A;
+  gets through its window's share of what the link took, w x (C D + room) / A;
 - ``fair``: a queue per flow (FqCoDel drops from the longest): only the bursts whose window
-  exceeds an equal share (C D + Q) / n lose, each getting that share through.
+  exceeds an equal share (C D + room) / n lose, each getting that share through.
 
-A burst whose bytes that got through are fewer than `FAST_RETRANSMIT_SEGMENTS` segments cannot
-collect three duplicate ACKs (RFC 5681 sec. 3.2): it waits for a retransmission timeout, the
-transport's `rto` (`Overflow.stalls`).  One that got more through recovers by fast retransmit
-within the flow model's rate.  A burst ends with its slow start: its last round, or its loss.
+A burst that got fewer than `FAST_RETRANSMIT_SEGMENTS` segments through cannot collect three
+duplicate ACKs (RFC 5681 sec. 3.2) and waits a retransmission timeout; one that got more does with
+Padhye et al.'s chance that a loss indication in a window of w segments is a timeout, Q = min(1,
+3 / w) (SIGCOMM 1998, sec. 2.2), and otherwise recovers by fast retransmit within the flow model's
+rate.  The expected number of timeouts is given out deterministically: each link carries the sum
+of the chances, a timeout whenever it reaches one half (the remainder kept), in the order the
+bursts were sent.  A burst ends with its slow start: its last round, HyStart, or its loss.
 
 Pure: no clock, no SimPy; netemu.engine.net.transfers calls `start`, `end` and `overflows`.
 """
@@ -182,7 +189,7 @@ class Bursts:
                 continue  # a fair queue drops only from the flows above their share
             if through < FAST_RETRANSMIT_SEGMENTS * self.mss:
                 stalls = 1.0  # too little got through for three duplicate ACKs
-            else:  # PFTK's chance that a loss in a window of w segments is a timeout, eq. (24): Q = min(1, 3 / w)
+            else:  # PFTK sec. 2.2: a loss in a window of w segments is a timeout with chance Q = min(1, 3 / w)
                 stalls = min(1.0, (FAST_RETRANSMIT_SEGMENTS - 1) * self.mss / w)
             # each burst adds its chance to the link's expected timeouts; one is given whenever they reach one
             # half (rounding, with the remainder carried: deterministic, and right in number over many bursts)
