@@ -47,6 +47,12 @@ def test_initial_windows_that_overflow_a_fifo_queue_wait_a_retransmission_timeou
     assert counts[("uplink", "queue_overflows")] == 16 and counts[("uplink", "queue_timeouts")] == 16
 
 
+def test_a_fair_queue_bounded_by_queue_bytes_overflows_as_well():
+    # 16 equal windows: the equal share of what the link takes (~2 kB each) is too little for any
+    fair, counts = uploads(16, 10_000, FAIR, queue=15_000)
+    assert min(fair.values()) > 1.0 and counts[("uplink", "queue_timeouts")] == 16
+
+
 def test_an_unbounded_fair_queue_overflows_nothing():
     _, counts = uploads(16, 10_000, FAIR)
     assert not counts[("uplink", "queue_overflows")] and not counts[("uplink", "queue_timeouts")]
