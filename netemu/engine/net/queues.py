@@ -160,11 +160,14 @@ class Bursts:
             here = [b for b in members if b.id not in lost and 0 <= b.round_at(t) < b.rounds]
             if not here:
                 continue
-            w = window(key[3], key[2], here[0].round_at(t))
-            live.append((here, w))
-            sent += w * len(here)
+            k = here[0].round_at(t)
+            w = window(key[3], key[2], k)
+            # a round that began before `t` has sent part of its window already: what is left of the round
+            left = w if key[1] <= 0 else w * max(0.0, 1.0 - (t - key[0] - k * key[1]) / key[1])
+            live.append((here, w, left))
+            sent += left * len(here)
             n += len(here)
-            span = max(span, w / key[4])
+            span = max(span, left / key[4])
             rtt_max = max(rtt_max, key[1])
         if not live:
             return
@@ -177,17 +180,17 @@ class Bursts:
         room -= standing  # what the bursts find free
         queued = standing + sent - drained  # what the link holds beyond its pipe at the end of the round
         if sent - drained <= room:
-            for here, w in live:  # HyStart: a window of 16 segments or more that sees the queue's delay stops doubling
+            for here, w, _ in live:  # HyStart: a window of 16 segments or more that sees the queue's delay stops doubling
                 if w >= HYSTART_LOW_WINDOW * self.mss and queued > capacity * hystart_delay(here[0].rtt):
                     for b in here:  # its slow start ends with this round, on every link
                         b.rounds = min(b.rounds, b.round_at(t) + 1)
             return
         took = drained + room  # bytes of the round the link carried or kept
-        for here, w in live:
-            through = w * took / sent if self.fifo else took / n  # fifo: every flow alike; fair: an equal share each
-            if w <= through:
+        for here, w, left in live:
+            through = left * took / sent if self.fifo else took / n  # fifo: every flow alike; fair: an equal share each
+            if left <= through:
                 continue  # a fair queue drops only from the flows above their share
-            if through < FAST_RETRANSMIT_SEGMENTS * self.mss:
+            if w - left + through < FAST_RETRANSMIT_SEGMENTS * self.mss:
                 stalls = 1.0  # too little got through for three duplicate ACKs
             else:  # PFTK sec. 2.2: a loss in a window of w segments is a timeout with chance Q = min(1, 3 / w)
                 stalls = min(1.0, (FAST_RETRANSMIT_SEGMENTS - 1) * self.mss / w)

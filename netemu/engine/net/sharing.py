@@ -60,12 +60,13 @@ class _Class:
 
 
 class _Transfer:
-    __slots__ = ("bound", "cls", "id", "links", "size", "tag", "weight")
+    __slots__ = ("bound", "cls", "entry", "id", "links", "size", "tag", "weight")
 
     def __init__(self, id: int, links: tuple, size: float, bound: float, weight: float = 1.0) -> None:
         self.id, self.links, self.size, self.bound, self.weight = id, links, size, bound, weight
         self.cls: _Class | None = None
         self.tag = 0.0
+        self.entry: tuple[float, int] | None = None  # its live entry in its class's heap (others are stale)
 
 
 class MaxMin:
@@ -126,10 +127,11 @@ class MaxMin:
         for c in list(self._classes.values()):
             heap = c.heap
             while heap:
-                tag, tid = heap[0]
+                entry = heap[0]
+                tag, tid = entry
                 t = self._transfers.get(tid)
-                if t is None or t.cls is not c or t.tag != tag:
-                    heapq.heappop(heap)  # stale: the transfer ended or moved
+                if t is None or t.entry is not entry:
+                    heapq.heappop(heap)  # stale: the transfer ended or moved (even back to this class)
                     continue
                 left = tag - c.progress
                 if left > _EPS * t.size and (c.rate <= 0 or left / c.rate > _EPS * max(1.0, now)):
@@ -174,9 +176,9 @@ class MaxMin:
         for c in self._classes.values():
             heap = c.heap
             while heap:
-                tag, tid = heap[0]
-                t = self._transfers.get(tid)
-                if t is None or t.cls is not c or t.tag != tag:
+                entry = heap[0]
+                t = self._transfers.get(entry[1])
+                if t is None or t.entry is not entry:
                     heapq.heappop(heap)
                     continue
                 break
@@ -237,7 +239,8 @@ class MaxMin:
         if c is None:
             c = self._classes[key] = _Class(key, links, bound, self._now, t.weight)
         t.cls, t.tag = c, c.progress + remaining
-        heapq.heappush(c.heap, (t.tag, t.id))
+        t.entry = (t.tag, t.id)
+        heapq.heappush(c.heap, t.entry)
         c.live += 1
 
     def _remove(self, t: _Transfer) -> float:
