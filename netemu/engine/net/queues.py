@@ -39,6 +39,7 @@ Pure: no clock, no SimPy; netemu.engine.net.transfers calls `start`, `end` and `
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Hashable
 
@@ -94,6 +95,18 @@ class Burst:
         return min(self.rounds, int((t - self.start) / self.rtt * (1.0 + 1e-12)))
 
 
+class _Table:
+    """One link's part in `Bursts.overflows`: its groups of bursts by start, and those begun so far."""
+
+    __slots__ = ("active", "begun", "capacity", "link", "load", "ordered", "queue")
+
+    def __init__(self, link: Hashable, capacity: float, queue: float | None, load: float,
+                 ordered: list[tuple[tuple, list[Burst]]]) -> None:
+        self.link, self.capacity, self.queue, self.load, self.ordered = link, capacity, queue, load, ordered
+        self.begun = 0  # groups of `ordered` begun by the instant looked at
+        self.active: list[tuple[tuple, list[Burst]]] = []
+
+
 class Bursts:
     """The bursts under way through each bounded link, and their overflows."""
 
@@ -101,10 +114,12 @@ class Bursts:
         self.fifo, self.mss = fifo, mss
         self._on: dict[Hashable, dict[int, Burst]] = {}  # link -> its bursts, in start order
         self._owed: dict[Hashable, float] = {}  # link -> expected timeouts not yet given (see `_round`)
+        self._new: dict[Hashable, list[Burst]] = {}  # link -> its bursts started since it was last looked at
 
     def start(self, burst: Burst, links: list[Hashable]) -> None:
         for link in links:
             self._on.setdefault(link, {})[burst.id] = burst
+            self._new.setdefault(link, []).append(burst)
 
     def end(self, id: int, links: list[Hashable]) -> None:
         for link in links:
@@ -123,8 +138,8 @@ class Bursts:
         whether it stalls for a timeout), in order of their loss.  The links are followed together, round
         by round, so that a slow start ended on one (HyStart) is over on all.  The bursts that lost leave
         every link given (their slow start ends); the caller ends them on their other links."""
-        tables = []  # per link: its groups of bursts alike (all of a round's transfers starting at t = 0 are one)
-        instants: set[float] = set()
+        tables: list[_Table] = []  # per link: its groups of bursts alike (all of a round's transfers starting at t = 0 are one)
+        instants: list[list[tuple[float, int]]] = []  # per link: (instant one of its rounds starts, link's index)
         for link, capacity, queue, load in links:
             on = self._on.get(link)
             if not on:
@@ -134,15 +149,24 @@ class Bursts:
             groups: dict[tuple, list[Burst]] = {}
             for b in on.values():
                 groups.setdefault((b.start, b.rtt, b.first, b.size, b.upstream.get(link, math.inf)), []).append(b)
-            for (start, rtt, _, _, _), members in groups.items():
-                instants.update(t for t in (start + k * rtt for k in range(members[0].rounds)) if t >= now)
-            tables.append((link, capacity, queue, load, groups))
+            index = len(tables)
+            # the rounds of the bursts new on this link: the instants whose windows have changed (the
+            # others were looked at when their own bursts started, and their outcomes stand)
+            instants.append(sorted({(b.start + k * b.rtt, index) for b in self._new.pop(link, ()) if b.id in on
+                                    for k in range(b.rounds) if b.start + k * b.rtt >= now}))
+            # the groups by start, so that each instant looks only at those begun by then (`_round`)
+            tables.append(_Table(link, capacity, queue, load, sorted(groups.items(), key=lambda g: g[0][0])))
         out: list[tuple[int, float, bool]] = []
         lost: set[int] = set()
-        for t in sorted(instants):
-            for link, capacity, queue, load, groups in tables:
-                self._round(t, link, capacity, queue, load, groups, lost, out, default_queue)
-        for link, *_ in tables:
+        for t, index in heapq.merge(*instants):  # every link at its own rounds, all in time order
+            tb = tables[index]
+            while tb.begun < len(tb.ordered) and tb.ordered[tb.begun][0][0] <= t:
+                tb.active.append(tb.ordered[tb.begun])
+                tb.begun += 1
+            tb.active = [g for g in tb.active if g[0][0] + g[1][0].rounds * g[0][1] > t]  # not over by `t`
+            self._round(t, tb.link, tb.capacity, tb.queue, tb.load, tb.active, lost, out, default_queue)
+        for tb in tables:
+            link = tb.link
             on = self._on.get(link)
             if on is not None:
                 for id in lost:
@@ -151,12 +175,12 @@ class Bursts:
                     del self._on[link]
         return out
 
-    def _round(self, t: float, link: Hashable, capacity: float, queue: float | None, load: float, groups: dict[tuple, list[Burst]],
+    def _round(self, t: float, link: Hashable, capacity: float, queue: float | None, load: float, groups: list[tuple[tuple, list[Burst]]],
                lost: set[int], out: list[tuple[int, float, bool]], default_queue: Callable[[float, float], float]) -> None:
         """The rounds under way at `t` through one link (see the module docstring)."""
         sent, n, span, rtt_max = 0.0, 0, 0.0, 0.0
         live = []
-        for key, members in groups.items():
+        for key, members in groups:
             here = [b for b in members if b.id not in lost and 0 <= b.round_at(t) < b.rounds]
             if not here:
                 continue
