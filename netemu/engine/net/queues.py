@@ -9,8 +9,8 @@ bandwidth under ``qdisc = "fifo"``: its `queue_bytes`, or `NetModel.default_queu
 window is W, 2 W, 4 W, ... bytes in its rounds k = 0, 1, ... of one RTT each (RFC 5681's slow
 start doubles the window every RTT), the last round carrying what is left of its bytes.
 
-At each instant a round of some burst starts, each link sees the windows of the bursts under way:
-A bytes, arriving over D = max(RTT, window / upstream rate) seconds (the slowest link before this
+At each instant a round of a new burst starts, its links see the windows of the bursts under way
+(of a round begun earlier, the part of its RTT still to come): A bytes, arriving over D = max(RTT, window / upstream rate) seconds (the slowest link before this
 one spreads a window out), while the link drains C x D.  Under ``fifo`` the flows past their slow
 start share that queue: they leave C - load to drain the bursts, and when they fill the link they
 keep a standing queue, `STANDING` of what the pipe and the queue hold less the pipe (Cubic's
