@@ -127,8 +127,9 @@ class Bursts:
             if on is not None and on.pop(id, None) is not None and not on:
                 del self._on[link]
 
-    def active(self, link: Hashable) -> int:
-        return len(self._on.get(link, ()))
+    def ids(self, link: Hashable, now: float) -> list[int]:
+        """The bursts under way on `link` at `now`."""
+        return [b.id for b in self._on.get(link, {}).values() if b.end() > now]
 
     def overflows(self, links: list[tuple[Hashable, float, float | None, float]], now: float,
                   default_queue: Callable[[float, float], float]) -> list[tuple[int, float, bool]]:

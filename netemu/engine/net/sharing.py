@@ -197,6 +197,11 @@ class MaxMin:
         t.cls.catch_up(self._now)
         return max(0.0, t.tag - t.cls.progress)
 
+    def rate(self, id: int) -> float:
+        """Transfer `id`'s current rate in bytes/s (0: not here)."""
+        t = self._transfers.get(id)
+        return t.cls.rate if t is not None and t.cls is not None else 0.0
+
     def load(self, link: Hashable) -> float:
         """Bytes/s in use on `link` now: O(classes)."""
         on = self._on_link.get(link)

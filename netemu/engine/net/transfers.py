@@ -212,7 +212,9 @@ class Transfers:
         bursts, now, capacity, model = self.bursts, self.net.env.now, self.flows.capacity, self.model
         assert bursts is not None
         flows = self.flows
-        checked = [(link, capacity[link], link.queue_bytes, flows.load(link)) for link in dirty]
+        # the load of the flows past their slow start: a transfer whose slow start is a burst here counts as one
+        checked = [(link, capacity[link], link.queue_bytes, max(0.0, flows.load(link) - sum(flows.rate(i) for i in bursts.ids(link, now))))
+                   for link in dirty]
         for tid, at, stall in bursts.overflows(checked, now, model.default_queue):
             tr, links = self._bursting.pop(tid)
             bursts.end(tid, links)
