@@ -164,3 +164,13 @@ def test_a_queue_discipline_that_cannot_act_is_refused(kw, accepts):
 
 def test_fifo_under_sharing_none_is_what_it_always_was():
     assert NetModel(qdisc="fifo").default and not NetModel(qdisc="fifo").fifo
+
+
+def test_a_links_load_is_the_sum_of_its_transfers_rates():
+    m = MaxMin({"L": 10.0, "slow": 2.0})
+    assert m.load("L") == 0.0
+    m.add(0.0, 0, ["slow", "L"], 100.0)
+    assert m.load("L") == pytest.approx(2.0)  # alone: held by its own slow link
+    m.add(0.0, 1, ["L"], 100.0)
+    m.add(0.0, 2, ["L"], 100.0, bound=1.0)
+    assert m.load("L") == pytest.approx(sum(m.rates().values())) == pytest.approx(10.0)

@@ -87,6 +87,7 @@ class MaxMin:
         self._classes: dict[tuple, _Class] = {}
         self._transfers: dict[int, _Transfer] = {}
         self._now = 0.0
+        self._left: dict[Hashable, float] = {}  # see _recompute
         self.ever_shared: dict[Hashable, None] = {}  # links that carried two or more transfers at once, in that order
 
     def __len__(self) -> int:
@@ -203,14 +204,14 @@ class MaxMin:
         return t.cls.rate if t is not None and t.cls is not None else 0.0
 
     def load(self, link: Hashable) -> float:
-        """Bytes/s in use on `link` now: O(classes)."""
+        """Bytes/s in use on `link` now."""
         on = self._on_link.get(link)
         if not on:
             return 0.0
         if len(on) == 1:  # one transfer: the link is its bound, not in its class's links
             t = next(iter(on.values()))
             return t.cls.rate if t.cls is not None else 0.0
-        return sum(c.rate * c.live for c in self._classes.values() if link in c.links)
+        return self.capacity[link] - self._left.get(link, self.capacity[link])  # O(1): what the filling left
 
     def loads(self) -> dict[Hashable, float]:
         """Bytes/s in use on each link that has ever been shared (`ever_shared`), from the classes'
@@ -272,10 +273,11 @@ class MaxMin:
         remaining capacity over its unfrozen transfers' weights equals the level).  Each class's
         progress is already up to date (`advance`), so changing its rate changes nothing of the past."""
         classes = self._classes
+        self._left = {}
         if not classes:
             return
         capacity = self.capacity
-        left: dict[Hashable, float] = {}
+        left = self._left  # each shared link's capacity left over by the filling (`load`)
         count: dict[Hashable, float] = {}  # the unfrozen transfers' summed weights (their number: weights 1)
         for c in classes.values():
             for link in c.links:
@@ -298,6 +300,8 @@ class MaxMin:
             if not frozen or not math.isfinite(level):  # unbounded classes on unconstrained paths
                 for c in unfrozen.values():
                     c.rate = level * c.weight if math.isfinite(level) else math.inf
+                    for link in c.links:
+                        left[link] = max(0.0, left[link] - c.rate * c.live)
                 break
             for k in frozen:
                 c = unfrozen.pop(k)
