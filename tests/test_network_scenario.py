@@ -94,7 +94,21 @@ def test_queue_bytes_is_refused_under_max_min_where_no_queue_can_overflow(tmp_pa
     with pytest.raises(ScenarioError) as err:
         scenario(tmp_path, extra='[network]\nsharing = "max-min"\n[links.uplink]\nqueue_bytes = 4000')
     (issue,) = err.value.issues
-    assert issue.key == "links.uplink.queue_bytes" and 'only with sharing = "none"' in issue.accepts
+    assert issue.key == "links.uplink.queue_bytes" and 'only with transport = "reliable"' in issue.accepts
+
+
+def test_queue_bytes_and_a_fifo_qdisc_act_under_max_min_with_the_reliable_transport(tmp_path):
+    sc = scenario(tmp_path, 'server_link = { bandwidth = 20e6 }',
+                  '[network]\nsharing = "max-min"\ntransport = "reliable"\nqdisc = "fifo"\n[links.uplink]\nqueue_bytes = 4000')
+    world = build_world(sc, 0, 0)
+    assert world.network.model.fifo and world.network.links[("client-0", "router")].queue_bytes == 4000
+
+
+def test_a_fair_qdisc_is_refused_under_sharing_none(tmp_path):
+    with pytest.raises(ScenarioError) as err:
+        scenario(tmp_path, extra='[network]\nqdisc = "fair"')
+    (issue,) = err.value.issues
+    assert issue.key == "network.qdisc" and issue.value == "fair" and 'needs sharing = "max-min"' in issue.accepts
 
 
 def test_queue_bytes_acts_on_direct_links_of_the_default_model():
@@ -113,7 +127,7 @@ def test_queue_bytes_acts_on_direct_links_of_the_default_model():
     assert len(sink.got) == 2 and [r["reason"] for r in records(buf) if r["event"] == "drop"] == ["queue", "queue"]
 
 
-def test_queue_bytes_under_max_min_is_refused_in_python_too():
+def test_queue_bytes_under_max_min_without_the_reliable_transport_is_refused_in_python_too():
     from netemu import Link, World
     from netemu.engine.net import topology as T
     from netemu.engine.net.model import NetModel

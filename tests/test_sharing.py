@@ -120,3 +120,16 @@ def test_time_may_not_run_backwards():
     m.add(2.0, 0, ["L"], 1.0)
     with pytest.raises(ValueError, match="backwards"):
         m.advance(1.0)
+
+
+def test_a_transfer_taken_out_and_put_back_at_the_same_instant_ends_once():
+    # put back into its old class with the same finish tag: its old heap entry must stay stale
+    m = MaxMin({"L": 10.0})
+    for i in range(3):
+        m.add(0.0, i, ["L"], 30.0)
+    left = m.remove(1.0, 1)
+    m.add(1.0, 1, ["L"], left)
+    ends = []
+    while len(m):
+        ends += m.finished(m.next_finish())
+    assert ends == [0, 1, 2]

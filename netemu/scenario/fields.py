@@ -270,15 +270,16 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
 
 
 def check_queues(table: dict, link_tables: list[tuple[str, dict]], issues: Issues) -> None:
-    """`queue_bytes` bounds a link's FIFO of whole messages (``sharing = "none"``); a flow model has
-    no such queue, so the key is refused under ``sharing = "max-min"`` rather than ignored."""
+    """`queue_bytes` bounds a link's FIFO of whole messages (``sharing = "none"``) or, under ``sharing =
+    "max-min"``, the queue TCP's slow starts overflow (netemu.engine.net.queues): refused there without
+    ``transport = "reliable"``, where nothing could overflow it, rather than ignored."""
     network = table.get("network") or {}
-    if network.get("sharing") != "max-min":
+    if network.get("sharing") != "max-min" or network.get("transport") == "reliable":
         return
     for where, link in link_tables:
         if link.get("queue_bytes"):
-            issues.add(f"{where}.queue_bytes", link["queue_bytes"], 'only with sharing = "none" (a FIFO of whole messages; '
-                       'under sharing = "max-min" links have no queue that could overflow)')
+            issues.add(f"{where}.queue_bytes", link["queue_bytes"], 'under sharing = "max-min" only with transport = "reliable" '
+                       "(the queue TCP's slow start overflows; a datagram flow has no window)")
 
 
 SCHEMA = Section(

@@ -3,12 +3,14 @@
 For every point of `grid.py` (bulk transfers that start at t=0 through a star, a two-tier
 access-point tree or a dumbbell) this builds the same topology in netemu, sends the same
 transfers, and compares the completion time of the last one with ns-3's (from
-`reference.json`, written by `grid.py`).  Three netemu models are printed side by side:
+`reference.json`, written by `grid.py`).  Four netemu models are printed side by side:
 
   none    sharing = "none", transport = "datagram": independent FIFO links (store and forward)
   lv08    sharing = "max-min", datagram, latency_factor 13.01: SimGrid's LV08 model as published
   netemu  sharing = "max-min", transport = "reliable": max-min sharing with the handshake and
           slow start of netemu.engine.net.model (ns-3's minimum RTO of 1 s)
+  fifo    the same with qdisc = "fifo" and every link's queue_bytes the referee's device queue
+          (`queue` packets of 1500 bytes): slow starts that overflow it (netemu.engine.net.queues)
 
 A reference made with `grid.py --spread S` stores when each transfer started; they are sent
 at the same instants here.
@@ -46,7 +48,10 @@ MODELS = {
     "none": lambda p: NetModel(),
     "lv08": lambda p: NetModel(sharing="max-min", latency_factor=13.01, window=p["window"]),
     "netemu": lambda p, rto_min=1.0: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=rto_min),
+    "fifo": lambda p, rto_min=1.0: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=rto_min, qdisc="fifo"),
 }
+#: bytes of a full packet in the referee's device queues (1448 payload + 52 header bytes)
+PACKET = 1500
 
 
 def result(entry: dict) -> dict:
@@ -62,8 +67,8 @@ def min_rto(entry: dict) -> float:
     return float(result(entry).get("tcp", {}).get("min_rto_s", 1.0))
 
 
-def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
-    """The point's graph, its links and the (src, dst) of every transfer."""
+def topology(p: dict, queue_bytes: float | None = None) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
+    """The point's graph, its links (each holding `queue_bytes`, None: unbounded) and the (src, dst) of every transfer."""
     n = p["clients"]
     if p["topology"] == "dumbbell":
         g = nx.DiGraph()
@@ -88,14 +93,16 @@ def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
     links = {}
     for u, v, cls in g.edges(data="link_class"):
         bw, delay = next(rates[k] for k in ("server", "ap", "") if cls.startswith(k))
-        links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls, loss=Bernoulli(p["loss"]) if cls == lossy else None)
+        links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls, loss=Bernoulli(p["loss"]) if cls == lossy else None,
+                             queue_bytes=queue_bytes)
     return g, links, pairs
 
 
 def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | None:
     """The virtual time at which netemu delivers the last of the point's transfers (None: one never
-    arrives); transfer k is sent at `starts[k]` (default: all at t=0)."""
-    g, links, pairs = topology(p)
+    arrives); transfer k is sent at `starts[k]` (default: all at t=0).  Under qdisc = "fifo" every link
+    holds the point's `queue` packets."""
+    g, links, pairs = topology(p, p["queue"] * PACKET if model.fifo else None)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
     net = world.network
     done: list[float] = []
@@ -136,8 +143,9 @@ def main() -> None:
             continue
         ns3 = res["last"]
         starts = res.get("starts")
-        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name != "netemu"}
+        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name not in ("netemu", "fifo")}
         got["netemu"] = run(p, MODELS["netemu"](p, min_rto(entry)), starts)
+        got["fifo"] = run(p, MODELS["fifo"](p, min_rto(entry)), starts)
         rows.append((p, ns3, got, stalled(res, min(STALL, min_rto(entry)))))
         errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
         print(f"{p['name']:<34} {label} {ns3:9.3f}{'*' if rows[-1][3] else ' '} {errs}", flush=True)

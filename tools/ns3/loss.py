@@ -15,7 +15,6 @@ PRR) and NewReno without SACK, the TCP that Padhye et al.'s model describes.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import statistics
@@ -44,11 +43,6 @@ def configs() -> list[dict]:
 
 def points() -> list[dict]:
     return [{**c, "name": f"{c['name']}-seed={s}", "seed": s} for c in configs() for s in SEEDS]
-
-
-def run_ns3(out: Path, workers: int) -> None:
-    results = grid.run_grid(grid.DEFAULT_BINARY, points(), workers, lambda line: print(line, file=sys.stderr, flush=True))
-    out.write_text("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
 
 
 def evaluate(reference: Path) -> list[tuple[dict, float, float]]:
@@ -80,18 +74,7 @@ def report(rows: list[tuple[dict, float, float]]) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, help="run ns-3 and write its results here")
-    ap.add_argument("--compare", type=Path, help="compare netemu with these ns-3 results")
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
-    if args.out:
-        run_ns3(args.out, args.workers)
-    if args.compare:
-        print("\n".join(report(evaluate(args.compare))))
-    if not (args.out or args.compare):
-        ap.error("--out or --compare")
-    return 0
+    return grid.family_main(__doc__, points, lambda reference: report(evaluate(reference)))
 
 
 if __name__ == "__main__":

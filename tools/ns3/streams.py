@@ -13,7 +13,6 @@ randomness: one run per configuration.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import statistics
@@ -93,19 +92,7 @@ def report(rows) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, help="run ns-3 and write its results here")
-    ap.add_argument("--compare", type=Path, help="compare netemu with these ns-3 results")
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
-    if args.out:
-        results = grid.run_grid(grid.DEFAULT_BINARY, points(), args.workers, lambda line: print(line, file=sys.stderr, flush=True))
-        args.out.write_text("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
-    if args.compare:
-        print("\n".join(report(evaluate(args.compare))))
-    if not (args.out or args.compare):
-        ap.error("--out or --compare")
-    return 0
+    return grid.family_main(__doc__, points, lambda reference: report(evaluate(reference)))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,13 @@
 // time (simulated seconds at which its PacketSink has received all the bytes;
 // connection setup included, every transfer starts at t=0).
 //
-// Queueing: only the point-to-point device's DropTailQueue<Packet> (MaxSize =
-// --queue packets) is used. InternetStackHelper aggregates a traffic-control
-// layer and Ipv4AddressHelper::Assign installs a default root queue disc
-// (FqCoDel) on every device; we uninstall those queue discs right after
-// address assignment, so packets go straight from IP to the device queue.
+// Queueing (--qdisc): "fifo" (the default) uses only the point-to-point device's
+// DropTailQueue<Packet> (MaxSize = --queue packets). InternetStackHelper aggregates a
+// traffic-control layer and Ipv4AddressHelper::Assign installs a default root queue
+// disc (FqCoDel) on every device; with "fifo" we uninstall those queue discs right
+// after address assignment, so packets go straight from IP to the device queue.
+// "fqcodel" keeps ns-3's default FqCoDel queue disc (per-flow fair, CoDel, its own
+// 10240-packet limit) in front of the same device queue.
 //
 // Build: tools/ns3/build.sh   Run: build/transfers --help
 #include "ns3/applications-module.h"
@@ -70,6 +72,12 @@ SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
 
 void
 QueueDrop(Progress* p, Ptr<const Packet>)
+{
+    p->drops++;
+}
+
+void
+QueueDiscDrop(Progress* p, Ptr<const QueueDiscItem>)
 {
     p->drops++;
 }
@@ -148,6 +156,7 @@ main(int argc, char* argv[])
     uint32_t messages = 1; // the transfer is this many messages of --bytes, back to back on one connection
     std::string tcp = "cubic"; // congestion control: cubic (ns-3 3.37's default) or newreno
     bool sack = true;          // SACK (ns-3's default); newreno without SACK is the TCP of Padhye et al.
+    std::string qdisc = "fifo"; // fifo: device DropTail queues only; fqcodel: ns-3's default FqCoDel queue disc kept
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("topology", "star|tree|dumbbell", topology);
@@ -169,6 +178,7 @@ main(int argc, char* argv[])
     cmd.AddValue("messages", "messages of --bytes each transfer sends back to back on its connection", messages);
     cmd.AddValue("tcp", "congestion control: cubic | newreno", tcp);
     cmd.AddValue("sack", "TCP SACK on (1) or off (0)", sack);
+    cmd.AddValue("qdisc", "fifo (device DropTail queues only) | fqcodel (ns-3's default FqCoDel queue disc kept)", qdisc);
     cmd.AddValue("loss", "packet loss rate on each client's access link, data direction (RateErrorModel)", loss);
     cmd.Parse(argc, argv);
 
@@ -180,6 +190,11 @@ main(int argc, char* argv[])
     if (direction != "up" && direction != "down")
     {
         std::fprintf(stderr, "transfers: --direction must be up or down\n");
+        return 2;
+    }
+    if (qdisc != "fifo" && qdisc != "fqcodel")
+    {
+        std::fprintf(stderr, "transfers: --qdisc must be fifo or fqcodel\n");
         return 2;
     }
     if (loss < 0 || loss >= 1 || (loss > 0 && topology == "dumbbell"))
@@ -302,9 +317,13 @@ main(int argc, char* argv[])
             addrB[k] = connect(accessLink, routers.Get(1), endB.Get(k)).GetAddress(1);
         }
     }
-    // Drop the default FqCoDel root queue discs that Assign installed: only the
-    // device DropTail queue is left (see the comment at the top).
-    TrafficControlHelper().Uninstall(allDevices);
+    // fifo: drop the default FqCoDel root queue discs that Assign installed, so only the
+    // device DropTail queue is left (see the comment at the top); fqcodel keeps them.
+    const bool fifo = qdisc == "fifo";
+    if (fifo)
+    {
+        TrafficControlHelper().Uninstall(allDevices);
+    }
 
     Progress progress;
     progress.target = bytes * messages;
@@ -321,10 +340,20 @@ main(int argc, char* argv[])
         Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(allDevices.Get(i));
         dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeBoundCallback(&QueueDrop, &progress));
         Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
-        if (tc && tc->GetRootQueueDiscOnDevice(dev))
+        Ptr<QueueDisc> disc = tc ? tc->GetRootQueueDiscOnDevice(dev) : nullptr;
+        if (fifo && disc)
         {
             std::fprintf(stderr, "transfers: a queue disc is still installed\n");
             return 1;
+        }
+        if (!fifo && !DynamicCast<FqCoDelQueueDisc>(disc))
+        {
+            std::fprintf(stderr, "transfers: no FqCoDel queue disc on a device\n");
+            return 1;
+        }
+        if (disc) // FqCoDel's own drops: its limit overflowing, and CoDel's
+        {
+            disc->TraceConnectWithoutContext("Drop", MakeBoundCallback(&QueueDiscDrop, &progress));
         }
     }
     // With no queue disc, a packet meets a full device queue in the traffic
@@ -413,7 +442,7 @@ main(int argc, char* argv[])
       << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
       << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
       << ", \"window\": " << window << ", \"seed\": " << seed << ", \"startSpread\": " << JsonNum(startSpread)
-      << ", \"horizon\": " << JsonNum(horizon) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
+      << ", \"horizon\": " << JsonNum(horizon) << ", \"qdisc\": " << JsonStr(qdisc) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
     o << "\"tcp\": {"
       << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
       << ", \"recovery\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "RecoveryType"))
@@ -431,7 +460,8 @@ main(int argc, char* argv[])
       << ", \"conn_timeout_s\": " << JsonNum(TimeDefault("ns3::TcpSocket", "ConnTimeout"))
       << ", \"conn_count\": " << AttrDefault("ns3::TcpSocket", "ConnCount")
       << ", \"data_retries\": " << AttrDefault("ns3::TcpSocket", "DataRetries")
-      << ", \"send_size\": " << segment << ", \"queue_disc\": null"
+      << ", \"send_size\": " << segment
+      << ", \"queue_disc\": " << (fifo ? std::string("null") : JsonStr("ns3::FqCoDelQueueDisc " + AttrDefault("ns3::FqCoDelQueueDisc", "MaxSize")))
       << ", \"device_queue\": " << JsonStr("ns3::DropTailQueue<Packet> " + qsize) << "}, ";
     o << "\"completion\": [";
     double last = -1;

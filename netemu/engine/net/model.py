@@ -18,6 +18,13 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   retransmission timeout (max(`rto_min`, 2 RTT), doubling) and a resend, not the message;
   the message is lost (``timeout``) only when its path stays unusable past
   `connect_timeout` seconds after it was sent.
+- ``qdisc``: how a shared link serves the flows crossing it under ``sharing = "max-min"``:
+  ``"fair"`` (the default: per-flow fair queueing, FqCoDel, max-min shares and no overflow
+  unless a link sets `queue_bytes`) or ``"fifo"`` (one drop-tail queue per link, `queue_bytes`
+  or by default `default_queue` bytes, shared in proportion to the flows' windows: rates
+  weighted by 1 / RTT, and slow starts that overflow it pay a retransmission timeout;
+  netemu.engine.net.queues).  Under ``sharing = "none"`` every link is a FIFO of whole
+  messages already: only ``"fifo"`` (or nothing) is accepted there.
 """
 
 from __future__ import annotations
@@ -27,11 +34,16 @@ from dataclasses import dataclass
 
 from netemu.config import require
 
-__all__ = ["SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
+__all__ = ["QDISCS", "SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
 
 SHARING = ("none", "max-min")
 TRANSPORTS = ("datagram", "reliable")
 CONNECTIONS = ("persistent", "per-message")
+QDISCS = ("fair", "fifo")
+#: header bytes of a full segment on the wire beside its `mss` payload bytes (IPv4 20, TCP 20, timestamps 12)
+HEADER_BYTES = 52
+#: the fewest packets a FIFO queue holds by default (ns-3's DropTailQueue<Packet> default, 100 packets)
+DEFAULT_QUEUE_PACKETS = 100
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -49,6 +61,7 @@ class NetModel:
     connection: str = "persistent"  # reliable: one connection per ordered pair, or "per-message"
     rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
     connect_timeout: float = 30.0  # seconds a reliable message keeps trying
+    qdisc: str = ""  # how a shared link serves its flows: "fair" or "fifo" ("": the sharing mode's own)
 
     def __post_init__(self) -> None:
         checks = (
@@ -62,6 +75,12 @@ class NetModel:
             (self.initial_window >= 1, "initial_window", self.initial_window, ">= 1 segment"),
             (self.rto_min > 0 and math.isfinite(self.rto_min), "rto_min", self.rto_min, "> 0 seconds"),
             (self.connect_timeout > 0, "connect_timeout", self.connect_timeout, "> 0 seconds"),
+            (self.qdisc in ("", *QDISCS), "qdisc", self.qdisc, f"one of {', '.join(QDISCS)}"),
+            (self.qdisc != "fair" or self.sharing == "max-min", "qdisc", self.qdisc,
+             '"fifo" under sharing = "none" (every link a FIFO of whole messages); "fair" needs sharing = "max-min"'),
+            (self.qdisc != "fifo" or self.sharing == "none" or self.reliable, "qdisc", self.qdisc,
+             '"fair" under sharing = "max-min" with transport = "datagram"; "fifo" shares a queue by TCP windows: '
+             'it needs transport = "reliable"'),
         )
         for ok, key, _, accepts in checks:
             require(ok, key, accepts)
@@ -74,6 +93,18 @@ class NetModel:
     @property
     def reliable(self) -> bool:
         return self.transport == "reliable"
+
+    @property
+    def fifo(self) -> bool:
+        """Shared links are drop-tail FIFO queues of TCP flows (``sharing = "max-min"``, ``qdisc = "fifo"``)."""
+        return self.sharing == "max-min" and self.qdisc == "fifo"
+
+    def default_queue(self, capacity: float, rtt: float) -> float:
+        """Bytes a FIFO link of `capacity` bytes/s holds when its `queue_bytes` is unset: one bandwidth-delay
+        product at the flows' RTT (the rule of thumb, Villamizar and Song, "High performance TCP in ANSNET",
+        CCR 24(5), 1994), so that slow start, which overshoots the pipe at most twofold, fills it without loss;
+        at least `DEFAULT_QUEUE_PACKETS` full packets (a LAN's BDP is smaller than one initial window)."""
+        return max(capacity * rtt, DEFAULT_QUEUE_PACKETS * (self.mss + HEADER_BYTES))
 
     def bound(self, rtt: float) -> float:
         """The window bound on a transfer's rate, bytes/s (SimGrid: gamma / (2 x latency) = W / RTT)."""

@@ -143,9 +143,9 @@ class Network(NodeDraws, Tallies):
         self._drops: Counter = Counter()
         # messages on paths of routers, under a model other than the historical one, or where a queue is bounded
         self._general = not self.model.default or queued
-        if queued and self.model.sharing == "max-min":
-            raise NetworkError('queue_bytes bounds a FIFO of whole messages (sharing = "none"); under sharing = "max-min" '
-                               "links have no queue that could overflow")
+        if queued and self.model.sharing == "max-min" and not self.model.reliable:
+            raise NetworkError('queue_bytes under sharing = "max-min" is the queue that TCP\'s slow start overflows: it needs '
+                               'transport = "reliable" (a datagram flow has no window to overflow it)')
         self._transfers = Transfers(self, self.model) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
         self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)

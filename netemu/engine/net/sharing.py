@@ -19,6 +19,11 @@ Incremental, so that 100,000 transfers through one server link cost little per e
   heap.  A change of rate costs O(1) per class; a transfer ends when the class's progress
   reaches its tag.  (The same device as fair queueing's virtual time.)
 
+A transfer may carry a weight (1 by default): the filling then raises every unfrozen class's
+rate as weight x level, weighted max-min fairness (Bertsekas and Gallager, "Data Networks",
+2nd ed. 1992, sec. 6.5.2).  netemu weights TCP flows behind FIFO queues by 1 / RTT
+(netemu.engine.net.queues).  With every weight 1 the arithmetic is the unweighted one, bit for bit.
+
 A recomputation costs O(classes x links per class x filling levels), independent of how
 many transfers a class holds.  Pure: no clock, no SimPy; the network calls `add`,
 `advance`, `finished` and `next_finish` with the virtual time.
@@ -38,10 +43,10 @@ _EPS = 1e-9  # relative: a transfer is done when a billionth of its bytes, or of
 class _Class:
     """Transfers with the same shared links and own bound: one rate, one virtual progress."""
 
-    __slots__ = ("bound", "heap", "key", "links", "live", "progress", "rate", "since")
+    __slots__ = ("bound", "heap", "key", "links", "live", "progress", "rate", "since", "weight")
 
-    def __init__(self, key: tuple, links: tuple, bound: float, now: float) -> None:
-        self.key, self.links, self.bound = key, links, bound
+    def __init__(self, key: tuple, links: tuple, bound: float, now: float, weight: float = 1.0) -> None:
+        self.key, self.links, self.bound, self.weight = key, links, bound, weight
         self.heap: list[tuple[float, int]] = []  # (finish tag, transfer id)
         self.live = 0  # transfers in the class (the heap may hold stale entries of transfers that moved)
         self.progress = 0.0  # bytes each member has sent since the class began
@@ -55,12 +60,13 @@ class _Class:
 
 
 class _Transfer:
-    __slots__ = ("bound", "cls", "id", "links", "size", "tag")
+    __slots__ = ("bound", "cls", "entry", "id", "links", "size", "tag", "weight")
 
-    def __init__(self, id: int, links: tuple, size: float, bound: float) -> None:
-        self.id, self.links, self.size, self.bound = id, links, size, bound
+    def __init__(self, id: int, links: tuple, size: float, bound: float, weight: float = 1.0) -> None:
+        self.id, self.links, self.size, self.bound, self.weight = id, links, size, bound, weight
         self.cls: _Class | None = None
         self.tag = 0.0
+        self.entry: tuple[float, int] | None = None  # its live entry in its class's heap (others are stale)
 
 
 class MaxMin:
@@ -68,7 +74,8 @@ class MaxMin:
 
     `add(now, id, links, size, bound)` starts a transfer of `size` bytes over `links`
     (hashable link keys; `capacity[link]` bytes/s, a link without a capacity is not a
-    constraint) at most at `bound` bytes/s.  `next_finish()` is the instant the next
+    constraint) at most at `bound` bytes/s, with `weight` (see the module docstring);
+    `remove(now, id)` takes one out before its end.  `next_finish()` is the instant the next
     transfer ends if nothing changes; `finished(now)` removes and returns (in id order)
     the transfers done by `now`.  Rates are recomputed after every change
     (`rates()` shows them).
@@ -80,6 +87,7 @@ class MaxMin:
         self._classes: dict[tuple, _Class] = {}
         self._transfers: dict[int, _Transfer] = {}
         self._now = 0.0
+        self._left: dict[Hashable, float] = {}  # see _recompute
         self.ever_shared: dict[Hashable, None] = {}  # links that carried two or more transfers at once, in that order
 
     def __len__(self) -> int:
@@ -87,10 +95,11 @@ class MaxMin:
 
     # ------------------------------------------------------------ changes
 
-    def add(self, now: float, id: int, links: Sequence[Hashable], size: float, bound: float = math.inf) -> None:
+    def add(self, now: float, id: int, links: Sequence[Hashable], size: float, bound: float = math.inf,
+            weight: float = 1.0) -> None:
         self.advance(now)
         constrained = tuple(dict.fromkeys(l for l in links if l in self.capacity))  # in path order, once each
-        t = _Transfer(id, constrained, float(size), bound)
+        t = _Transfer(id, constrained, float(size), bound, weight)
         self._transfers[id] = t
         moved: list[_Transfer] = []
         for link in constrained:
@@ -119,10 +128,11 @@ class MaxMin:
         for c in list(self._classes.values()):
             heap = c.heap
             while heap:
-                tag, tid = heap[0]
+                entry = heap[0]
+                tag, tid = entry
                 t = self._transfers.get(tid)
-                if t is None or t.cls is not c or t.tag != tag:
-                    heapq.heappop(heap)  # stale: the transfer ended or moved
+                if t is None or t.entry is not entry:
+                    heapq.heappop(heap)  # stale: the transfer ended or moved (even back to this class)
                     continue
                 left = tag - c.progress
                 if left > _EPS * t.size and (c.rate <= 0 or left / c.rate > _EPS * max(1.0, now)):
@@ -131,8 +141,22 @@ class MaxMin:
                 done.append(t)
         if not done:
             return []
+        self._drop(done)
+        return sorted(t.id for t in done)
+
+    def remove(self, now: float, id: int) -> float:
+        """Take transfer `id` out before its end (it pauses: a retransmission timeout); returns its bytes left."""
+        self.advance(now)
+        t = self._transfers[id]
+        assert t.cls is not None
+        left = max(0.0, t.tag - t.cls.progress)
+        self._drop([t])
+        return left
+
+    def _drop(self, gone: list[_Transfer]) -> None:
+        """Forget the transfers `gone` and recompute the rates of the others."""
         freed: list[_Transfer] = []
-        for t in done:
+        for t in gone:
             self._remove(t)
             del self._transfers[t.id]
             for link in t.links:
@@ -146,7 +170,6 @@ class MaxMin:
             if other.id in self._transfers:
                 self._reclassify(other)
         self._recompute()
-        return sorted(t.id for t in done)
 
     def next_finish(self) -> float:
         """The instant the next transfer ends at the current rates (inf: none will)."""
@@ -154,9 +177,9 @@ class MaxMin:
         for c in self._classes.values():
             heap = c.heap
             while heap:
-                tag, tid = heap[0]
-                t = self._transfers.get(tid)
-                if t is None or t.cls is not c or t.tag != tag:
+                entry = heap[0]
+                t = self._transfers.get(entry[1])
+                if t is None or t.entry is not entry:
                     heapq.heappop(heap)
                     continue
                 break
@@ -174,6 +197,21 @@ class MaxMin:
         assert t.cls is not None
         t.cls.catch_up(self._now)
         return max(0.0, t.tag - t.cls.progress)
+
+    def rate(self, id: int) -> float:
+        """Transfer `id`'s current rate in bytes/s (0: not here)."""
+        t = self._transfers.get(id)
+        return t.cls.rate if t is not None and t.cls is not None else 0.0
+
+    def load(self, link: Hashable) -> float:
+        """Bytes/s in use on `link` now."""
+        on = self._on_link.get(link)
+        if not on:
+            return 0.0
+        if len(on) == 1:  # one transfer: the link is its bound, not in its class's links
+            t = next(iter(on.values()))
+            return t.cls.rate if t.cls is not None else 0.0
+        return self.capacity[link] - self._left.get(link, self.capacity[link])  # O(1): what the filling left
 
     def loads(self) -> dict[Hashable, float]:
         """Bytes/s in use on each link that has ever been shared (`ever_shared`), from the classes'
@@ -199,15 +237,16 @@ class MaxMin:
             else:
                 bound = min(bound, capacity[link])
         links = tuple(shared)
-        return (links, bound), links, bound
+        return (links, bound, t.weight), links, bound
 
     def _place(self, t: _Transfer, remaining: float) -> None:
         key, links, bound = self._key(t)
         c = self._classes.get(key)
         if c is None:
-            c = self._classes[key] = _Class(key, links, bound, self._now)
+            c = self._classes[key] = _Class(key, links, bound, self._now, t.weight)
         t.cls, t.tag = c, c.progress + remaining
-        heapq.heappush(c.heap, (t.tag, t.id))
+        t.entry = (t.tag, t.id)
+        heapq.heappush(c.heap, t.entry)
         c.live += 1
 
     def _remove(self, t: _Transfer) -> float:
@@ -226,26 +265,28 @@ class MaxMin:
         self._place(t, remaining)
 
     def _recompute(self) -> None:
-        """Progressive filling over the classes (Velho et al. 2013, sec. 3: max-min fairness).
+        """Progressive filling over the classes (Velho et al. 2013, sec. 3: max-min fairness;
+        weighted, Bertsekas and Gallager 1992, sec. 6.5.2).
 
-        Every unfrozen class rises at the same level; a class freezes when the level reaches
-        its own bound, or when a link it crosses is saturated (the link's remaining capacity
-        over its unfrozen transfers equals the level).  Each class's progress is already up
-        to date (`advance`), so changing its rate changes nothing of the past."""
+        Every unfrozen class's rate rises as its weight x one common level; a class freezes
+        when its rate reaches its own bound, or when a link it crosses is saturated (the link's
+        remaining capacity over its unfrozen transfers' weights equals the level).  Each class's
+        progress is already up to date (`advance`), so changing its rate changes nothing of the past."""
         classes = self._classes
+        self._left = {}
         if not classes:
             return
         capacity = self.capacity
-        left: dict[Hashable, float] = {}
-        count: dict[Hashable, int] = {}
+        left = self._left  # each shared link's capacity left over by the filling (`load`)
+        count: dict[Hashable, float] = {}  # the unfrozen transfers' summed weights (their number: weights 1)
         for c in classes.values():
             for link in c.links:
                 if link not in left:
                     left[link], count[link] = capacity[link], 0
-                count[link] += c.live
+                count[link] += c.live * c.weight
         unfrozen = dict(classes)
         while unfrozen:
-            level = min(c.bound for c in unfrozen.values())
+            level = min(c.bound / c.weight for c in unfrozen.values())
             saturated = None
             for link, n in count.items():
                 if n > 0:
@@ -254,14 +295,17 @@ class MaxMin:
                         level, saturated = share, {link}
                     elif share == level and saturated is not None:
                         saturated.add(link)
-            frozen = [k for k, c in unfrozen.items() if c.bound <= level or (saturated and any(l in saturated for l in c.links))]
+            frozen = [k for k, c in unfrozen.items() if c.bound <= level * c.weight
+                      or (saturated and any(l in saturated for l in c.links))]
             if not frozen or not math.isfinite(level):  # unbounded classes on unconstrained paths
                 for c in unfrozen.values():
-                    c.rate = level if math.isfinite(level) else math.inf
+                    c.rate = level * c.weight if math.isfinite(level) else math.inf
+                    for link in c.links:
+                        left[link] = max(0.0, left[link] - c.rate * c.live)
                 break
             for k in frozen:
                 c = unfrozen.pop(k)
-                c.rate = level
+                c.rate = min(c.bound, level * c.weight)
                 for link in c.links:
-                    left[link] = max(0.0, left[link] - level * c.live)
-                    count[link] -= c.live
+                    left[link] = max(0.0, left[link] - c.rate * c.live)
+                    count[link] -= c.live * c.weight

@@ -32,79 +32,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
-
+from typing import Any
 
 from netemu.engine.net.connections import Connection
 from netemu.engine.net.fates import draw_now
 from netemu.engine.net.inflight import Due
 from netemu.engine.net.links import Link
 from netemu.engine.net.model import NetModel
+from netemu.engine.net.queues import Burst, Bursts
 from netemu.engine.net.sharing import MaxMin
 from netemu.engine.net.tcp import FAST_RETRANSMIT_SEGMENTS, loss_given_hit, path_loss, pftk_rate, segments
-
-if TYPE_CHECKING:
-    from netemu.engine.clock import VirtualEnvironment
-    from netemu.engine.net.fates import Fates
-    from netemu.engine.rng import KeyedDraws
-    from netemu.log import MessageLog
-
-
-class Carrier(Protocol):
-    """What the general path needs of the network it carries messages for (a `Network`):
-    its clock, fates hook and log, each hop's keyed draws, and the outcomes it schedules."""
-
-    env: VirtualEnvironment
-    fates: Fates
-    emit: MessageLog
-
-    def hop_draws(self, src: str, head: str) -> KeyedDraws: ...
-
-    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: Any, extra: dict) -> None: ...
-
-    def drop_at(self, t: float, msg_id: int, reason: str, box: Any, extra: dict) -> None: ...
-
-    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None: ...
+from netemu.engine.net.transit import Capacity, Carrier, Transit
 
 __all__ = ["Carrier", "Transfers"]
-
-
-class _Capacity:
-    """Bytes/s of each link under sharing (its bandwidth x the model's factor), read when asked:
-    a script may change a link's bandwidth.  A link without bandwidth is no constraint."""
-
-    def __init__(self, factor: float) -> None:
-        self.factor = factor
-
-    def __contains__(self, link: Hashable) -> bool:
-        return link.bandwidth is not None  # type: ignore[attr-defined]
-
-    def __getitem__(self, link: Link) -> float:
-        assert link.bandwidth is not None
-        return link.bandwidth / 8.0 * self.factor
-
-
-class _Transit:
-    """A message between its send and its delivery or drop."""
-
-    __slots__ = ("attempt", "box", "cap", "conn", "delay", "fates", "first", "holds", "hops", "id", "indices", "joined", "nbytes", "payload",
-                 "round", "segments", "seq")
-
-    def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes, box: Any, now: float,
-                 segments: int = 1) -> None:
-        self.id, self.hops, self.indices, self.round, self.nbytes = id, hops, indices, round, nbytes
-        self.payload, self.box, self.first = payload, box, now
-        self.segments = segments  # TCP segments (reliable transport), 1 for a datagram: what a hop's loss draw is about
-        self.cap = math.inf  # bytes/s this attempt can sustain after the segments it lost (netemu.engine.net.tcp)
-        self.conn: Connection | None = None  # its persistent connection (netemu.engine.net.connections) ...
-        self.seq = 0  # ... and its place in it
-        self.holds = False  # its bytes occupy the connection (max-min: until its flow ends)
-        self.attempt = 0
-        self.fates: list[tuple[str | None, float]] = []
-        self.delay = 0.0  # the path's one-way propagation delay, this attempt
-        self.joined = now  # when its flow joined the sharing (max-min)
 
 
 class Transfers:
@@ -112,8 +53,8 @@ class Transfers:
 
     def __init__(self, network: Carrier, model: NetModel) -> None:
         self.net, self.model = network, model
-        self.flows = MaxMin(_Capacity(model.bandwidth_factor))  # type: ignore[arg-type]
-        self._flowing: dict[int, _Transit] = {}
+        self.flows = MaxMin(Capacity(model.bandwidth_factor))  # type: ignore[arg-type]
+        self._flowing: dict[int, Transit] = {}
         self._ends: dict[Any, tuple[str, str]] = {}  # a link's ends, for its load records
         self._load: dict[Any, float] = {}  # the load last written for each shared link
         self._flush_due = False  # a flush of the loads is scheduled at this instant
@@ -123,8 +64,13 @@ class Transfers:
         self._conns: dict[tuple[str, str], Connection] | None = (
             {} if model.reliable and model.connection == "persistent" else None)  # (src, dst) -> its connection
         #: (link class of the first hop, what) -> n: ``retransmissions`` (attempts sent again after a
-        #: timeout), ``loss_limited`` (messages delivered at TCP's loss-limited rate) — reliable transport
+        #: timeout), ``loss_limited`` (messages delivered at TCP's loss-limited rate) — reliable transport;
+        #: ``queue_overflows`` (slow starts that overflowed a queue), ``queue_timeouts`` (... and waited a timeout)
         self.counts: Counter = Counter()
+        # slow starts through bounded queues (netemu.engine.net.queues): max-min with the reliable transport
+        self.bursts = Bursts(model.fifo, model.mss) if model.sharing == "max-min" and model.reliable else None
+        self._bursting: dict[int, tuple[Transit, list]] = {}  # burst id -> its transit and bounded links
+        self._dirty: dict[Any, None] = {}  # bounded links with a new burst this instant, to check once
 
     # ------------------------------------------------------------ scheduling
 
@@ -140,7 +86,7 @@ class Transfers:
         if box is not None:
             box.left += 1
         n = segments(nbytes, self.model.mss) if self.model.reliable else 1
-        tr = _Transit(msg_id, hops, indices, round, nbytes, payload, box, now, n)
+        tr = Transit(msg_id, hops, indices, round, nbytes, payload, box, now, n)
         conns = self._conns
         if conns is not None:
             ends = (hops[0][0], hops[-1][1])
@@ -153,7 +99,7 @@ class Transfers:
                 return
         self._attempt(tr, first=True)
 
-    def _draw(self, tr: _Transit) -> None:
+    def _draw(self, tr: Transit) -> None:
         net, fates, k, n = self.net, self.net.fates, tr.attempt, tr.segments
         out = []
         for h, (u, v, link) in enumerate(tr.hops):
@@ -172,7 +118,7 @@ class Transfers:
         if n >= FAST_RETRANSMIT_SEGMENTS and any(reason == "loss" for reason, _ in out):
             self._lost_segments(tr)
 
-    def _lost_segments(self, tr: _Transit) -> None:
+    def _lost_segments(self, tr: Transit) -> None:
         """The hops that lost some of `tr`'s segments, when all lose packets rather than messages:
         the attempt goes on, at most at TCP's loss-limited throughput (netemu.engine.net.tcp)."""
         rates = []
@@ -187,23 +133,31 @@ class Transfers:
         tr.fates = [(None if reason == "loss" else reason, delay) for reason, delay in tr.fates]
         self.counts[tr.hops[0][2].link_class, "loss_limited"] += 1
 
-    def _attempt(self, tr: _Transit, first: bool = False) -> None:
+    def _attempt(self, tr: Transit, first: bool = False) -> None:
         self._draw(tr)
+        tr.left = -1.0
         model, now = self.model, self.net.env.now
         rtt = 2.0 * tr.delay
         setup = (model.latency_factor - 1.0) * tr.delay
         if model.reliable and first:
-            conn = tr.conn
+            conn, iw = tr.conn, model.initial_window * model.mss
+            window: float = iw
             if conn is None:
+                shake = rtt if model.handshake else 0.0
                 setup += model.tcp_start(tr.nbytes, rtt, self._rate_estimate(tr, rtt))
             else:  # a persistent connection: the handshake once, slow start from the window it kept
+                shake = 0.0
                 if not conn.open:
                     conn.open = True
-                    setup += rtt if model.handshake else 0.0
+                    shake = rtt if model.handshake else 0.0
+                    setup += shake
                 setup += conn.slow_start(now, tr.nbytes, rtt, self._rate_estimate(tr, rtt), model.rto(rtt, 1),
-                                         model.initial_window * model.mss, model.slow_start, model.window or math.inf)
+                                         iw, model.slow_start, model.window or math.inf)
+                window = conn.first + (conn.burst - tr.nbytes)  # its burst's window when it starts (each byte acked adds one)
                 if model.sharing == "max-min":
                     conn.busy, tr.holds = True, True
+            if self.bursts is not None:
+                self._burst(tr, now + shake, rtt, window)
         if model.sharing == "max-min":
             if setup > 0:
                 self._at(now + setup, self._join, tr)
@@ -214,7 +168,7 @@ class Transfers:
         else:
             self._hop_now(tr, 0)
 
-    def _rate_estimate(self, tr: _Transit, rtt: float) -> float:
+    def _rate_estimate(self, tr: Transit, rtt: float) -> float:
         """Bytes/s the transfer will get (for slow start's length): its narrowest hop, shared
         with the transfers already on it (max-min), and its window bound."""
         model = self.model
@@ -228,13 +182,75 @@ class Transfers:
                 rate = min(rate, share)
         return rate
 
+    # ------------------------------------------------------------ queues that overflow
+
+    def _burst(self, tr: Transit, start: float, rtt: float, window: float) -> None:
+        """`tr`'s slow start from `window` bytes at `start` enters the bounded queues on its path
+        (netemu.engine.net.queues); they are checked once the events of this instant are done."""
+        bursts, model = self.bursts, self.model
+        assert bursts is not None
+        bounded, upstream, slowest = [], {}, math.inf
+        for _, _, link in tr.hops:
+            if link.bandwidth is not None:
+                if model.fifo or link.queue_bytes is not None:
+                    bounded.append(link)
+                    upstream[link] = slowest
+                slowest = min(slowest, link.bandwidth / 8.0)
+        if not bounded:
+            return
+        cap = model.window or math.inf
+        bursts.start(Burst(tr.id, start, rtt, min(window, cap), float(tr.nbytes), upstream), bounded)
+        self._bursting[tr.id] = (tr, bounded)
+        if not self._dirty:
+            self._at(self.net.env.now, self._check_queues, None)
+        self._dirty.update(dict.fromkeys(bounded))
+
+    def _check_queues(self, event: Due) -> None:
+        """The bursts that overflow a queue lose packets; those that cannot recover by fast retransmit
+        stall for a retransmission timeout when their round starts (`_stall`)."""
+        dirty, self._dirty = self._dirty, {}
+        bursts, now, capacity, model = self.bursts, self.net.env.now, self.flows.capacity, self.model
+        assert bursts is not None
+        flows = self.flows
+        # the load of the flows past their slow start: a transfer whose slow start is a burst here counts as one
+        checked = [(link, capacity[link], link.queue_bytes, max(0.0, flows.load(link) - sum(flows.rate(i) for i in bursts.ids(link, now))))
+                   for link in dirty]
+        for tid, at, stall in bursts.overflows(checked, now, model.default_queue):
+            tr, links = self._bursting.pop(tid)
+            bursts.end(tid, links)
+            cls = tr.hops[0][2].link_class
+            self.counts[cls, "queue_overflows"] += 1
+            if stall:
+                self.counts[cls, "queue_timeouts"] += 1
+                self._at(max(at, now), self._stall, tr)
+
+    def _end_burst(self, tr: Transit) -> None:
+        entry = self._bursting.pop(tr.id, None)
+        if entry is not None and self.bursts is not None:
+            self.bursts.end(tr.id, entry[1])
+
+    def _stall(self, event: Due) -> None:
+        """`tr` lost packets it cannot recover but by a timeout: its flow pauses for one RTO (its share goes
+        to the others), or, not flowing yet, joins one RTO later."""
+        tr: Transit = event._value
+        rto = self.model.rto(2.0 * tr.delay, 1)
+        if tr.id in self._flowing:
+            now = self.net.env.now
+            del self._flowing[tr.id]
+            tr.left = self.flows.remove(now, tr.id)
+            self._at(now + rto, self._join, tr)
+            self._reschedule()
+            self._log_loads()
+        elif tr.left == -1.0:  # not joined yet (a paused or finished flow owes nothing more)
+            tr.owed += rto
+
     # ------------------------------------------------------------ store and forward
 
     def _hop(self, event: Due) -> None:
         tr, h = event._value  # our own event
         self._hop_now(tr, h)
 
-    def _hop_now(self, tr: _Transit, h: int) -> None:
+    def _hop_now(self, tr: Transit, h: int) -> None:
         now = self.net.env.now
         u, v, link = tr.hops[h]
         if link._outages and link.is_down(now):
@@ -265,23 +281,35 @@ class Transfers:
     def _join(self, event: Due) -> None:
         self._join_now(event._value)
 
-    def _join_now(self, tr: _Transit) -> None:
+    def _join_now(self, tr: Transit) -> None:
         now = self.net.env.now
+        if tr.owed > 0:  # a timeout it owes first (a queue it overflowed in slow start)
+            self._at(now + tr.owed, self._join, tr)
+            tr.owed = 0.0
+            return
         for h, (_, _, link) in enumerate(tr.hops):
             if link._outages and link.is_down(now):
                 self._release(tr, now)
+                self._end_burst(tr)
                 self._fail(tr, h, "outage", now)
                 return
-        tr.joined = now
+        size = float(tr.nbytes)
+        if tr.left >= 0:  # it resumes after a timeout with the bytes it had left
+            size = tr.left
+        else:
+            tr.joined = now
+        tr.left = -2.0
         links = [link for _, _, link in tr.hops]
-        bound = min(self.model.bound(2.0 * tr.delay), tr.cap)
+        rtt = 2.0 * tr.delay
+        bound = min(self.model.bound(rtt), tr.cap)
         if bound == math.inf and not any(link.bandwidth is not None for link in links):
             self._done(tr, now)  # nothing limits its rate: it takes no time
             return
         self._flowing[tr.id] = tr
         shared = self.flows.ever_shared
         before = len(shared)
-        self.flows.add(now, tr.id, links, tr.nbytes, bound)
+        # behind FIFO queues TCP flows share by their windows: rates weighted by 1 / RTT (netemu.engine.net.queues)
+        self.flows.add(now, tr.id, links, size, bound, 1.0 / max(rtt, 1e-6) if self.model.fifo else 1.0)
         if len(shared) > before:  # a link of this path became shared: remember its ends for its load records
             for u, v, link in tr.hops:
                 if link in shared:
@@ -325,7 +353,7 @@ class Transfers:
                 u, v = self._ends[link]
                 emit(t=now, event="load", src=u, dst=v, link=link.link_class, bps=bps, capacity=link.bandwidth)  # type: ignore[attr-defined]
 
-    def _release(self, tr: _Transit, now: float) -> None:
+    def _release(self, tr: Transit, now: float) -> None:
         """`tr`'s bytes have left (or its attempt failed): its connection sends the next message now."""
         conn = tr.conn
         if conn is None or not tr.holds:
@@ -334,9 +362,11 @@ class Transfers:
         if conn.waiting:
             self._attempt(conn.waiting.popleft(), first=True)
 
-    def _done(self, tr: _Transit, now: float) -> None:
+    def _done(self, tr: Transit, now: float) -> None:
         """The flow of `tr` sent its last byte at `now`: outages it met, then its fates."""
         self._release(tr, now)
+        if self._bursting:
+            self._end_burst(tr)
         for h, (_, _, link) in enumerate(tr.hops):
             if link._outages and any(s < now and e > tr.joined for s, e in link.outages):
                 self._fail(tr, h, "outage", now)
@@ -347,7 +377,7 @@ class Transfers:
                 return
         self._arrive(tr, now + tr.delay)
 
-    def _arrive(self, tr: _Transit, at: float) -> None:
+    def _arrive(self, tr: Transit, at: float) -> None:
         """`tr` reaches its destination at `at`: corrupted on a hop, it is unusable there (a datagram
         is dropped, a reliable message sent again); duplicated on a hop, a datagram arrives twice (a
         reliable transport discards the copy)."""
@@ -362,13 +392,13 @@ class Transfers:
         if "duplicate" in fates and not self.model.reliable:
             self.net.copy_at(at, tr.id, tr.payload)
 
-    def _deliver(self, tr: _Transit, at: float | None) -> None:
+    def _deliver(self, tr: Transit, at: float | None) -> None:
         assert at is not None
         self.net.arrive_at(at, tr.id, tr.payload, tr.box, self._extra(tr))
 
     # ------------------------------------------------------------ failures
 
-    def _fail(self, tr: _Transit, h: int, reason: str, at: float) -> None:
+    def _fail(self, tr: Transit, h: int, reason: str, at: float) -> None:
         """Attempt `tr.attempt` failed at hop `h` (noticed at `at`): drop a datagram, resend a reliable one."""
         u, v, _ = tr.hops[h]
         if not self.model.reliable:
@@ -390,7 +420,7 @@ class Transfers:
     def _retry(self, event: Due) -> None:
         self._attempt(event._value)
 
-    def _extra(self, tr: _Transit) -> dict[str, Any]:
+    def _extra(self, tr: Transit) -> dict[str, Any]:
         """The extra fields of `tr`'s records (one dict per hop count and attempt, shared: never changed)."""
         key = (len(tr.hops), tr.attempt)
         extra = self._extras.get(key)
