@@ -397,7 +397,7 @@ def test_a_data_source_is_refused_at_data_source_or_fits_its_budget_in_values_he
     monkeypatch.setenv("NETEMU_DATA_BUDGET", str(budget))
     path = tmp_path / f"digits-{next(EXAMPLES)}.toml"
     path.write_text(f'[run]\nrounds = 1\n[topology]\nkind = "star"\nclients = 2\n[data]\nkind = "digits_fl"\nsource = "{folder.name}"\n'
-                    'samples = 10\ntest_samples = 5\n[[algorithm]]\nname = "fedpnp-soft"\n')
+                    'samples = 10\ntest_samples = 5\n[task]\nname = "softmax"\n[[algorithm]]\nname = "fedpnp-soft"\n')
     code, err = cli(["validate", str(path)])
     check_clean(code, err, allowed={0, 2})
     held = 8 * (images + max(1, images // 5)) * (side * side + 1)

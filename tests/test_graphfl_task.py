@@ -32,7 +32,7 @@ name = "{name}"
 """
 
 
-def problems(tmp_path, task="", name="fedpnp-soft", extra=""):
+def problems(tmp_path, task='[task]\nname = "softmax"', name="fedpnp-soft", extra=""):
     from netemu.scenario import ScenarioError, load_scenario
 
     path = tmp_path / "s.toml"
@@ -50,6 +50,16 @@ def problems(tmp_path, task="", name="fedpnp-soft", extra=""):
 def test_a_moved_key_on_the_algorithm_is_refused_naming_its_task_key(tmp_path, key, value, new):
     [issue] = problems(tmp_path, extra=f"{key} = {value}")
     assert f"algorithm[0].{key} = " in issue and f"moved to {new}" in issue and "fedpnp-soft's model and local training are the task's" in issue
+
+
+def test_the_family_needs_a_written_task_table(tmp_path):
+    """Without one, the data kind's default task (1 epoch, 1.0 work per sample) would silently replace
+    the family's former defaults (5 epochs, 0.002): refused, saying what to write."""
+    [issue] = problems(tmp_path, task="")
+    assert issue.startswith("task = (required)") or "task" in issue.split("=")[0]
+    assert "required: algorithm[0] = 'fedpnp-soft' learns the [task] table's model and training" in issue
+    assert 'name = "softmax", epochs = 5, work_per_sample = 0.002' in issue
+    assert problems(tmp_path, task="", name="fedavg") == []  # the general FedAvg takes the default task
 
 
 def test_model_cnn_bn_is_named_as_the_cnn_task_with_batch_norm(tmp_path):

@@ -15,7 +15,7 @@ DATA = {
     "online": 'kind = "online"\niterations = 20\ngroup_samples = [5, 10]',
     "clustered_linear": 'kind = "clustered_linear"\ndim = 5\nvalidation = true',
     "digits": 'kind = "digits"',
-    "digits_fl": 'kind = "digits_fl"\nsamples = 40\ntest_samples = 10\npartition = "rooms"',
+    "digits_fl": 'kind = "digits_fl"\nsamples = 40\ntest_samples = 10\npartition = "rooms"\n[task]\nname = "softmax"',
 }
 
 STAR_GRAPHML = """<?xml version="1.0" encoding="UTF-8"?>

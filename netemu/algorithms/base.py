@@ -110,7 +110,9 @@ class AlgorithmSpec:
 
     `task` True says the family learns through a task (netemu.tasks): `build` receives the
     run's `Task` in place of the data, and partial work and measured compute come from the task;
-    `tasks` lists the task names it accepts (empty: any).  `moved` maps parameters that left the family to where they went (e.g.
+    `tasks` lists the task names it accepts (empty: any); `task_table`, when set, says that the family
+    needs a written `[task]` table (the data kind's default task would silently change its runs) and
+    what to write in it.  `moved` maps parameters that left the family to where they went (e.g.
     `{"lr": "task.lr"}`), so that validate names the new key instead of calling the old one unknown."""
 
     name: str
@@ -126,6 +128,7 @@ class AlgorithmSpec:
     step_cost: Callable[[Any, Any], tuple[Callable[[], object], float]] | None = None
     task: bool = False
     tasks: tuple[str, ...] = ()
+    task_table: str = ""
     moved: dict = field(default_factory=dict)
 
     def make_params(self, values: dict) -> Any:

@@ -274,6 +274,8 @@ TASK_FITS = tuple(Requirement(f"task.{key} = {accepts}", _fits(holds), key=f"tas
 
 SPECS = [
     AlgorithmSpec(name, GraphFLParams, build, datasets=("digits_fl",), roles=("server", "client"), doc=__doc__, defaults=preset,
-                  requires=(ONE_SERVER, POSITIONS, SQUARE_IMAGES, *TASK_FITS), task=True, tasks=TASKS, moved=MOVED)
+                  requires=(ONE_SERVER, POSITIONS, SQUARE_IMAGES, *TASK_FITS), task=True, tasks=TASKS, moved=MOVED,
+                  task_table='e.g. [task] name = "softmax", epochs = 5, work_per_sample = 0.002, metrics = ["accuracy"]: '
+                             "the family's values before it learned through a task")
     for name, preset in VARIANTS.items()
 ]

@@ -200,6 +200,11 @@ def _check_task(table: dict, specs: list[AlgorithmSpec], issues: Issues) -> None
                        f"its own model and training, its paper's: drop the [task] table, or compare it in a scenario of its own)")
     if not learners or table["data"] is None:
         return
+    for i in learners:
+        if specs[i].task_table and not table.get("task"):
+            issues.add("task", REQUIRED, f"required: algorithm[{i}] = {table['algorithm'][i]['name']!r} learns the [task] "
+                       f"table's model and training, and has no default one ({specs[i].task_table})")
+            return
     name = task_name(table)
     kind = plugins.data_kind(table["data"]["kind"]).name
     if name is None:
