@@ -412,13 +412,16 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     )
     if sc.settings.devices.file:  # offline outside each device's online intervals (periodic traces repeat)
         attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.settings.devices.file)))
+    # the World keeps what it needs of the graph (the nodes' attribute dicts, its own topology): emptied
+    # before the actors are made, so that the two are never held at once (~1 kB per node)
+    release(graph)
+    del graph
     try:
         spec.build(world, params, data, sc.settings.run.rounds)
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
         raise _entry_error(sc, algorithm, entry, exc) from None
     if setup is not None:
         setup(world)
-    release(graph)  # the World keeps what it needs of it (the nodes' attribute dicts, its own topology)
     return world
 
 
