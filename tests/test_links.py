@@ -167,3 +167,33 @@ def test_a_copied_component_has_the_same_state_in_an_object_of_its_own(component
     assert clone is not component and type(clone) is type(component)
     assert _state(clone).keys() == _state(component).keys()
     assert all(a is b for a, b in zip(_state(clone).values(), _state(component).values()))
+
+
+def _link_state(link):
+    return {n: getattr(link, n) for n in Link.__slots__}
+
+
+@pytest.mark.parametrize("bandwidth", [None, 2e6])
+def test_a_twin_is_the_link_the_same_arguments_make(bandwidth):
+    shared = {"jitter": Jitter(0.01, 0.5), "loss": GilbertElliott(0.1, 0.3), "bandwidth": 1e6, "outages": [(1.0, 2.0)],
+              "link_class": "uplink", "queue_bytes": 5e4, "duplicate": 0.01, "corrupt": 0.02}
+    latency = LogNormal(-2.0, 0.5)
+    template = Link(latency, shared=True, **shared)
+    twin = template.twin(bandwidth)
+    made = Link(latency, shared=True, **{**shared, "bandwidth": bandwidth or 1e6})
+    assert _link_state(twin) == _link_state(made)
+    assert twin._outages is not template._outages  # an outage added to one link is its own
+    draws = Streams(3).keyed("link/a->b")
+    assert [twin.draw_fate(draws, 0, i) for i in range(20)] == [made.draw_fate(draws, 0, i) for i in range(20)]
+    assert template._loss.bad is False  # the twin copied the stateful component before drawing
+
+
+def test_only_a_fresh_shared_link_is_twinned_and_a_bad_bandwidth_is_refused():
+    with pytest.raises(ValueError, match="template"):
+        Link(Constant(0.1)).twin()
+    used = Link(Constant(0.1), shared=True)
+    used.next_index(0)
+    with pytest.raises(ValueError, match="template"):
+        used.twin()
+    with pytest.raises(ValueError, match="bandwidth must be > 0"):
+        Link(Constant(0.1), shared=True).twin(-1.0)

@@ -121,6 +121,30 @@ def test_the_same_seed_gives_byte_identical_results(scenario, tmp_path):
     assert (a / "messages.jsonl").read_bytes() != (c / "messages.jsonl").read_bytes()
 
 
+# topologies built: one per run for the trace's fingerprint, one per (run, algorithm) world, less
+# the first world of a one-run scenario, which takes the fingerprinted graph (two algorithms here)
+@pytest.mark.parametrize("runs, builds", [(1, 1 + 2 - 1), (2, 2 + 4)])
+def test_the_runner_builds_a_one_run_topology_once_and_writes_what_two_builds_write(scenario, tmp_path, monkeypatch, runs, builds):
+    import netemu.run.runner as runner
+    import netemu.scenario.build as build
+
+    sc = load_scenario(scenario, [f"run.runs={runs}", "run.rounds=2", "output.plots=false"])
+    with monkeypatch.context() as m:  # the reference: every world builds its own graph
+        m.setattr(runner, "build_world", lambda *args, graph=None, **kwargs: build.build_world(*args, **kwargs))
+        execute(sc, tmp_path / "ref", quiet=True)
+    original, calls = build.build_graph, []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "build_graph", counted)
+    monkeypatch.setattr(build, "build_graph", counted)
+    execute(sc, tmp_path / "out", quiet=True)
+    assert len(calls) == builds
+    for name in ("messages.jsonl", "metrics.csv", "trace.msgpack"):
+        assert (tmp_path / "ref" / name).read_bytes() == (tmp_path / "out" / name).read_bytes()
+
 def test_replaying_a_trace_with_the_same_scenario_gives_a_byte_identical_log(scenario, tmp_path):
     a = run(scenario, tmp_path / "a")
     assert main(["replay", str(a / "trace.msgpack"), "--scenario", str(scenario), "--out", str(tmp_path / "r"), "--quiet"]) == 0

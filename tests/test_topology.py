@@ -15,6 +15,16 @@ def test_a_star_has_uplinks_and_downlinks():
     assert g.number_of_edges() == 6
 
 
+def test_a_star_lists_its_nodes_and_links_in_client_order():
+    """The order is what the topology's fingerprint, the links and the log follow."""
+    g = star(3)
+    assert list(g.nodes) == ["server", "client-0", "client-1", "client-2"]
+    assert list(g.edges) == [("server", "client-0"), ("server", "client-1"), ("server", "client-2"),
+                             ("client-0", "server"), ("client-1", "server"), ("client-2", "server")]
+    assert list(g.predecessors("server")) == ["client-0", "client-1", "client-2"]
+    assert g.nodes["client-0"] is not g.nodes["client-1"]  # each node its own attributes
+    assert g.edges["server", "client-0"] is g.pred["client-0"]["server"]  # one dict per link, as networkx keeps it
+
 def test_multi_server_links_servers_as_their_graph_and_gives_each_its_clients():
     g = multi_server(nx.path_graph(3), [2, 1, 2])
     assert sorted(n for n, r in g.nodes(data="role") if r == "server") == ["server-0", "server-1", "server-2"]

@@ -2,8 +2,9 @@
 round of a 100,000-client star (or --clients N), timed part by part in a fresh process.
 
 Parts, as `netemu.run.runner.execute` runs them: `graph` (the topology built for the trace's
-fingerprint), `fingerprint`, and `world` (`build_world`: graph, links, node behaviours,
-the World and its network, the data, the algorithm's actors).  CPU time (time.process_time)
+fingerprint), `fingerprint`, and `world` (`build_world`: links, node behaviours, the World and
+its network, the data, the algorithm's actors; the graph is handed over as the runner hands it
+to a one-run scenario's world, or built again by a tree whose `build_world` takes no graph).  CPU time (time.process_time)
 beside wall time, min of --reps fresh processes; per client in µs; the peak memory of the
 process (ru_maxrss, including the scenario's loading).  The same build at
 --small clients (default 1,000) is measured beside it, so the growth of the cost per
@@ -19,6 +20,7 @@ processes import netemu from there).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import resource
 import subprocess
@@ -51,10 +53,14 @@ def one(clients: int) -> dict:
 
     graph = timed("graph", build_graph, sc, Streams(run_seed(1, 0)))
     timed("fingerprint", topology_fingerprint, graph)
-    if hasattr(build, "release"):  # as the runner does (a tree from before `release` only drops it: A/B runs)
-        build.release(graph)
-    del graph
-    timed("world", build_world, sc, 0, 0)
+    if "graph" in inspect.signature(build_world).parameters:  # the world takes the graph (and empties it)
+        timed("world", build_world, sc, 0, 0, graph=graph)
+        del graph
+    else:  # a tree from before: the graph released (or, older still, dropped) and built again
+        if hasattr(build, "release"):
+            build.release(graph)
+        del graph
+        timed("world", build_world, sc, 0, 0)
     return {"clients": clients, "cpu_s": cpu, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

@@ -187,12 +187,11 @@ class World:
             raise ValueError(f"two actors named {actor.name!r}")
         if actor.name not in nodes and actor.name in self.network.nodes:
             raise ValueError(f"process {actor.name!r} has the name of a network node")
-        for node in nodes:
-            what = f"actor {node!r}" if node == actor.name else f"{actor.name!r}: member {node!r}"
-            if node not in self.network.nodes:
-                raise ValueError(f"{what} has no node in the graph")
-            if node in self.hosts or (node != actor.name and node in self.actors):
-                raise ValueError(f"{what} already has an actor")
+        known, hosts, actors = self.network.nodes, self.hosts, self.actors
+        for node in nodes:  # a cohort's members: the message is made only for a node that is refused
+            if node not in known or node in hosts or (node != actor.name and node in actors):
+                what = f"actor {node!r}" if node == actor.name else f"{actor.name!r}: member {node!r}"
+                raise ValueError(f"{what} has no node in the graph" if node not in known else f"{what} already has an actor")
         actor.world = self
         self.actors[actor.name] = actor
         for node in nodes:

@@ -123,12 +123,16 @@ def execute(
             with writing(out / "scenario.toml"):
                 (out / "scenario.toml").write_text(text)
             fingerprints = []  # one topology at a time: a kept graph per run costs ~1 kB per node
+            first: Any = None  # with one run, its graph, kept for its first world: the topology is built once
             for r in range(s.run.runs):
                 g = build_graph(sc, Streams(run_seed(s.run.seed, r)))
                 if replay is not None:
                     replay.check_topology(r, g)
                 fingerprints.append(topology_fingerprint(g))
-                release(g)  # freed now, not at a full garbage collection (a networkx graph is a reference cycle)
+                if s.run.runs == 1:
+                    first = g
+                else:
+                    release(g)  # freed now, not at a full garbage collection (a networkx graph is a reference cycle)
                 raise_pending()  # safe points (netemu.run.signals): between graphs, worlds and runs
             del g
             setup = load_script(sc.resolve(s.script)) if s.script else None
@@ -156,8 +160,10 @@ def execute(
                     raise_pending()  # a signal the last world's loop ended too soon to raise
                     inner = replay.fates(replay.source_for(label, replay_source), r) if replay is not None else None
                     fates = writer.fates(label, r, inner) if writer is not None else (inner or draw_now)
+                    graph, first = first, None  # the kept graph goes to the first world only (which empties it)
                     world = _build(sc, a, r, label, log=base_log.bind(algorithm=label, run=r), fates=fates, setup=setup,
-                                   work_seconds=calibration.get(label, 1.0))
+                                   work_seconds=calibration.get(label, 1.0), graph=graph)
+                    del graph
                     if population is not None and a == 0:  # the same for every algorithm of the run (common random numbers)
                         population.writerows((r, n.name, n.role, repr(n.speed), repr(n.participation)) for n in world.network.nodes.values())
                     raise_pending()  # a signal while the world was built (its loop, its actors)

@@ -121,26 +121,30 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
     devices = devices_of(sc, graph) if sc.settings.devices.bandwidth else {}
     classes = {cls: thawed(t) for cls, t in sc.settings.links.by_class().items()}
     groups = [{k: x for k, x in thawed(g).items() if k != "clients"} for g in sc.settings.links.ap_groups()]
-    by_class: dict[Hashable, tuple] = {}  # a class's spec, or (class, j) for the links of uneven access point j
+    by_class: dict[Hashable, L.Link] = {}  # a class's template link, or (class, j)'s for the links of uneven access point j
     out = {}
     for u, v, cls in graph.edges(data="link_class"):
         override = overrides.get((u, v)) if overrides else None
         key: Hashable = cls
-        base = classes.get(cls, {})
         if groups and cls in ("ap_uplink", "ap_downlink"):  # an uneven access point: its group's keys over its class's
-            j = T.access_point_index(u if cls == "ap_uplink" else v)
-            key, base = (cls, j), {**base, **groups[j]}
-        if override is None:
-            spec = by_class.get(key)
-            if spec is None:
-                spec = by_class[key] = _link_spec(sc, base)
-        else:
-            spec = _link_spec(sc, {**base, **{k: x for k, x in override.items() if k not in ("src", "dst")}})
-        latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt = spec
+            key = (cls, T.access_point_index(u if cls == "ap_uplink" else v))
+        template = by_class.get(key) if override is None else None
+        if template is None:
+            base = classes.get(cls, {})
+            if isinstance(key, tuple):
+                base = {**base, **groups[key[1]]}
+            if override is not None:
+                base = {**base, **{k: x for k, x in override.items() if k not in ("src", "dst")}}
+            latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt = _link_spec(sc, base)
+            template = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
+                              queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt)
+            if override is None:
+                by_class[key] = template
+        bandwidth = None
         if devices:
-            bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or bandwidth
-        out[(u, v)] = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
-                             queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt)
+            bandwidth = next((devices[n]["bandwidth"] for n in (u, v) if "bandwidth" in devices.get(n, {})), None) or None
+        # every link its own twin of its class's template (an overridden link's template is its own: used once)
+        out[(u, v)] = template.twin(bandwidth) if override is None or bandwidth is not None else template
     return out
 
 
@@ -369,6 +373,7 @@ def build_world(
     fates: Fates = draw_now,
     setup: Callable[[World], None] | None = None,
     work_seconds: float = 1.0,
+    graph: nx.DiGraph | None = None,
 ) -> World:
     """The World of Monte Carlo run `run` for algorithm entry `algorithm`, with its actors.
 
@@ -376,15 +381,18 @@ def build_world(
     the build of a 100,000-client world went to collections that found nothing).  The
     world's graph is emptied once built (`release`), so it does not wait for a full
     collection.  `work_seconds` is the seconds a work unit takes at speed 1 (the calibration
-    of `[nodes] compute = "measured"`, netemu.run.calibration)."""
+    of `[nodes] compute = "measured"`, netemu.run.calibration).  `graph`: the run's topology
+    when the caller has already built it (`build_graph` with the run's streams: the runner's,
+    made for the trace's fingerprint), so that it is not built twice; it is emptied too."""
     with fewer_collections():
-        return _world(sc, algorithm, run, log, fates, setup, work_seconds)
+        return _world(sc, algorithm, run, log, fates, setup, work_seconds, graph)
 
 
 def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates: Fates,
-           setup: Callable[[World], None] | None, work_seconds: float) -> World:
+           setup: Callable[[World], None] | None, work_seconds: float, graph: nx.DiGraph | None) -> World:
     streams = Streams(run_seed(sc.settings.run.seed, run))
-    graph = build_graph(sc, streams)
+    if graph is None:
+        graph = build_graph(sc, streams)
     entry = sc.settings.algorithms[algorithm]
     spec = plugins.algorithm(entry.name)
     try:
@@ -404,13 +412,16 @@ def _world(sc: Scenario, algorithm: int, run: int, log: MessageLog | None, fates
     )
     if sc.settings.devices.file:  # offline outside each device's online intervals (periodic traces repeat)
         attach_devices(world, devices_of(sc, graph), str(sc.resolve(sc.settings.devices.file)))
+    # the World keeps what it needs of the graph (the nodes' attribute dicts, its own topology): emptied
+    # before the actors are made, so that the two are never held at once (~1 kB per node)
+    release(graph)
+    del graph
     try:
         spec.build(world, params, data, sc.settings.run.rounds)
     except ConfigError as exc:  # a requirement only the built world can check: name the scenario entry
         raise _entry_error(sc, algorithm, entry, exc) from None
     if setup is not None:
         setup(world)
-    release(graph)  # the World keeps what it needs of it (the nodes' attribute dicts, its own topology)
     return world
 
 

@@ -201,6 +201,24 @@ class Link:
         self._count = 0
         self._indices: RoundCounter | None = None
 
+    def twin(self, bandwidth: float | None = None) -> Link:
+        """A new link with this link's settings and components, as ``Link(..., shared=True)`` with
+        the same arguments makes it (components shared until each link needs its own), with
+        `bandwidth` instead of this one's when given.  For a template that has carried no
+        traffic: a scenario makes one per link class and a twin per edge, a few times cheaper
+        than checking the same arguments again (two million links at a million clients)."""
+        if self._shared != 1 or self._round is not None or self.busy_until:
+            raise ValueError("only a shared link that has carried no traffic can be twinned (a template)")
+        if bandwidth is not None and not bandwidth > 0:
+            raise ValueError(f"bandwidth must be > 0 bits/s, got {bandwidth}")
+        new = Link.__new__(Link)
+        new._latency, new._jitter, new._loss, new.link_class = self._latency, self._jitter, self._loss, self.link_class
+        new.bandwidth = self.bandwidth if bandwidth is None else bandwidth
+        new.queue_bytes, new.duplicate, new.corrupt, new._shared = self.queue_bytes, self.duplicate, self.corrupt, 1
+        new._outages = None if self._outages is None else list(self._outages)
+        new.busy_until, new._round, new._count, new._indices = 0.0, None, 0, None
+        return new
+
     # the components; reading one gives the link its own copy (see the class docstring)
 
     @property

@@ -94,26 +94,27 @@ class Network(NodeDraws, Tallies):
         # each node's successors (equal tuples shared: every client of a star has ("server",))
         # and the edge attributes that its link's class does not already say (`graph` rebuilds it).
         self._edge_attrs: dict[tuple[str, str], dict] = {}
-        succ: dict[str, list[str]] = {}
+        links, edge_attrs, get = self.links, self._edge_attrs, given.get
         matched = 0
         queued = False  # a link bounds its queue: the historical direct path has none (netemu.engine.net.transfers has)
-        for u, v, attrs in graph.edges(data=True):
-            link = given.get((u, v))
-            if link is None:
-                link = Link(link_class=attrs.get("link_class", "link"))
-            else:
-                matched += 1
-                queued = queued or link.queue_bytes is not None
-            self.links[(u, v)] = link
-            if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
-                self._edge_attrs[(u, v)] = attrs
-            succ.setdefault(u, []).append(v)
         alike: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._succ: dict[str, tuple[str, ...]] = {}
-        for name in graph.nodes:
-            t = tuple(succ.pop(name, ()))
-            self._succ[name] = alike.setdefault(t, t)
-        del alike, succ
+        for u, nbrs in graph.adjacency():  # every node in order, with its successors in order: graph.edges's order
+            t = tuple(nbrs)
+            self._succ[u] = alike.setdefault(t, t)
+            for v, attrs in nbrs.items():
+                key = (u, v)
+                link = get(key)
+                if link is None:
+                    link = Link(link_class=attrs.get("link_class", "link"))
+                else:
+                    matched += 1
+                    if link.queue_bytes is not None:
+                        queued = True
+                links[key] = link
+                if len(attrs) != 1 or attrs.get("link_class", _MISSING) != link.link_class:
+                    edge_attrs[key] = attrs
+        del alike
         if matched != len(given):
             u, v = next(e for e in given if e not in self.links)
             raise NetworkError(f"a link model is given for {u}->{v}, but the graph has no such edge")
@@ -126,12 +127,12 @@ class Network(NodeDraws, Tallies):
         # routers and switches forward and run no actor: they are not nodes (netemu.engine.net.routing)
         self._router_attrs = {name: attrs for name, attrs in graph.nodes(data=True) if attrs.get("role") in ROUTER_ROLES}
         self.routes = Routes(self._succ, {name: attrs.get("role") for name, attrs in graph.nodes(data=True)}) if self._router_attrs else None
+        routers, nodes, behaviour = self._router_attrs, self.nodes, behaviours.get
         for name, attrs in graph.nodes(data=True):
-            if name in self._router_attrs:
+            if routers and name in routers:
                 continue
-            b = behaviours.get(name, default)
-            self.nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, crashes=b.crashes,
-                                    completeness=b.completeness)
+            b = behaviour(name, default)
+            nodes[name] = Node(name, attrs, b.participation, b.speed, b.slowdown_sigma, True, b.crashes, b.completeness)
         self._participation_draws = streams.keyed("participation")
         self._compute_draws = streams.keyed("compute")
         self._completeness_draws = streams.keyed("completeness")
