@@ -14,7 +14,7 @@ from typing import Any
 from netemu import plugins
 from netemu.engine.net import links as L
 from netemu.engine.net.impairments import Latency, Loss
-from netemu.engine.net.model import TRANSPORT_KEYS, NetModel
+from netemu.engine.net.model import ENGINE_KEYS, TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
@@ -266,6 +266,14 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
             if k in value:
                 issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
                            f'"{resolved.get("transport", "datagram")}")')
+    if isinstance(value, dict) and isinstance(resolved, dict):
+        engine = resolved.get("engine", "flow")
+        for k in ENGINE_KEYS:
+            if k in value and engine != "ns3":
+                issues.add(f"{key}.{k}", value[k], f'only with engine = "ns3" (this [network] has engine = "{engine}")')
+        if engine == "ns3" and resolved.get("transport") != "reliable":
+            issues.add(f"{key}.engine", "ns3", 'with transport = "reliable" (ns-3 carries each message over TCP; the datagram '
+                       "transport over UDP is not supported yet)")
     return resolved
 
 

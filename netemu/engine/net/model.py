@@ -17,7 +17,10 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   message opens its own; a lost or corrupted attempt costs a
   retransmission timeout (max(`rto_min`, 2 RTT), doubling) and a resend, not the message;
   the message is lost (``timeout``) only when its path stays unusable past
-  `connect_timeout` seconds after it was sent.
+  `connect_timeout` seconds after it was sent;
+- ``engine = "ns3"``: no flow model at all — every message is a TCP transfer in ns-3, run in
+  lockstep with the virtual clock (netemu.ns3); `queue_disc` and `queue_packets` are its links'
+  queues, `sharing`, `window` as a rate bound and the factors are the flow model's and unused.
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ from dataclasses import dataclass
 
 from netemu.config import require
 
-__all__ = ["SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
+__all__ = ["ENGINES", "ENGINE_KEYS", "SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
 
 SHARING = ("none", "max-min")
 TRANSPORTS = ("datagram", "reliable")
 CONNECTIONS = ("persistent", "per-message")
+#: network engines: netemu's flow model, or ns-3 run in lockstep (module that implements it: netemu.ns3.engine)
+ENGINES = {"flow": None, "ns3": "netemu.ns3.engine:Ns3Engine"}
+QUEUE_DISCS = ("fifo", "fq_codel")
+#: the settings of the ns-3 engine: refused in a scenario without it
+ENGINE_KEYS = ("queue_disc", "queue_packets")
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -49,12 +57,18 @@ class NetModel:
     connection: str = "persistent"  # reliable: one connection per ordered pair, or "per-message"
     rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
     connect_timeout: float = 30.0  # seconds a reliable message keeps trying
+    engine: str = "flow"  # "flow" (netemu's models) or "ns3" (netemu.ns3)
+    queue_disc: str = "fifo"  # ns3: a DropTail device queue only, or ns-3's default FqCoDel root queue disc before it
+    queue_packets: int = 100  # ns3: the device queue of a link without queue_bytes, packets (ns-3's default)
 
     def __post_init__(self) -> None:
         checks = (
             (self.sharing in SHARING, "sharing", self.sharing, f"one of {', '.join(SHARING)}"),
             (self.transport in TRANSPORTS, "transport", self.transport, f"one of {', '.join(TRANSPORTS)}"),
             (self.connection in CONNECTIONS, "connection", self.connection, f"one of {', '.join(CONNECTIONS)}"),
+            (self.engine in ENGINES, "engine", self.engine, f"one of {', '.join(ENGINES)}"),
+            (self.queue_disc in QUEUE_DISCS, "queue_disc", self.queue_disc, f"one of {', '.join(QUEUE_DISCS)}"),
+            (self.queue_packets >= 1, "queue_packets", self.queue_packets, ">= 1 packet"),
             (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
             (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
             (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),
@@ -69,7 +83,7 @@ class NetModel:
     @property
     def default(self) -> bool:
         """Whether this is the historical model (independent FIFO pipes, datagrams)."""
-        return self.sharing == "none" and self.transport == "datagram"
+        return self.sharing == "none" and self.transport == "datagram" and self.engine == "flow"
 
     @property
     def reliable(self) -> bool:
