@@ -4,7 +4,10 @@
 // (stdin: commands, stdout: answers; one line each, times in integer nanoseconds):
 //
 //   setup, before `build`:
-//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK      TCP settings (SegmentSize, InitialCwnd, Snd/RcvBufSize, MinRto, DelAckCount)
+//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK TIMEOUT_NS
+//                                             TCP settings (SegmentSize, InitialCwnd, Snd/RcvBufSize, MinRto,
+//                                             DelAckCount); a connection whose receiver gets no byte for
+//                                             TIMEOUT_NS while messages wait fails them (-1: never)
 //     queue fifo|fq_codel                     fifo: ns-3's default FqCoDel root queue discs are uninstalled
 //     nodes N                                 netemu's nodes (actors, routers, access points) are 0 .. N-1
 //     link A B RATE_AB RATE_BA DELAY_NS QAB QBA LOSS_AB LOSS_BA
@@ -16,17 +19,17 @@
 //     seed RUN                                ns-3's run number (RngSeedManager::SetRun)
 //     build                                   -> "ok"  (or "error TEXT")
 //   during the run:
-//     send ID SRC DST BYTES CONN DEADLINE_NS  message ID (BYTES of TCP payload) on connection CONN (a key
+//     send ID SRC DST BYTES CONN LAST         message ID (BYTES of TCP payload) on connection CONN (a key
 //                                             netemu chooses: one per ordered pair, or one per message) at
-//                                             the current ns-3 time; dropped (reason timeout) if not whole
-//                                             at the receiver by DEADLINE_NS
+//                                             the current ns-3 time; LAST 1: the connection's last message
+//                                             (closed, FIN, once it is written; the key's next one opens anew)
 //     run T_NS                                run until T_NS (-1: no limit) or until an instant at which
 //                                             messages completed, whichever is first; answers
 //                                             "done ID T_NS" / "fail ID T_NS REASON" lines, then "at T_NS"
 //     quit
 //
 // Every message completes exactly once: "done" when its receiver holds all its bytes, or "fail"
-// (timeout: its deadline passed; reset: TCP gave up on its connection).  Co-simulation is
+// (timeout: its connection delivered nothing for TIMEOUT_NS; reset: TCP gave up on the connection).  Co-simulation is
 // conservative: ns-3 never runs past an instant at which netemu may start a message (netemu asks
 // for `run` only up to its own next event), so completions are exact to ns-3's 1 ns resolution.
 #include "ns3/applications-module.h"
@@ -90,20 +93,21 @@ struct Message
 {
     uint64_t id;
     uint64_t end; // byte offset of its last byte + 1 in its connection's stream
-    bool resolved = false;
-    EventId deadline;
 };
 
+// One TCP connection: netemu's connection key names the current one (`current`); a connection that
+// failed is left to its sockets and a new one opened for the key's next message.
 struct Conn
 {
     Ptr<Socket> sender;
-    uint32_t src = 0;
     bool connected = false;
     bool broken = false;
+    bool closeWhenWritten = false; // a per-message connection: closed (FIN) once its message is written
     uint64_t queued = 0;   // bytes handed to the connection (sum of its messages)
     uint64_t written = 0;  // bytes written into the sender's socket
     uint64_t received = 0; // bytes the receiver has read
     std::deque<Message> messages; // not yet whole at the receiver, in order
+    EventId stall;                // fires when no byte arrived for `timeout` while messages wait
 };
 
 struct Out
@@ -114,11 +118,14 @@ struct Out
 };
 
 std::vector<Ptr<Node>> nodes;
-std::map<uint64_t, Conn> conns;                    // netemu's connection key -> connection
-std::map<std::pair<uint32_t, uint16_t>, uint64_t> byPort; // (sender node, local port) -> connection key
-std::map<Ptr<Socket>, uint64_t> receivers;         // accepted socket -> connection key
-std::map<uint32_t, uint32_t> nodeOfIp;             // IPv4 address -> node
-std::vector<Ipv4Address> addressOf;                // node -> its first address
+std::map<uint64_t, Conn> conns;                     // connection -> its state
+std::map<uint64_t, uint64_t> current;               // netemu's connection key -> its current connection
+uint64_t nextConn = 0;
+int64_t timeout = -1;                               // ns without progress after which a connection's messages fail (-1: never)
+std::map<std::pair<uint32_t, uint16_t>, uint64_t> byPort; // (sender node, local port) -> connection
+std::map<Ptr<Socket>, uint64_t> receivers;          // accepted socket -> connection
+std::map<uint32_t, uint32_t> nodeOfIp;              // IPv4 address -> node
+std::vector<Ipv4Address> addressOf;                 // node -> its first address
 std::vector<Out> out;
 
 void
@@ -129,9 +136,9 @@ Report(uint64_t id, const std::string& what)
 }
 
 void
-Fill(uint64_t key)
+Fill(uint64_t conn)
 {
-    Conn& c = conns[key];
+    Conn& c = conns[conn];
     if (!c.connected || c.broken)
     {
         return;
@@ -151,30 +158,54 @@ Fill(uint64_t key)
         }
         c.written += static_cast<uint64_t>(sent);
     }
+    if (c.closeWhenWritten)
+    {
+        c.sender->Close(); // its FIN follows the last byte, as an application that is done sending does
+    }
 }
 
 void
-Fail(uint64_t key, const std::string& reason)
+Fail(uint64_t conn, const std::string& reason)
 {
-    Conn& c = conns[key];
-    c.broken = true;
-    for (Message& m : c.messages)
+    Conn& c = conns[conn];
+    if (c.broken)
     {
-        if (!m.resolved)
-        {
-            m.resolved = true;
-            Simulator::Cancel(m.deadline);
-            Report(m.id, "fail " + reason);
-        }
+        return;
+    }
+    c.broken = true;
+    Simulator::Cancel(c.stall);
+    for (const Message& m : c.messages)
+    {
+        Report(m.id, "fail " + reason);
     }
     c.messages.clear();
+    c.sender->Close();
+}
+
+void Stalled(uint64_t conn);
+
+void
+Arm(uint64_t conn)
+{
+    Conn& c = conns[conn];
+    Simulator::Cancel(c.stall);
+    if (timeout >= 0 && !c.messages.empty() && !c.broken)
+    {
+        c.stall = Simulator::Schedule(NanoSeconds(timeout), &Stalled, conn);
+    }
 }
 
 void
-Received(uint64_t key, uint64_t bytes)
+Stalled(uint64_t conn)
 {
-    auto it = conns.find(key);
-    if (it == conns.end())
+    Fail(conn, "timeout");
+}
+
+void
+Received(uint64_t conn, uint64_t bytes)
+{
+    auto it = conns.find(conn);
+    if (it == conns.end() || it->second.broken)
     {
         return;
     }
@@ -182,14 +213,10 @@ Received(uint64_t key, uint64_t bytes)
     c.received += bytes;
     while (!c.messages.empty() && c.received >= c.messages.front().end)
     {
-        Message& m = c.messages.front();
-        if (!m.resolved)
-        {
-            Simulator::Cancel(m.deadline);
-            Report(m.id, "done");
-        }
+        Report(c.messages.front().id, "done");
         c.messages.pop_front();
     }
+    Arm(conn);
 }
 
 void
@@ -223,47 +250,33 @@ Accept(Ptr<Socket> s, const Address& from)
     {
         return;
     }
-    auto key = byPort.find({node->second, a.GetPort()});
-    if (key == byPort.end())
+    auto conn = byPort.find({node->second, a.GetPort()});
+    if (conn == byPort.end())
     {
         return;
     }
-    receivers[s] = key->second;
+    receivers[s] = conn->second;
     s->SetRecvCallback(MakeCallback(&Recv));
     s->SetCloseCallbacks(MakeCallback(&Forget), MakeCallback(&Forget));
 }
 
 void
-Deadline(uint64_t key, uint64_t id)
+Connected(uint64_t conn, Ptr<Socket>)
 {
-    Conn& c = conns[key];
-    for (Message& m : c.messages)
-    {
-        if (m.id == id && !m.resolved)
-        {
-            m.resolved = true; // its bytes stay in the stream: later messages still need them
-            Report(id, "fail timeout");
-        }
-    }
+    conns[conn].connected = true;
+    Fill(conn);
 }
 
 void
-Connected(uint64_t key, Ptr<Socket>)
+Broken(uint64_t conn, Ptr<Socket>)
 {
-    conns[key].connected = true;
-    Fill(key);
+    Fail(conn, "reset");
 }
 
 void
-Broken(uint64_t key, Ptr<Socket>)
+Room(uint64_t conn, Ptr<Socket>, uint32_t)
 {
-    Fail(key, "reset");
-}
-
-void
-Room(uint64_t key, Ptr<Socket>, uint32_t)
-{
-    Fill(key);
+    Fill(conn);
 }
 
 void
@@ -271,41 +284,46 @@ Closed(uint64_t, Ptr<Socket>)
 {
 }
 
-void
-Open(uint64_t key, uint32_t src, uint32_t dst)
+uint64_t
+Open(uint32_t src, uint32_t dst)
 {
-    Conn& c = conns[key];
-    c = Conn();
-    c.src = src;
+    uint64_t conn = nextConn++;
+    Conn& c = conns[conn];
     c.sender = Socket::CreateSocket(nodes[src], TcpSocketFactory::GetTypeId());
     c.sender->Bind();
     Address local;
     c.sender->GetSockName(local);
-    byPort[{src, InetSocketAddress::ConvertFrom(local).GetPort()}] = key;
-    c.sender->SetConnectCallback(MakeBoundCallback(&Connected, key), MakeBoundCallback(&Broken, key));
-    c.sender->SetSendCallback(MakeBoundCallback(&Room, key));
-    c.sender->SetCloseCallbacks(MakeBoundCallback(&Closed, key), MakeBoundCallback(&Broken, key));
+    byPort[{src, InetSocketAddress::ConvertFrom(local).GetPort()}] = conn;
+    c.sender->SetConnectCallback(MakeBoundCallback(&Connected, conn), MakeBoundCallback(&Broken, conn));
+    c.sender->SetSendCallback(MakeBoundCallback(&Room, conn));
+    c.sender->SetCloseCallbacks(MakeBoundCallback(&Closed, conn), MakeBoundCallback(&Broken, conn));
     c.sender->Connect(InetSocketAddress(addressOf[dst], PORT));
+    return conn;
 }
 
 void
-Send(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, uint64_t key, int64_t deadline)
+Send(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, uint64_t key, bool last)
 {
-    auto it = conns.find(key);
-    if (it == conns.end() || it->second.broken)
+    auto it = current.find(key);
+    if (it == current.end() || conns[it->second].broken)
     {
-        Open(key, src, dst);
+        current[key] = Open(src, dst);
     }
-    Conn& c = conns[key];
+    uint64_t conn = current[key];
+    Conn& c = conns[conn];
     c.queued += bytes;
-    Message m{id, c.queued};
-    if (deadline >= 0)
+    c.closeWhenWritten = last;
+    bool idle = c.messages.empty();
+    c.messages.push_back({id, c.queued});
+    if (idle)
     {
-        m.deadline = Simulator::Schedule(NanoSeconds(std::max<int64_t>(0, deadline - Simulator::Now().GetNanoSeconds())),
-                                         &Deadline, key, id);
+        Arm(conn);
     }
-    c.messages.push_back(m);
-    Fill(key);
+    Fill(conn);
+    if (last)
+    {
+        current.erase(key);
+    }
 }
 
 bool stopped = false;
@@ -381,7 +399,7 @@ main(int argc, char* argv[])
         {
             uint32_t mss, iw, buf, delAck;
             int64_t rtoMin;
-            in >> mss >> iw >> buf >> rtoMin >> delAck;
+            in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout;
             Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
             Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(iw));
             Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buf));
@@ -536,6 +554,10 @@ main(int argc, char* argv[])
         listen->Listen();
         listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(), MakeCallback(&Accept));
     }
+    // Initialize the nodes (their devices, stacks and traffic-control layers: Node::Initialize events at
+    // t = 0) before the first message, as a program whose applications start at t = 0 has them.
+    Simulator::Schedule(Seconds(0), &Halt);
+    Simulator::Run();
     std::printf("ok\n");
     std::fflush(stdout);
 
@@ -547,16 +569,15 @@ main(int argc, char* argv[])
         if (cmd == "send")
         {
             uint64_t id, bytes, key;
-            uint32_t src, dst;
-            int64_t deadline;
-            in >> id >> src >> dst >> bytes >> key >> deadline;
+            uint32_t src, dst, last;
+            in >> id >> src >> dst >> bytes >> key >> last;
             if (!in || src >= n || dst >= n || !addressed[dst])
             {
                 std::printf("error bad send: %s\n", line.c_str());
                 std::fflush(stdout);
                 return 2;
             }
-            Send(id, src, dst, bytes, key, deadline);
+            Send(id, src, dst, bytes, key, last != 0);
         }
         else if (cmd == "run")
         {

@@ -13,8 +13,11 @@ react to a completion at its exact time (ns-3's 1 ns resolution).
 
 A message's connection is its ordered pair's (``connection = "persistent"``: one TCP connection per
 pair, messages back to back in its byte stream, delivered in order) or its own (``"per-message"``).
-It is dropped with reason ``timeout`` when its bytes are not all at the receiver `connect_timeout`
-seconds after it was sent, or when ns-3's TCP gives up its connection (``last: "reset"``).
+A per-message connection is closed (FIN) once its message is written, as an application that is done
+sending closes its socket.  A message is dropped with reason ``timeout`` when its connection delivers
+no byte for `connect_timeout` seconds while it waits — the path stayed unusable that long, as the flow
+model's reliable transport says — or when ns-3's TCP gives up the connection (``last: "reset"``); the
+pair's next message opens a new connection.
 
 The outcome of every message goes through the fates hook as key ``("ns3", src, dst, round, index)``
 -> (None or the drop reason, arrival time): a trace records it, and a replay of the trace delivers
@@ -116,15 +119,16 @@ class Ns3Engine:
         t = round_ns(now)
         if proc.now < t:
             self._handle(proc.run_until(t))
-        if self.model.connection == "persistent":
+        elif proc.now > t:  # the lockstep's one invariant: never raised unless the sync is wrong
+            raise RuntimeError(f"ns-3 ran ahead of netemu: at {proc.now} ns when message {msg_id} is sent at {t} ns")
+        persistent = self.model.connection == "persistent"
+        if persistent:
             conn = self._conns.get((src, dst))
             if conn is None:
                 conn = self._conns[(src, dst)] = self._new_conn()
         else:
             conn = self._new_conn()
-        timeout = self.model.connect_timeout
-        deadline = round_ns(now + timeout) if math.isfinite(timeout) else -1
-        proc.send(msg_id, self._index[src], self._index[dst], nbytes, conn, deadline)
+        proc.send(msg_id, self._index[src], self._index[dst], nbytes, conn, last=not persistent)
         self._live[msg_id] = _Live(key, payload, box, extra)
         self._want_sync()
 

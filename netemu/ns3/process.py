@@ -45,9 +45,10 @@ class Ns3Process:
         if answer != "ok":
             raise self._crashed(f"refused its setup: {answer or 'no answer'}")
 
-    def send(self, msg_id: int, src: int, dst: int, nbytes: int, conn: int, deadline: int) -> None:
-        """Start message `msg_id` at ns-3's current time (no answer)."""
-        self._write(f"send {msg_id} {src} {dst} {nbytes} {conn} {deadline}\n")
+    def send(self, msg_id: int, src: int, dst: int, nbytes: int, conn: int, last: bool) -> None:
+        """Start message `msg_id` on connection `conn` at ns-3's current time (no answer); `last`: the
+        connection closes once it is written."""
+        self._write(f"send {msg_id} {src} {dst} {nbytes} {conn} {int(last)}\n")
 
     def run_until(self, t: int) -> list[Outcome]:
         """Run ns-3 until `t` ns (-1: no limit) or an instant at which messages completed; those outcomes."""

@@ -47,6 +47,10 @@ MODELS = {
     "lv08": lambda p: NetModel(sharing="max-min", latency_factor=13.01, window=p["window"]),
     "netemu": lambda p, rto_min=1.0: NetModel(sharing="max-min", transport="reliable", window=p["window"], rto_min=rto_min),
 }
+#: ns-3 run through netemu (`--ns3`): transfers.cc's TCP settings (ns-3's 1 s minimum RTO, its queue in packets), one
+#: connection per transfer, closed once written (a BulkSendApplication)
+NS3 = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"],  # noqa: E731
+                         connection="per-message")
 
 
 def result(entry: dict) -> dict:
