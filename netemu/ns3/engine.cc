@@ -552,6 +552,9 @@ main(int argc, char* argv[])
         Ptr<Socket> listen = Socket::CreateSocket(nodes[i], TcpSocketFactory::GetTypeId());
         listen->Bind(InetSocketAddress(Ipv4Address::GetAny(), PORT));
         listen->Listen();
+        // A receiving socket only receives (the way back is the pair's other connection), as ns-3's
+        // PacketSink: it answers a FIN with its own at once, not from CLOSE_WAIT later.
+        listen->ShutdownSend();
         listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(), MakeCallback(&Accept));
     }
     // Initialize the nodes (their devices, stacks and traffic-control layers: Node::Initialize events at

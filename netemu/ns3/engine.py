@@ -132,6 +132,11 @@ class Ns3Engine:
         self._live[msg_id] = _Live(key, payload, box, extra)
         self._want_sync()
 
+    def close(self) -> None:
+        """Stop the ns-3 process (if one was started) and wait for it."""
+        if self._proc is not None:
+            self._proc.close()
+
     def _new_conn(self) -> int:
         conn = self._next_conn
         self._next_conn = conn + 1

@@ -18,6 +18,11 @@ at the same instants here.
     python tools/ns3/compare.py --markdown out.md   # the table as Markdown (docs/network.md)
     python tools/ns3/compare.py --reference tools/ns3/reference-spread.json   # starts spread over 50 ms
     python tools/ns3/compare.py --reference tools/linux/reference.json   # the Linux kernel as referee
+    python tools/ns3/compare.py --ns3               # also ns-3 run through netemu (engine = "ns3", netemu.ns3)
+
+With `--ns3` a fourth column is ns-3 itself run through netemu (`engine = "ns3"`, one connection per
+transfer as transfers.cc's): its error against the standalone program is the referee's referee, and the
+summary adds the flow model (`netemu`) against it.
 
 A reference file is a list of {"point": {...}, "ns3": {...}} (tools/ns3/grid.py) or
 {"point": {...}, "result": {...}} (tools/linux/grid.py; its "referee" names it); the points
@@ -124,7 +129,10 @@ def main() -> None:
                     help="ns-3 (grid.py --out) or Linux (tools/linux/grid.py --out) results")
     ap.add_argument("--only", action="append", default=[], help="point names or shell patterns (repeatable)")
     ap.add_argument("--markdown", type=Path, help="also write the table and summary as Markdown here")
+    ap.add_argument("--ns3", action="store_true", help='also run every point through netemu with engine = "ns3"')
     args = ap.parse_args()
+    if args.ns3:
+        MODELS["ns3"] = NS3
     try:
         reference = json.loads(args.reference.read_text())
     except OSError as exc:
@@ -140,7 +148,7 @@ def main() -> None:
             continue
         ns3 = res["last"]
         starts = res.get("starts")
-        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name != "netemu"}
+        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name != "netemu"}  # type: ignore[operator]
         got["netemu"] = run(p, MODELS["netemu"](p, min_rto(entry)), starts)
         rows.append((p, ns3, got, stalled(res, min(STALL, min_rto(entry)))))
         errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
@@ -173,6 +181,12 @@ def summary(rows: list, label: str = "ns-3") -> list[str]:
             if errs:
                 p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
                 out.append(f"  {m:<8} {statistics.median(errs):8.1%} {p90:8.1%} {errs[-1]:8.1%}")
+    if "ns3" in MODELS:  # the flow model against ns-3 run through netemu, on the same points
+        errs = sorted(abs(e) for p, ns3, got, _ in rows if got["ns3"] is not None and (e := error(got["netemu"], got["ns3"])) is not None)
+        if errs:
+            p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+            out += [f"netemu (flow model) against ns-3 run through netemu: {len(errs)} points",
+                    f"  {'netemu':<8} {statistics.median(errs):8.1%} {p90:8.1%} {errs[-1]:8.1%}"]
     return out
 
 
