@@ -191,6 +191,9 @@ steps = 5
 [[algorithm]]
 name = "fedavg"
 round_time = 5.0
+
+[output]
+plots = false
 """
 
 
@@ -240,17 +243,28 @@ def _point(name: str) -> dict:
     return next(e for e in ref if e["point"]["name"] == name)
 
 
-@pytest.mark.parametrize("name", ["star-up-base", "star-down-clients=4"])
-def test_ns3_through_netemu_equals_the_standalone_ns3_program_within_1_percent(engine, name):
-    """tools/ns3/transfers.cc's last completion time (tools/ns3/reference.json) against the same point
-    sent through netemu with engine = "ns3" (tools/ns3/compare.py); the messages carry netemu's
-    envelope, ~60 bytes more than transfers.cc sends, well below 1 % of a transfer."""
+def _referee(name: str) -> None:
     import compare
 
     entry = _point(name)
     p = entry["point"]
-    got = compare.run(p, compare.NS3(p))
-    assert got == pytest.approx(entry["ns3"]["last"], rel=0.01)
+    got = compare.run(p, compare.NS3(p), exact=True)
+    assert got == pytest.approx(entry["ns3"]["last"], rel=0.01)  # the issue's bound; measured: equal to the nanosecond
+
+
+@pytest.mark.parametrize("name", ["star-up-base", "star-down-clients=4", "star-up-bytes=10000"])
+def test_ns3_through_netemu_equals_the_standalone_ns3_program_within_1_percent(engine, name):
+    """tools/ns3/transfers.cc's last completion time (tools/ns3/reference.json) against the same point
+    sent through netemu with engine = "ns3" (tools/ns3/compare.py: one connection per transfer, each
+    message exactly the point's bytes)."""
+    _referee(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["star-up-queue=10", "star-down-clients=32", "star-up-clients=64"])
+def test_ns3_through_netemu_equals_the_standalone_program_where_queues_overflow(engine, name):
+    """Where SYNs and first windows are lost to full queues (stalled starts: every packet's order matters)."""
+    _referee(name)
 
 
 def test_the_ns3_engine_source_is_shipped_as_package_data():

@@ -21,8 +21,9 @@ at the same instants here.
     python tools/ns3/compare.py --ns3               # also ns-3 run through netemu (engine = "ns3", netemu.ns3)
 
 With `--ns3` a fourth column is ns-3 itself run through netemu (`engine = "ns3"`, one connection per
-transfer as transfers.cc's): its error against the standalone program is the referee's referee, and the
-summary adds the flow model (`netemu`) against it.
+transfer as transfers.cc's, each message exactly the point's bytes, envelope included): its error
+against the standalone program is the referee's referee, and the summary adds the flow model
+(`netemu`) against it.
 
 A reference file is a list of {"point": {...}, "ns3": {...}} (tools/ns3/grid.py) or
 {"point": {...}, "result": {...}} (tools/linux/grid.py; its "referee" names it); the points
@@ -45,6 +46,7 @@ import networkx as nx
 from netemu import Bernoulli, Constant, Link, World
 from netemu.engine.net import topology as T
 from netemu.engine.net.model import NetModel
+from netemu.wire.codec import header_size
 
 HERE = Path(__file__).resolve().parent
 MODELS = {
@@ -101,9 +103,20 @@ def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
     return g, links, pairs
 
 
-def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | None:
+def exact_payload(nbytes: int, msg_id: int, src: str, dst: str, t: float) -> bytes:
+    """A payload whose message (netemu's envelope header and the payload) is exactly `nbytes` long."""
+    n = nbytes - header_size(msg_id, src, dst, "transfer", 0, t)
+    for size in range(max(0, n - 5), n + 1):
+        payload = msgpack.packb(bytes(size))
+        if len(payload) == n:
+            return payload
+    raise ValueError(f"no payload makes a {nbytes}-byte message")
+
+
+def run(p: dict, model: NetModel, starts: list[float] | None = None, exact: bool = False) -> float | None:
     """The virtual time at which netemu delivers the last of the point's transfers (None: one never
-    arrives); transfer k is sent at `starts[k]` (default: all at t=0)."""
+    arrives); transfer k is sent at `starts[k]` (default: all at t=0).  `exact`: each message is
+    p["bytes"] long, envelope included (what transfers.cc sends), not p["bytes"] of payload."""
     g, links, pairs = topology(p)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
     net = world.network
@@ -112,9 +125,11 @@ def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | 
         net.connect(dst, lambda m: done.append(m.delivered_at) and None)
     payload = msgpack.packb(bytes(p["bytes"]))
     order = sorted(range(len(pairs)), key=lambda k: (starts or [0.0] * len(pairs))[k])
-    for k in order:
+    for i, k in enumerate(order):
         src, dst = pairs[k]
-        world.at(starts[k] if starts else 0.0, lambda s=src, d=dst: net.send(s, d, "transfer", 0, payload))
+        at = starts[k] if starts else 0.0
+        data = exact_payload(p["bytes"], i, src, dst, at) if exact else payload
+        world.at(at, lambda s=src, d=dst, b=data: net.send(s, d, "transfer", 0, b))
     world.env.run()
     return max(done) if len(done) == len(pairs) else None
 
@@ -148,7 +163,7 @@ def main() -> None:
             continue
         ns3 = res["last"]
         starts = res.get("starts")
-        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name != "netemu"}  # type: ignore[operator]
+        got = {name: run(p, make(p), starts, exact=name == "ns3") for name, make in MODELS.items() if name != "netemu"}  # type: ignore[operator]
         got["netemu"] = run(p, MODELS["netemu"](p, min_rto(entry)), starts)
         rows.append((p, ns3, got, stalled(res, min(STALL, min_rto(entry)))))
         errs = "  ".join(f"{got[m]:9.3f} {error(got[m], ns3):+7.1%}" if got[m] is not None else f"{'lost':>17}" for m in MODELS)
