@@ -27,8 +27,6 @@ import sys
 import time
 from pathlib import Path
 
-import msgpack
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,16 +44,18 @@ def world_rounds(clients: int, nbytes: int, rounds: int, access: float, server: 
     g = T.behind_routers(T.star(clients), server_link=True)
     links = {(u, v): Link(Constant(0.001), bandwidth=server if cls.startswith("server") else access, link_class=cls)
              for u, v, cls in g.edges(data="link_class")}
-    model = (NetModel(engine="ns3", transport="reliable", connect_timeout=600.0) if engine == "ns3"
-             else NetModel(sharing="max-min", transport="reliable", connect_timeout=600.0))
-    update = msgpack.packb(bytes(nbytes))
+    # ns-3's minimum RTO (1 s), as transfers.cc's: with 0.2 s, 100 flows' initial windows into one 100-packet
+    # queue leave a few transfers in repeated timeouts for 80-140 s, in transfers.cc as here
+    model = (NetModel(engine="ns3", transport="reliable", connect_timeout=600.0, rto_min=1.0) if engine == "ns3"
+             else NetModel(sharing="max-min", transport="reliable", connect_timeout=600.0, rto_min=1.0))
+    update = bytes(nbytes)  # encoded by the actor's send: a msgpack bin of nbytes
     names = [f"client-{k}" for k in range(clients)]
     ends: list[float] = []
 
     class Server(Actor):
         async def run(self):
             for r in range(rounds):
-                self.broadcast(names, "go", b"x" * 100, round=r)
+                self.broadcast("go", b"x" * 100, names, round=r)
                 for _ in names:
                     await self.recv()
                 ends.append(self.now)

@@ -23,13 +23,15 @@
 //                                             netemu chooses: one per ordered pair, or one per message) at
 //                                             the current ns-3 time; LAST 1: the connection's last message
 //                                             (closed, FIN, once it is written; the key's next one opens anew)
+//     datagram ID SRC DST BYTES               message ID as UDP packets of at most MSS bytes, all sent now
 //     run T_NS                                run until T_NS (-1: no limit) or until an instant at which
 //                                             messages completed, whichever is first; answers
 //                                             "done ID T_NS" / "fail ID T_NS REASON" lines, then "at T_NS"
 //     quit
 //
 // Every message completes exactly once: "done" when its receiver holds all its bytes, or "fail"
-// (timeout: its connection delivered nothing for TIMEOUT_NS; reset: TCP gave up on the connection).  Co-simulation is
+// (TCP: timeout, its connection delivered nothing for TIMEOUT_NS; reset, TCP gave up on the
+// connection; UDP: loss or outage, a link lost one of its packets; queue, a full queue dropped one).  Co-simulation is
 // conservative: ns-3 never runs past an instant at which netemu may start a message (netemu asks
 // for `run` only up to its own next event), so completions are exact to ns-3's 1 ns resolution.
 #include "ns3/applications-module.h"
@@ -52,6 +54,48 @@ using namespace ns3;
 namespace
 {
 
+void DatagramLost(Ptr<const Packet> p, const std::string& reason);
+
+// The message a datagram's packet belongs to (the datagram transport: UDP).
+class MessageTag : public Tag
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("NetemuMessageTag").SetParent<Tag>().AddConstructor<MessageTag>();
+        return tid;
+    }
+
+    TypeId GetInstanceTypeId() const override
+    {
+        return GetTypeId();
+    }
+
+    uint32_t GetSerializedSize() const override
+    {
+        return 8;
+    }
+
+    void Serialize(TagBuffer b) const override
+    {
+        b.WriteU64(id);
+    }
+
+    void Deserialize(TagBuffer b) override
+    {
+        id = b.ReadU64();
+    }
+
+    void Print(std::ostream& os) const override
+    {
+        os << "message=" << id;
+    }
+
+    uint64_t id = 0;
+};
+
+NS_OBJECT_ENSURE_REGISTERED(MessageTag);
+
 // Per-packet loss (Bernoulli, own stream) and outage windows of one direction of a link.
 class NetemuErrorModel : public ErrorModel
 {
@@ -67,17 +111,23 @@ class NetemuErrorModel : public ErrorModel
     Ptr<UniformRandomVariable> uniform = CreateObject<UniformRandomVariable>();
 
   private:
-    bool DoCorrupt(Ptr<Packet>) override
+    bool DoCorrupt(Ptr<Packet> p) override
     {
         const int64_t now = Simulator::Now().GetNanoSeconds();
         for (const auto& w : outages)
         {
             if (w.first <= now && (w.second < 0 || now < w.second))
             {
+                DatagramLost(p, "outage");
                 return true;
             }
         }
-        return rate > 0 && uniform->GetValue() < rate;
+        if (rate > 0 && uniform->GetValue() < rate)
+        {
+            DatagramLost(p, "loss");
+            return true;
+        }
+        return false;
     }
 
     void DoReset() override
@@ -88,6 +138,8 @@ class NetemuErrorModel : public ErrorModel
 NS_OBJECT_ENSURE_REGISTERED(NetemuErrorModel);
 
 const uint16_t PORT = 9;
+const uint16_t UDP_PORT = 10;
+uint32_t mss = 1448;
 
 struct Message
 {
@@ -108,6 +160,7 @@ struct Conn
     uint64_t received = 0; // bytes the receiver has read
     std::deque<Message> messages; // not yet whole at the receiver, in order
     EventId stall;                // fires when no byte arrived for `timeout` while messages wait
+    int64_t progress = 0;         // ns: the last byte received, or the last message sent to an idle connection
 };
 
 struct Out
@@ -127,6 +180,8 @@ std::map<Ptr<Socket>, uint64_t> receivers;          // accepted socket -> connec
 std::map<uint32_t, uint32_t> nodeOfIp;              // IPv4 address -> node
 std::vector<Ipv4Address> addressOf;                 // node -> its first address
 std::vector<Out> out;
+std::map<uint64_t, std::pair<uint64_t, uint64_t>> datagrams; // message in flight -> (bytes, bytes received)
+std::vector<Ptr<Socket>> udpOut;                    // node -> its sending UDP socket (made when first needed)
 
 void
 Report(uint64_t id, const std::string& what)
@@ -184,12 +239,15 @@ Fail(uint64_t conn, const std::string& reason)
 
 void Stalled(uint64_t conn);
 
+// Start the stall timer of a connection that has messages waiting and none running.  Progress only
+// moves `progress`: the timer, when it fires, looks at it and waits again if bytes came meanwhile
+// (one event per `timeout`, not one per packet received).
 void
 Arm(uint64_t conn)
 {
     Conn& c = conns[conn];
-    Simulator::Cancel(c.stall);
-    if (timeout >= 0 && !c.messages.empty() && !c.broken)
+    c.progress = Simulator::Now().GetNanoSeconds();
+    if (timeout >= 0 && !c.messages.empty() && !c.broken && !c.stall.IsRunning())
     {
         c.stall = Simulator::Schedule(NanoSeconds(timeout), &Stalled, conn);
     }
@@ -198,6 +256,17 @@ Arm(uint64_t conn)
 void
 Stalled(uint64_t conn)
 {
+    Conn& c = conns[conn];
+    if (c.messages.empty() || c.broken)
+    {
+        return;
+    }
+    const int64_t quiet = Simulator::Now().GetNanoSeconds() - c.progress;
+    if (quiet < timeout)
+    {
+        c.stall = Simulator::Schedule(NanoSeconds(timeout - quiet), &Stalled, conn);
+        return;
+    }
     Fail(conn, "timeout");
 }
 
@@ -326,6 +395,84 @@ Send(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, uint64_t key, bool
     }
 }
 
+void
+DatagramLost(Ptr<const Packet> p, const std::string& reason)
+{
+    MessageTag tag;
+    if (!p->PeekPacketTag(tag))
+    {
+        return; // a TCP packet: TCP answers its loss itself
+    }
+    auto it = datagrams.find(tag.id);
+    if (it != datagrams.end())
+    {
+        datagrams.erase(it);
+        Report(tag.id, "fail " + reason);
+    }
+}
+
+void
+QueueDrop(Ptr<const Packet> p)
+{
+    DatagramLost(p, "queue");
+}
+
+void
+QueueDiscDrop(Ptr<const QueueDiscItem> item)
+{
+    DatagramLost(item->GetPacket(), "queue");
+}
+
+void
+DatagramRecv(Ptr<Socket> s)
+{
+    Ptr<Packet> p;
+    while ((p = s->Recv()))
+    {
+        MessageTag tag;
+        if (!p->PeekPacketTag(tag))
+        {
+            continue;
+        }
+        auto it = datagrams.find(tag.id);
+        if (it == datagrams.end())
+        {
+            continue; // a packet of a message already lost
+        }
+        it->second.second += p->GetSize();
+        if (it->second.second >= it->second.first)
+        {
+            datagrams.erase(it);
+            Report(tag.id, "done");
+        }
+    }
+}
+
+// A datagram message: its bytes as UDP packets of at most `mss` bytes, all sent now (no pacing, no
+// retransmission: what an application writing a message to a UDP socket gets).  Delivered when every
+// packet arrived; lost at the first packet a link loses (loss, outage) or a full queue drops (queue).
+void
+SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
+{
+    if (!udpOut[src])
+    {
+        udpOut[src] = Socket::CreateSocket(nodes[src], UdpSocketFactory::GetTypeId());
+        udpOut[src]->Bind();
+    }
+    datagrams[id] = {bytes, 0};
+    InetSocketAddress to(addressOf[dst], UDP_PORT);
+    MessageTag tag;
+    tag.id = id;
+    for (uint64_t sent = 0; sent < bytes && datagrams.count(id);)
+    {
+        uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(mss, bytes - sent));
+        Ptr<Packet> p = Create<Packet>(n);
+        p->AddPacketTag(tag);
+        udpOut[src]->SendTo(p, 0, to);
+        sent += n;
+    }
+}
+
 bool stopped = false;
 
 void
@@ -338,21 +485,19 @@ Halt()
 void
 Run(int64_t until)
 {
-    out.clear();
-    EventId stop;
-    if (until >= 0)
+    // `out` may already hold what happened while a message was sent (a datagram's packet dropped by a
+    // full queue as it was written): reported at once, ns-3 not run past it
+    const int64_t now = Simulator::Now().GetNanoSeconds();
+    if (out.empty() && (until < 0 || until > now))
     {
-        int64_t now = Simulator::Now().GetNanoSeconds();
-        if (until <= now)
+        EventId stop;
+        if (until >= 0)
         {
-            std::printf("at %lld\n", static_cast<long long>(now));
-            std::fflush(stdout);
-            return;
+            stop = Simulator::Schedule(NanoSeconds(until - now), &Halt);
         }
-        stop = Simulator::Schedule(NanoSeconds(until - now), &Halt);
+        Simulator::Run();
+        Simulator::Cancel(stop);
     }
-    Simulator::Run();
-    Simulator::Cancel(stop);
     for (const Out& o : out)
     {
         if (o.what == "done")
@@ -365,6 +510,7 @@ Run(int64_t until)
                         o.what.substr(5).c_str());
         }
     }
+    out.clear();
     std::printf("at %lld\n", static_cast<long long>(Simulator::Now().GetNanoSeconds()));
     std::fflush(stdout);
 }
@@ -397,7 +543,7 @@ main(int argc, char* argv[])
         in >> cmd;
         if (cmd == "tcp")
         {
-            uint32_t mss, iw, buf, delAck;
+            uint32_t iw, buf, delAck;
             int64_t rtoMin;
             in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout;
             Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
@@ -556,6 +702,31 @@ main(int argc, char* argv[])
         // PacketSink: it answers a FIN with its own at once, not from CLOSE_WAIT later.
         listen->ShutdownSend();
         listen->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(), MakeCallback(&Accept));
+        Ptr<Socket> udp = Socket::CreateSocket(nodes[i], UdpSocketFactory::GetTypeId());
+        udp->Bind(InetSocketAddress(Ipv4Address::GetAny(), UDP_PORT));
+        udp->SetRecvCallback(MakeCallback(&DatagramRecv));
+    }
+    udpOut.assign(n, nullptr);
+    // A datagram's packet dropped by a full queue: the device's (FIFO) or the traffic-control layer's
+    // (a stopped device queue, no queue disc), or the root queue disc's (fq_codel)
+    for (uint32_t i = 0; i < devices.GetN(); i++)
+    {
+        Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(devices.Get(i));
+        dev->GetQueue()->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDrop));
+        Ptr<TrafficControlLayer> tc = dev->GetNode()->GetObject<TrafficControlLayer>();
+        Ptr<QueueDisc> disc = tc ? tc->GetRootQueueDiscOnDevice(dev) : nullptr;
+        if (disc)
+        {
+            disc->TraceConnectWithoutContext("Drop", MakeCallback(&QueueDiscDrop));
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+    {
+        Ptr<TrafficControlLayer> tc = nodes[i]->GetObject<TrafficControlLayer>();
+        if (tc)
+        {
+            tc->TraceConnectWithoutContext("TcDrop", MakeCallback(&QueueDrop));
+        }
     }
     // Initialize the nodes (their devices, stacks and traffic-control layers: Node::Initialize events at
     // t = 0) before the first message, as a program whose applications start at t = 0 has them.
@@ -581,6 +752,19 @@ main(int argc, char* argv[])
                 return 2;
             }
             Send(id, src, dst, bytes, key, last != 0);
+        }
+        else if (cmd == "datagram")
+        {
+            uint64_t id, bytes;
+            uint32_t src, dst;
+            in >> id >> src >> dst >> bytes;
+            if (!in || src >= n || dst >= n || !addressed[dst])
+            {
+                std::printf("error bad datagram: %s\n", line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+            SendDatagram(id, src, dst, bytes);
         }
         else if (cmd == "run")
         {

@@ -1,5 +1,6 @@
 """ns-3 as the network engine of a world (``[network] engine = "ns3"``): every message a TCP transfer
-in ns-3, run in lockstep with netemu's virtual clock.
+(``transport = "reliable"``) or a burst of UDP datagrams (``"datagram"``) in ns-3, run in lockstep
+with netemu's virtual clock.
 
 `Ns3Engine` takes the place of the flow model's general path (netemu.engine.net.transfers) in a
 `Network`: the network still writes the send record, counts the message and delivers or drops it,
@@ -18,6 +19,10 @@ sending closes its socket.  A message is dropped with reason ``timeout`` when it
 no byte for `connect_timeout` seconds while it waits — the path stayed unusable that long, as the flow
 model's reliable transport says — or when ns-3's TCP gives up the connection (``last: "reset"``); the
 pair's next message opens a new connection.
+
+Under the datagram transport a message is its bytes as UDP packets of at most `mss` bytes, all
+sent at once (no pacing, no retransmission); it is delivered when every packet arrived and dropped
+at the first packet a link loses (``loss``, ``outage``) or a full queue drops (``queue``).
 
 The outcome of every message goes through the fates hook as key ``("ns3", src, dst, round, index)``
 -> (None or the drop reason, arrival time): a trace records it, and a replay of the trace delivers
@@ -39,7 +44,7 @@ from netemu.engine.net.fates import draw_now
 from netemu.engine.net.inflight import Due
 from netemu.ns3.build import binary
 from netemu.ns3.process import NS, Ns3Process, Outcome
-from netemu.ns3.topology import Ns3Unsupported, setup_lines
+from netemu.ns3.topology import setup_lines
 
 if TYPE_CHECKING:
     from netemu.engine.net.links import Link
@@ -78,9 +83,6 @@ class Ns3Engine:
     """The general message path of a `Network` under ``engine = "ns3"`` (see the module docstring)."""
 
     def __init__(self, network: Network, model: NetModel) -> None:
-        if not model.reliable:
-            raise Ns3Unsupported('[network] engine = "ns3" carries messages over TCP: it needs transport = "reliable" '
-                                 '(transport = "datagram" over UDP is not supported yet)')
         self.net, self.model = network, model
         graph = network.graph
         self._names = list(graph.nodes)
@@ -121,6 +123,11 @@ class Ns3Engine:
             self._handle(proc.run_until(t))
         elif proc.now > t:  # the lockstep's one invariant: never raised unless the sync is wrong
             raise RuntimeError(f"ns-3 ran ahead of netemu: at {proc.now} ns when message {msg_id} is sent at {t} ns")
+        if not self.model.reliable:
+            proc.datagram(msg_id, self._index[src], self._index[dst], nbytes)
+            self._live[msg_id] = _Live(key, payload, box, extra)
+            self._want_sync()
+            return
         persistent = self.model.connection == "persistent"
         if persistent:
             conn = self._conns.get((src, dst))
@@ -206,14 +213,15 @@ class Ns3Engine:
             self._outcome(msg_id, live.payload, live.box, live.extra, at, reason)
 
     def _outcome(self, msg_id: int, payload: bytes, box: Any, extra: dict, at: float, reason: str | None) -> None:
-        """Deliver or drop the message at `at`; `reason` is ns-3's: None, ``timeout`` (its deadline passed)
-        or ``reset`` (TCP gave up its connection: a ``timeout`` whose record says ``last: "reset"``)."""
+        """Deliver or drop the message at `at`; `reason` is ns-3's: None; under TCP ``timeout`` (its connection
+        delivered nothing for `connect_timeout`) or ``reset`` (TCP gave the connection up: a ``timeout`` whose record
+        says ``last: "reset"``); under UDP ``loss``, ``outage`` or ``queue`` (a packet of it was lost there)."""
         if reason is None:
             self.net.arrive_at(at, msg_id, payload, box, extra)
-        elif reason == "timeout":
-            self.net.drop_at(at, msg_id, reason, box, extra)
-        else:
+        elif reason == "reset":
             self.net.drop_at(at, msg_id, "timeout", box, {**extra, "last": reason})
+        else:
+            self.net.drop_at(at, msg_id, reason, box, extra)
 
 
 def round_ns(t: float) -> int:

@@ -50,6 +50,10 @@ class Ns3Process:
         connection closes once it is written."""
         self._write(f"send {msg_id} {src} {dst} {nbytes} {conn} {int(last)}\n")
 
+    def datagram(self, msg_id: int, src: int, dst: int, nbytes: int) -> None:
+        """Send message `msg_id` as UDP datagrams at ns-3's current time (no answer)."""
+        self._write(f"datagram {msg_id} {src} {dst} {nbytes}\n")
+
     def run_until(self, t: int) -> list[Outcome]:
         """Run ns-3 until `t` ns (-1: no limit) or an instant at which messages completed; those outcomes."""
         self._write(f"run {t}\n")

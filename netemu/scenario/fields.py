@@ -271,9 +271,6 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
         for k in ENGINE_KEYS:
             if k in value and engine != "ns3":
                 issues.add(f"{key}.{k}", value[k], f'only with engine = "ns3" (this [network] has engine = "{engine}")')
-        if engine == "ns3" and resolved.get("transport") != "reliable":
-            issues.add(f"{key}.engine", "ns3", 'with transport = "reliable" (ns-3 carries each message over TCP; the datagram '
-                       "transport over UDP is not supported yet)")
     return resolved
 
 

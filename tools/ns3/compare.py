@@ -103,9 +103,9 @@ def topology(p: dict) -> tuple[nx.DiGraph, dict, list[tuple[str, str]]]:
     return g, links, pairs
 
 
-def exact_payload(nbytes: int, msg_id: int, src: str, dst: str, t: float) -> bytes:
+def exact_payload(nbytes: int, msg_id: int, src: str, dst: str, t: float, kind: str = "transfer", round: int = 0) -> bytes:
     """A payload whose message (netemu's envelope header and the payload) is exactly `nbytes` long."""
-    n = nbytes - header_size(msg_id, src, dst, "transfer", 0, t)
+    n = nbytes - header_size(msg_id, src, dst, kind, round, t)
     for size in range(max(0, n - 5), n + 1):
         payload = msgpack.packb(bytes(size))
         if len(payload) == n:
