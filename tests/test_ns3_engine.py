@@ -263,6 +263,15 @@ def test_fq_codel_drops_a_standing_queue_after_its_interval(engine):
     assert drop["event"] == "drop" and drop["reason"] == "queue" and 0.1 < drop["t"] < 0.12
 
 
+def test_pcap_files_of_every_link_where_the_user_asks(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("NETEMU_NS3_PCAP", str(tmp_path / "pcap"))
+    assert datagrams(20_000)[0]["event"] == "deliver"
+    files = sorted(p.name for p in (tmp_path / "pcap").iterdir())
+    assert len(files) == 4 and all(f.endswith(".pcap") for f in files)  # two links, both ends
+    assert any(f.startswith("client-0--router-") for f in files)
+    assert all((tmp_path / "pcap" / f).stat().st_size > 24 for f in files)  # more than a pcap header
+
+
 def test_a_datagram_that_loses_a_packet_is_lost(engine):
     from netemu import Bernoulli
 

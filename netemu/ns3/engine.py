@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import weakref
 from collections import Counter
 from dataclasses import dataclass
@@ -88,7 +89,11 @@ class Ns3Engine:
         self._names = list(graph.nodes)
         self._index = {name: i for i, name in enumerate(self._names)}
         # the translation is checked now, so that what ns-3 cannot express is refused before the run starts
-        self._setup = setup_lines(self._names, network.links, model, int(network.streams.generator("ns3").integers(1, 2**31)))
+        pcap = os.environ.get("NETEMU_NS3_PCAP") or None  # a directory: every link's packets, as pcap files
+        if pcap is not None:
+            os.makedirs(pcap, exist_ok=True)
+        self._setup = setup_lines(self._names, network.links, model, int(network.streams.generator("ns3").integers(1, 2**31)),
+                                  pcap=pcap)
         self._proc: Ns3Process | None = None
         self._live: dict[int, _Live] = {}
         self._conns: dict[tuple[str, str], int] = {}

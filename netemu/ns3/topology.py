@@ -15,6 +15,7 @@ link without its reverse (TCP's ACKs need a way back).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -67,9 +68,15 @@ def _rate(link: Link) -> int:
     return UNLIMITED if link.bandwidth is None else max(1, round(link.bandwidth))
 
 
+def _safe(name: str) -> str:
+    """`name` as a piece of a file name (pcap files)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
 def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], model: NetModel, seed: int,
                 pcap: str | None = None) -> list[str]:
-    """The setup commands of `engine.cc` for these nodes and directed links (see the module docstring)."""
+    """The setup commands of `engine.cc` for these nodes and directed links (see the module docstring); with
+    `pcap` (a directory), a pcap file of each end of every link in it, named after the link's two nodes."""
     if not model.handshake:
         raise Ns3Unsupported('[network] handshake = false: ns-3\'s TCP always opens a connection with a handshake; engine = "ns3" '
                              "accepts handshake = true")
@@ -95,6 +102,6 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
         for a, b, link in ((u, v, ab), (v, u, ba)):
             for start, end in link.outages:
                 outages.append(f"outage {index[a]} {index[b]} {round(start * NS)} {round(end * NS) if math.isfinite(end) else -1}")
-        if pcap is not None:
-            lines.append(f"pcap {pcap} {index[u]} {index[v]}")
+        if pcap is not None:  # ns-3 names the files PREFIX-<node id>-<device id>.pcap
+            lines.append(f"pcap {pcap}/{_safe(u)}--{_safe(v)} {index[u]} {index[v]}")
     return lines + outages
