@@ -23,7 +23,8 @@
 //                                             netemu chooses: one per ordered pair, or one per message) at
 //                                             the current ns-3 time; LAST 1: the connection's last message
 //                                             (closed, FIN, once it is written; the key's next one opens anew)
-//     datagram ID SRC DST BYTES               message ID as UDP packets of at most MSS bytes, all sent now
+//     datagram ID SRC DST BYTES               message ID as UDP packets of at most MSS bytes, written now
+//                                             and sent as fast as the source's link takes them
 //     run T_NS                                run until T_NS (-1: no limit) or until an instant at which
 //                                             messages completed, whichever is first; answers
 //                                             "done ID T_NS" / "fail ID T_NS REASON" lines, then "at T_NS"
@@ -448,8 +449,64 @@ DatagramRecv(Ptr<Socket> s)
     }
 }
 
-// A datagram message: its bytes as UDP packets of at most `mss` bytes, all sent now (no pacing, no
-// retransmission: what an application writing a message to a UDP socket gets).  Delivered when every
+// The device a packet from `src` to `dst` leaves by (ns-3's routes), or null.
+Ptr<PointToPointNetDevice>
+OutDevice(uint32_t src, uint32_t dst)
+{
+    Ptr<Ipv4> ipv4 = nodes[src]->GetObject<Ipv4>();
+    Ipv4Header header;
+    header.SetDestination(addressOf[dst]);
+    header.SetProtocol(UdpL4Protocol::PROT_NUMBER);
+    Socket::SocketErrno error;
+    Ptr<Ipv4Route> route = ipv4->GetRoutingProtocol()->RouteOutput(nullptr, header, nullptr, error);
+    return route ? DynamicCast<PointToPointNetDevice>(route->GetOutputDevice()) : nullptr;
+}
+
+struct Backlogged
+{
+    uint64_t id;
+    uint32_t dst;
+    uint32_t size;
+};
+
+std::vector<std::deque<Backlogged>> udpBacklog; // node -> datagram packets its application wrote, not yet sent
+std::vector<EventId> udpDrain;                  // node -> the pending retry of its backlog
+
+// Send node `src`'s backlog while the device its packets leave by has room, as a UDP socket whose
+// writer blocks on a full interface queue (Linux: the socket's send buffer and TSQ) does: the sender
+// is paced by its own link, and packets are lost in the network, not at their source.
+void
+Drain(uint32_t src)
+{
+    auto& backlog = udpBacklog[src];
+    while (!backlog.empty())
+    {
+        Backlogged b = backlog.front();
+        if (!datagrams.count(b.id))
+        {
+            backlog.pop_front(); // a packet of a message already lost: not sent
+            continue;
+        }
+        Ptr<PointToPointNetDevice> dev = OutDevice(src, b.dst);
+        const uint32_t wire = b.size + 30; // UDP, IPv4 and PPP headers
+        if (dev && dev->GetQueue()->WouldOverflow(1, wire))
+        {
+            DataRateValue rate;
+            dev->GetAttribute("DataRate", rate);
+            udpDrain[src] = Simulator::Schedule(rate.Get().CalculateBytesTxTime(wire), &Drain, src);
+            return;
+        }
+        backlog.pop_front();
+        Ptr<Packet> p = Create<Packet>(b.size);
+        MessageTag tag;
+        tag.id = b.id;
+        p->AddPacketTag(tag);
+        udpOut[src]->SendTo(p, 0, InetSocketAddress(addressOf[b.dst], UDP_PORT));
+    }
+}
+
+// A datagram message: its bytes as UDP packets of at most `mss` bytes, written at once to the source's
+// socket and sent as fast as its link takes them (`Drain`; no retransmission).  Delivered when every
 // packet arrived; lost at the first packet a link loses (loss, outage) or a full queue drops (queue).
 void
 SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
@@ -460,16 +517,15 @@ SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
         udpOut[src]->Bind();
     }
     datagrams[id] = {bytes, 0};
-    InetSocketAddress to(addressOf[dst], UDP_PORT);
-    MessageTag tag;
-    tag.id = id;
-    for (uint64_t sent = 0; sent < bytes && datagrams.count(id);)
+    for (uint64_t sent = 0; sent < bytes;)
     {
         uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(mss, bytes - sent));
-        Ptr<Packet> p = Create<Packet>(n);
-        p->AddPacketTag(tag);
-        udpOut[src]->SendTo(p, 0, to);
+        udpBacklog[src].push_back({id, dst, n});
         sent += n;
+    }
+    if (!udpDrain[src].IsRunning())
+    {
+        Drain(src);
     }
 }
 
@@ -707,6 +763,8 @@ main(int argc, char* argv[])
         udp->SetRecvCallback(MakeCallback(&DatagramRecv));
     }
     udpOut.assign(n, nullptr);
+    udpBacklog.assign(n, {});
+    udpDrain.assign(n, EventId());
     // A datagram's packet dropped by a full queue: the device's (FIFO) or the traffic-control layer's
     // (a stopped device queue, no queue disc), or the root queue disc's (fq_codel)
     for (uint32_t i = 0; i < devices.GetN(); i++)

@@ -20,9 +20,10 @@ no byte for `connect_timeout` seconds while it waits — the path stayed unusabl
 model's reliable transport says — or when ns-3's TCP gives up the connection (``last: "reset"``); the
 pair's next message opens a new connection.
 
-Under the datagram transport a message is its bytes as UDP packets of at most `mss` bytes, all
-sent at once (no pacing, no retransmission); it is delivered when every packet arrived and dropped
-at the first packet a link loses (``loss``, ``outage``) or a full queue drops (``queue``).
+Under the datagram transport a message is its bytes as UDP packets of at most `mss` bytes, written
+at once and sent as fast as the source's own link takes them (a writer blocked on a full interface
+queue; no retransmission); it is delivered when every packet arrived and dropped at the first
+packet a link loses (``loss``, ``outage``) or a full queue on its way drops (``queue``).
 
 The outcome of every message goes through the fates hook as key ``("ns3", src, dst, round, index)``
 -> (None or the drop reason, arrival time): a trace records it, and a replay of the trace delivers

@@ -11,6 +11,12 @@ PRR) and NewReno without SACK, the TCP that Padhye et al.'s model describes.
     sh tools/ns3/build.sh
     python tools/ns3/loss.py --out tools/ns3/reference-loss.json     # ns-3 (a few minutes on 2 cores)
     python tools/ns3/loss.py --compare tools/ns3/reference-loss.json # netemu against it
+    python tools/ns3/loss.py --compare tools/ns3/reference-loss.json --ns3   # and ns-3 through netemu
+
+`--ns3` also runs the Cubic + SACK configurations through netemu with `engine = "ns3"` (ns-3's
+default TCP; one connection per transfer, each message exactly the point's bytes) over the same
+eight seeds.  Its loss draws are ns-3's own streams, seeded from netemu's seed, not transfers.cc's:
+the two agree in distribution, not run for run, so their medians over eight seeds differ by chance.
 """
 
 from __future__ import annotations
@@ -51,8 +57,9 @@ def run_ns3(out: Path, workers: int) -> None:
     out.write_text("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
 
 
-def evaluate(reference: Path) -> list[tuple[dict, float, float]]:
-    """(configuration, ns-3's median last completion, netemu's median) per configuration."""
+def evaluate(reference: Path, ns3_engine: bool = False) -> list[tuple]:
+    """(configuration, ns-3's median last completion, netemu's median[, ns-3 through netemu's median, or
+    None]) per configuration."""
     by_config: dict[str, list[tuple[dict, float | None]]] = {}
     for entry in json.loads(reference.read_text()):
         p = entry["point"]
@@ -62,19 +69,33 @@ def evaluate(reference: Path) -> list[tuple[dict, float, float]]:
         ns3 = [t for _, t in runs if t is not None]
         ours = [compare.run(p, compare.MODELS["netemu"](p, 1.0)) for p, _ in runs]
         if len(ns3) == len(runs) and all(t is not None for t in ours):
-            rows.append(({**runs[0][0], "name": name}, statistics.median(ns3), statistics.median(ours)))  # type: ignore[type-var]
+            row = ({**runs[0][0], "name": name}, statistics.median(ns3), statistics.median(ours))  # type: ignore[type-var]
+            if ns3_engine:
+                engine = [compare.run(p, compare.NS3(p), exact=True) for p, _ in runs] if runs[0][0]["tcp"] == "cubic" else []
+                row += (statistics.median(engine) if engine and None not in engine else None,)  # type: ignore[type-var]
+            rows.append(row)
     return rows
 
 
-def report(rows: list[tuple[dict, float, float]]) -> list[str]:
-    lines = [f"{'configuration':<72} {'ns-3':>8} {'netemu':>8} {'error':>8}"]
-    for p, ns3, ours in rows:
-        lines.append(f"{p['name']:<72} {ns3:8.3f} {ours:8.3f} {(ours - ns3) / ns3:+8.1%}")
+def report(rows: list[tuple]) -> list[str]:
+    lines = [f"{'configuration':<72} {'ns-3':>8} {'netemu':>8} {'error':>8}" + ("  ns-3 via netemu   error  netemu vs it" if rows and len(rows[0]) > 3 else "")]
+    for p, ns3, ours, *engine in rows:
+        line = f"{p['name']:<72} {ns3:8.3f} {ours:8.3f} {(ours - ns3) / ns3:+8.1%}"
+        if engine and engine[0] is not None:
+            line += f"  {engine[0]:16.3f} {(engine[0] - ns3) / ns3:+7.1%} {(ours - engine[0]) / engine[0]:+13.1%}"
+        lines.append(line)
     for stack in STACKS:
-        errs = sorted(abs(o - n) / n for p, n, o in rows if p["name"].startswith(f"loss-{stack}-"))
+        errs = sorted(abs(o - n) / n for p, n, o, *_ in rows if p["name"].startswith(f"loss-{stack}-"))
         if errs:
             p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
             lines.append(f"{stack}: {len(errs)} configurations; |error| of the median last completion: "
+                         f"median {statistics.median(errs):.1%}, p90 {p90:.1%}, max {errs[-1]:.1%}")
+    for title, pairs in (("ns-3 through netemu against transfers.cc", [(e[0], n) for _, n, _, *e in rows if e and e[0] is not None]),
+                         ("netemu (flow model) against ns-3 through netemu", [(o, e[0]) for _, _, o, *e in rows if e and e[0] is not None])):
+        errs = sorted(abs(a - b) / b for a, b in pairs)
+        if errs:
+            p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+            lines.append(f"{title}: {len(errs)} configurations; |error| of the median last completion: "
                          f"median {statistics.median(errs):.1%}, p90 {p90:.1%}, max {errs[-1]:.1%}")
     return lines
 
@@ -84,11 +105,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="run ns-3 and write its results here")
     ap.add_argument("--compare", type=Path, help="compare netemu with these ns-3 results")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ns3", action="store_true", help='also run the Cubic configurations through netemu with engine = "ns3"')
     args = ap.parse_args()
     if args.out:
         run_ns3(args.out, args.workers)
     if args.compare:
-        print("\n".join(report(evaluate(args.compare))))
+        print("\n".join(report(evaluate(args.compare, args.ns3))))
     if not (args.out or args.compare):
         ap.error("--out or --compare")
     return 0
