@@ -15,6 +15,7 @@ user + system time, `resource.getrusage(RUSAGE_CHILDREN)`) beside wall time:
 
     python tools/bench_ns3.py                                   # 100 clients x 1 MB, 10 rounds
     python tools/bench_ns3.py --clients 300 --bytes 100000 --rounds 2 --reps 1
+    python tools/bench_ns3.py --scale                           # one round at several sizes: where it stops being practical
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+#: (clients, bytes) of the --scale rounds
+SCALE = ((10, 1_000_000), (100, 100_000), (1000, 100_000), (300, 1_000_000), (100, 10_000_000))
 
 
 def children_cpu() -> float:
@@ -110,7 +115,17 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default="ns3,floor,flow")
     ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--scale", action="store_true", help="one round at each of SCALE's (clients, bytes), ns3 and floor")
     args = ap.parse_args()
+    if args.scale:
+        print(f"one round each; min of {args.reps}; CPU per round and per GB moved", flush=True)
+        for clients, nbytes in SCALE:
+            args.clients, args.bytes, args.rounds = clients, nbytes, 1
+            got = {what: min((child(args, what) for _ in range(args.reps)), key=lambda r: r["cpu"]) for what in ("ns3", "floor")}
+            gb = clients * nbytes / 1e9
+            print(f"  {clients:5d} clients x {nbytes:>10,} B: ns3 cpu {got['ns3']['cpu']:7.2f} s ({got['ns3']['cpu'] / gb:6.1f} s/GB), "
+                  f"floor {got['floor']['cpu']:7.2f} s; round {got['ns3']['virtual']:.3f} s virtual", flush=True)
+        return
     if args.one == "floor":
         binary = ROOT / "tools" / "ns3" / "build" / "transfers"
         if not binary.exists():
