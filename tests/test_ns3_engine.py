@@ -97,6 +97,22 @@ def test_the_same_world_and_seed_give_the_same_log_byte_for_byte(engine):
     assert first == once() and first.count(b'"deliver"') == 6
 
 
+def test_the_scenario_chooses_ns3s_tcp_congestion_control(engine):
+    def upload(**tcp) -> float:
+        g = T.star(1)
+        links = star_links(g)
+        links[("client-0", "server")].loss = Bernoulli(0.02)
+        world, buf = logged_world(g, seed=3, links=links, model=NetModel(engine="ns3", transport="reliable", **tcp))
+        world.network.connect("server", lambda m: False)
+        world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(500_000))))
+        world.env.run()
+        (deliver,) = [r for r in records(buf) if r["event"] == "deliver"]
+        return deliver["t"]
+
+    times = {upload(), upload(congestion_control="newreno", sack=False), upload(congestion_control="bbr")}
+    assert len(times) == 3 and min(times) > 0.4  # three TCPs, three answers; 500 kB at 10 Mbit/s take 0.4 s at best
+
+
 def test_ns3_runs_hundreds_of_kilobytes_in_one_round_trip_time_per_window(engine):
     """One 1 MB upload through a router at 10 Mbit/s: what tools/ns3/transfers.cc gives for it (0.836 s)."""
     g = T.behind_routers(T.star(1), server_link=True)

@@ -4,10 +4,11 @@
 // (stdin: commands, stdout: answers; one line each, times in integer nanoseconds):
 //
 //   setup, before `build`:
-//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK TIMEOUT_NS
+//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK TIMEOUT_NS CC SACK
 //                                             TCP settings (SegmentSize, InitialCwnd, Snd/RcvBufSize, MinRto,
-//                                             DelAckCount); a connection whose receiver gets no byte for
-//                                             TIMEOUT_NS while messages wait fails them (-1: never)
+//                                             DelAckCount, congestion control cubic|newreno|bbr|vegas, Sack
+//                                             0|1); a connection whose receiver gets no byte for TIMEOUT_NS
+//                                             while messages wait fails them (-1: never)
 //     queue fifo|fq_codel                     fifo: ns-3's default FqCoDel root queue discs are uninstalled
 //     nodes N                                 netemu's nodes (actors, routers, access points) are 0 .. N-1
 //     link A B RATE_AB RATE_BA DELAY_NS QAB QBA LOSS_AB LOSS_BA
@@ -599,9 +600,20 @@ main(int argc, char* argv[])
         in >> cmd;
         if (cmd == "tcp")
         {
-            uint32_t iw, buf, delAck;
+            uint32_t iw, buf, delAck, sack;
             int64_t rtoMin;
-            in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout;
+            std::string cc;
+            in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout >> cc >> sack;
+            const std::map<std::string, TypeId> controls = {{"cubic", TcpCubic::GetTypeId()}, {"newreno", TcpNewReno::GetTypeId()},
+                                                            {"bbr", TcpBbr::GetTypeId()}, {"vegas", TcpVegas::GetTypeId()}};
+            if (!in || !controls.count(cc))
+            {
+                std::printf("error bad tcp line: %s\n", line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+            Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(controls.at(cc)));
+            Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack != 0));
             Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(mss));
             Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(iw));
             Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buf));

@@ -83,7 +83,8 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
     index = {name: i for i, name in enumerate(nodes)}
     buffer = int(model.window) if model.window > 0 else _BUFFER_UNBOUNDED
     timeout = round(model.connect_timeout * NS) if math.isfinite(model.connect_timeout) else -1
-    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {timeout}",
+    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {timeout} {model.congestion_control} "
+             f"{int(model.sack)}",
              f"queue {model.queue_disc}", f"nodes {len(nodes)}", f"seed {seed}"]
     outages: list[str] = []
     for (u, v), ab in links.items():

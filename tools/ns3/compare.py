@@ -58,7 +58,8 @@ MODELS = {
 #: connection per transfer, closed once written (a BulkSendApplication), and no stall timeout of netemu's own: like
 #: transfers.cc (3600 s horizon) it waits for ns-3's TCP, whose SYN retries alone can stall a transfer for 93 s
 NS3 = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"],  # noqa: E731
-                         connection="per-message", connect_timeout=3600.0)
+                         connection="per-message", connect_timeout=3600.0, congestion_control=p.get("tcp", "cubic"),
+                         sack=p.get("sack", True))
 
 
 def result(entry: dict) -> dict:

@@ -13,9 +13,9 @@ PRR) and NewReno without SACK, the TCP that Padhye et al.'s model describes.
     python tools/ns3/loss.py --compare tools/ns3/reference-loss.json # netemu against it
     python tools/ns3/loss.py --compare tools/ns3/reference-loss.json --ns3   # and ns-3 through netemu
 
-`--ns3` also runs the Cubic + SACK configurations through netemu with `engine = "ns3"` (ns-3's
-default TCP; one connection per transfer, each message exactly the point's bytes) over the same
-eight seeds.  Its loss draws are ns-3's own streams, seeded from netemu's seed, not transfers.cc's:
+`--ns3` also runs every configuration through netemu with `engine = "ns3"` (the same TCP:
+`congestion_control`, `sack`; one connection per transfer, each message exactly the point's bytes)
+over the same eight seeds.  Its loss draws are ns-3's own streams, seeded from netemu's seed, not transfers.cc's:
 the two agree in distribution, not run for run, so their medians over eight seeds differ by chance.
 """
 
@@ -71,7 +71,7 @@ def evaluate(reference: Path, ns3_engine: bool = False) -> list[tuple]:
         if len(ns3) == len(runs) and all(t is not None for t in ours):
             row = ({**runs[0][0], "name": name}, statistics.median(ns3), statistics.median(ours))  # type: ignore[type-var]
             if ns3_engine:
-                engine = [compare.run(p, compare.NS3(p), exact=True) for p, _ in runs] if runs[0][0]["tcp"] == "cubic" else []
+                engine = [compare.run(p, compare.NS3(p), exact=True) for p, _ in runs]
                 row += (statistics.median(engine) if engine and None not in engine else None,)  # type: ignore[type-var]
             rows.append(row)
     return rows
@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="run ns-3 and write its results here")
     ap.add_argument("--compare", type=Path, help="compare netemu with these ns-3 results")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--ns3", action="store_true", help='also run the Cubic configurations through netemu with engine = "ns3"')
+    ap.add_argument("--ns3", action="store_true", help='also run every configuration through netemu with engine = "ns3"')
     args = ap.parse_args()
     if args.out:
         run_ns3(args.out, args.workers)

@@ -20,7 +20,8 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   `connect_timeout` seconds after it was sent;
 - ``engine = "ns3"``: no flow model at all — every message is a TCP transfer in ns-3, run in
   lockstep with the virtual clock (netemu.ns3); `queue_disc` and `queue_packets` are its links'
-  queues, `sharing`, `window` as a rate bound and the factors are the flow model's and unused.
+  queues, `congestion_control` and `sack` its TCP's; `sharing`, `window` as a rate bound and the
+  factors are the flow model's and unused.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ CONNECTIONS = ("persistent", "per-message")
 #: network engines: netemu's flow model, or ns-3 run in lockstep (module that implements it: netemu.ns3.engine)
 ENGINES = {"flow": None, "ns3": "netemu.ns3.engine:Ns3Engine"}
 QUEUE_DISCS = ("fifo", "fq_codel")
+#: ns-3's TCP congestion controls the ns3 engine offers (ns-3 3.37's default: cubic)
+CONGESTION_CONTROLS = ("cubic", "newreno", "bbr", "vegas")
 #: the settings of the ns-3 engine: refused in a scenario without it
-ENGINE_KEYS = ("queue_disc", "queue_packets")
+ENGINE_KEYS = ("queue_disc", "queue_packets", "congestion_control", "sack")
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -60,6 +63,8 @@ class NetModel:
     engine: str = "flow"  # "flow" (netemu's models) or "ns3" (netemu.ns3)
     queue_disc: str = "fifo"  # ns3: a DropTail device queue only, or ns-3's default FqCoDel root queue disc before it
     queue_packets: int = 100  # ns3: the device queue of a link without queue_bytes, packets (ns-3's default)
+    congestion_control: str = "cubic"  # ns3: TCP's congestion control (ns-3's TcpCubic, TcpNewReno, TcpBbr, TcpVegas)
+    sack: bool = True  # ns3: TCP selective acknowledgements (ns-3's default; off: the TCP of Padhye et al.)
 
     def __post_init__(self) -> None:
         checks = (
@@ -69,6 +74,8 @@ class NetModel:
             (self.engine in ENGINES, "engine", self.engine, f"one of {', '.join(ENGINES)}"),
             (self.queue_disc in QUEUE_DISCS, "queue_disc", self.queue_disc, f"one of {', '.join(QUEUE_DISCS)}"),
             (self.queue_packets >= 1, "queue_packets", self.queue_packets, ">= 1 packet"),
+            (self.congestion_control in CONGESTION_CONTROLS, "congestion_control", self.congestion_control,
+             f"one of {', '.join(CONGESTION_CONTROLS)}"),
             (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
             (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
             (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),
