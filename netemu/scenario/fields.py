@@ -259,7 +259,8 @@ def _topology(value: Any, key: str, issues: Issues) -> Any:
 
 def _network(value: Any, key: str, issues: Issues) -> Any:
     """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
-    (it would change nothing, and forgetting the transport must not pass silently)."""
+    (it would change nothing, and forgetting the transport must not pass silently), and so is an ns-3
+    setting away from its default without ``engine = "ns3"``."""
     resolved = _params_table(value, key, issues, NetModel, {})
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
         for k in TRANSPORT_KEYS:
@@ -267,9 +268,12 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
                 issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
                            f'"{resolved.get("transport", "datagram")}")')
     if isinstance(value, dict) and isinstance(resolved, dict):
+        # an ns-3 setting away from its default without the ns-3 engine would change nothing: refused (a resolved
+        # scenario.toml writes every default, and reads back)
         engine = resolved.get("engine", "flow")
+        defaults = {f.name: f.default for f in dataclasses.fields(NetModel)}
         for k in ENGINE_KEYS:
-            if k in value and engine != "ns3":
+            if k in value and engine != "ns3" and value[k] != defaults[k]:
                 issues.add(f"{key}.{k}", value[k], f'only with engine = "ns3" (this [network] has engine = "{engine}")')
     return resolved
 
