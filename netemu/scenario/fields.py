@@ -262,6 +262,13 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
     (it would change nothing, and forgetting the transport must not pass silently), and so is an ns-3
     setting away from its default without ``engine = "ns3"``."""
     resolved = _params_table(value, key, issues, NetModel, {})
+    if isinstance(value, dict) and isinstance(resolved, dict):
+        # the keys added with the ns-3 engine resolve to nothing when absent (NetModel's defaults apply), so the
+        # resolved scenario.toml (and the trace header's scenario_hash) of a scenario that does not use them stays
+        # what it was
+        for k in ("engine", *ENGINE_KEYS):
+            if k not in value:
+                resolved.pop(k, None)
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
         for k in TRANSPORT_KEYS:
             if k in value:
