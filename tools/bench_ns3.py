@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ROUND_LIMIT = 600.0  # virtual seconds the server waits for a round's updates
 #: (clients, bytes) of the --scale rounds
-SCALE = ((10, 1_000_000), (100, 100_000), (1000, 100_000), (300, 1_000_000), (100, 10_000_000))
+SCALE = ((10, 1_000_000), (100, 100_000), (300, 1_000_000), (1000, 100_000))
 
 
 def children_cpu() -> float:
