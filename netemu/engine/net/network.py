@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import repeat
-from typing import cast
+from typing import Any, cast
 
 import networkx as nx
 from simpy.core import NORMAL, URGENT
@@ -67,9 +67,10 @@ def _same_length(node: str, ends: Sequence[str], each: Sequence[object]) -> None
         raise ValueError(f"{node}: one payload and round per message are needed, got {len(ends)} ends and {len(each)}")
 
 
-def _general_path(network: Network) -> Transfers:
-    """The general message path of `network`: the flow model's, or the engine's that the model names
-    (`ENGINES`: a module path, imported only when asked for — ns-3 is not needed otherwise)."""
+def _general_path(network: Network) -> Any:
+    """The general message path of `network`: the flow model's `Transfers`, or the engine's that the model
+    names (`ENGINES`: a module path, imported only when asked for — ns-3 is not needed otherwise); either
+    has `send(msg_id, hops, round, nbytes, payload, box)` and `counts`."""
     where = ENGINES[network.model.engine]
     if where is None:
         return Transfers(network, network.model)
