@@ -123,7 +123,7 @@ def header(recorded_data: bytes) -> dict:
         (["fate", "other", 0, ["participation", "a", 0], True], "algorithm 'other' is not in the header"),
         (["fate", "fedavg", 0, ["compute", "a", 0, 0], 0.0], "slowdown factor > 0"),
         (["fate", "fedavg", 0, ["msg", "a", "b", "x", 0], [None, 1.0]], "shape of a msg key"),
-        (["fate", "fedavg", 0, ["ping"], 1], "not a msg, participation, compute or completeness key"),
+        (["fate", "fedavg", 0, ["ping"], 1], "not a msg, participation, compute, completeness or ns3 key"),
     ],
 )
 def test_a_well_checksummed_version_2_entry_of_the_wrong_shape_is_refused(recorded, tmp_path, entry, message):

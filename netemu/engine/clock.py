@@ -342,6 +342,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
         env.advance_to(deadline)
 
+    def next_due(self) -> float:
+        """The earliest virtual time at which asyncio has something to run: now when a callback is
+        ready, else the next live timer's time (inf: none).  With `VirtualEnvironment.peek` it is the
+        next instant anything in the emulation can happen (netemu.ns3 runs ns-3 up to it)."""
+        if self._ready or self._stopping:
+            return self.env.now
+        return min((h.when() for h in self._scheduled if not h.cancelled()), default=math.inf)
+
     # ------------------------------------------------------------ running a callback at once
 
     def run_now(self, callback: Callable[..., object], *args: Any) -> bool | None:

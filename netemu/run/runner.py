@@ -101,6 +101,10 @@ def execute(
     s = sc.settings
     if replay is not None:
         replay.check_scenario(network_model(s))  # before anything is written
+    elif (s.network or {}).get("engine") == "ns3":  # ns-3 and g++ are there, the engine built (cached): before anything runs
+        from netemu.ns3.build import binary
+
+        binary()
     raise_pending()  # a signal while the scenario was read: no folder yet
     try:
         out.mkdir(parents=True, exist_ok=False)

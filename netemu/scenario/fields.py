@@ -14,7 +14,7 @@ from typing import Any
 from netemu import plugins
 from netemu.engine.net import links as L
 from netemu.engine.net.impairments import Latency, Loss
-from netemu.engine.net.model import TRANSPORT_KEYS, NetModel
+from netemu.engine.net.model import ENGINE_KEYS, TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
@@ -259,13 +259,29 @@ def _topology(value: Any, key: str, issues: Issues) -> Any:
 
 def _network(value: Any, key: str, issues: Issues) -> Any:
     """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
-    (it would change nothing, and forgetting the transport must not pass silently)."""
+    (it would change nothing, and forgetting the transport must not pass silently), and so is an ns-3
+    setting away from its default without ``engine = "ns3"``."""
     resolved = _params_table(value, key, issues, NetModel, {})
+    if isinstance(value, dict) and isinstance(resolved, dict):
+        # the keys added with the ns-3 engine resolve to nothing when absent (NetModel's defaults apply), so the
+        # resolved scenario.toml (and the trace header's scenario_hash) of a scenario that does not use them stays
+        # what it was
+        for k in ("engine", *ENGINE_KEYS):
+            if k not in value:
+                resolved.pop(k, None)
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
         for k in TRANSPORT_KEYS:
             if k in value:
                 issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
                            f'"{resolved.get("transport", "datagram")}")')
+    if isinstance(value, dict) and isinstance(resolved, dict):
+        # an ns-3 setting away from its default without the ns-3 engine would change nothing: refused (a resolved
+        # scenario.toml writes every default, and reads back)
+        engine = resolved.get("engine", "flow")
+        defaults = {f.name: f.default for f in dataclasses.fields(NetModel)}
+        for k in ENGINE_KEYS:
+            if k in value and engine != "ns3" and value[k] != defaults[k]:
+                issues.add(f"{key}.{k}", value[k], f'only with engine = "ns3" (this [network] has engine = "{engine}")')
     return resolved
 
 

@@ -12,6 +12,8 @@ msgpack float64 (bit-exact), round and index as msgpack integers (1 byte below 1
     [3|4, node, round]                        participation key: false | true
     [5, node, round, index, factor]           compute key
     [10, node, round, fraction]               completeness key: the fraction of its local work done
+    [11..16, src, dst, round, index, at]      ns3 key (engine = "ns3", netemu.ns3): delivered | dropped: timeout |
+                                              TCP reset | loss | queue | outage; `at` is the virtual time of the outcome
     [6, name]                                 the next name number stands for `name`
     [7, run, algorithm]                       the fates below are this algorithm's in this run
     ["end", entries, complete, digest]        end marker (as in version 2; `entries` counts all above)
@@ -34,12 +36,17 @@ import msgpack
 __all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
 
 DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION, CORRUPT, DUPLICATE, COMPLETENESS = range(11)
+NS3_DELIVERED, NS3_TIMEOUT, NS3_RESET, NS3_LOSS, NS3_QUEUE, NS3_OUTAGE = range(11, 17)
+_NS3_REASON_OF_CODE: dict[int, str | None] = {NS3_DELIVERED: None, NS3_TIMEOUT: "timeout", NS3_RESET: "reset", NS3_LOSS: "loss",
+                                              NS3_QUEUE: "queue", NS3_OUTAGE: "outage"}
+_NS3_REASON_CODE = {reason: code for code, reason in _NS3_REASON_OF_CODE.items()}
 REASONS: tuple[str | None, ...] = (None, "loss", "expired")  # indexed by the msg codes 0, 1, 2
 _REASON_OF_CODE: dict[int, str | None] = {DELIVERED: None, LOST: "loss", EXPIRED: "expired", CORRUPT: "corrupt", DUPLICATE: "duplicate"}
 _REASON_CODE = {reason: code for code, reason in _REASON_OF_CODE.items()}
-_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg", "completeness")
-_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6, 4)  # items of an entry, by code
-_LAST_CODE = COMPLETENESS
+_KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg", "completeness",
+                 "ns3", "ns3", "ns3", "ns3", "ns3", "ns3")
+_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6, 4, 6, 6, 6, 6, 6, 6)  # items of an entry, by code
+_LAST_CODE = NS3_OUTAGE
 MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
 _PARTICIPATION_CODES = (b"\x93" + msgpack.packb(NOT_PARTICIPATING), b"\x93" + msgpack.packb(PARTICIPATING))  # a 3-array, its code
 
@@ -93,6 +100,14 @@ class Encoder:
             s = ids.get(src)
             d = ids.get(dst)
             return [code, name(src) if s is None else s, name(dst) if d is None else d, round, index, delay]
+        if kind == "ns3":
+            _, src, dst, round, index = key
+            reason, at = value
+            code = _NS3_REASON_CODE.get(reason)
+            if code is None:
+                raise ValueError(f"a trace records an ns-3 message's outcome as delivered, 'timeout', 'reset', 'loss', 'queue' or "
+                                 f"'outage'; {key} drew {value!r}")
+            return [code, name(src), name(dst), round, index, at]
         if kind == "participation":
             n = ids.get(key[1])
             return [PARTICIPATING if value else NOT_PARTICIPATING, name(key[1]) if n is None else n, key[2]]
@@ -102,7 +117,7 @@ class Encoder:
         if kind == "completeness":
             n = ids.get(key[1])
             return [COMPLETENESS, name(key[1]) if n is None else n, key[2], value]
-        raise ValueError(f"a trace records msg, participation, compute and completeness fates; {str(key)[:60]} is none of them")
+        raise ValueError(f"a trace records msg, participation, compute, completeness and ns3 fates; {str(key)[:60]} is none of them")
 
 
 # ------------------------------------------------------------------ reading
@@ -158,7 +173,7 @@ class Decoder3:
             raise Problem(f"{str(obj)[:80]} is not an entry (an array starting with a code 0 to {_LAST_CODE})")
         code = obj[0]
         if not _is_int(code) or not 0 <= code <= _LAST_CODE:
-            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5, 8 to 10), name (6) or section (7) code: {str(obj)[:80]}")
+            raise Problem(f"code {repr(code)[:20]} is not a fate (0 to 5, 8 to 16), name (6) or section (7) code: {str(obj)[:80]}")
         if len(obj) != _LEN_OF_CODE[code]:
             raise Problem(f"a {_KIND_OF_CODE[code]} entry has {_LEN_OF_CODE[code]} items, not {len(obj)}: {str(obj)[:80]}")
         if code == NAME:
@@ -183,6 +198,12 @@ class Decoder3:
             if not _delay_ok(delay):
                 raise Problem(f"the delay {str(delay)[:30]} of key {str(key)[:60]} is not a number >= 0")
             value: Any = (_REASON_OF_CODE[code], delay)
+        elif code in _NS3_REASON_OF_CODE:
+            _, src, dst, round, index, at = obj
+            key = ("ns3", self._name(src), self._name(dst), round, index)
+            if not _delay_ok(at):
+                raise Problem(f"the time {str(at)[:30]} of key {str(key)[:60]} is not a number >= 0")
+            value = (_NS3_REASON_OF_CODE[code], at)
         elif code == COMPUTE:
             _, node, round, index, value = obj
             key = ("compute", self._name(node), round, index)
@@ -223,7 +244,7 @@ class Decoder2:
         if problem:
             raise Problem(problem)
         _, alg, run, key, value = obj
-        return alg, run, tuple(key), tuple(value) if key[0] == "msg" else value
+        return alg, run, tuple(key), tuple(value) if key[0] in ("msg", "ns3") else value
 
 
 class Problem(Exception):
@@ -240,7 +261,11 @@ def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
     if not isinstance(key, list) or not key:
         return f"key {str(key)[:60]} is not a list"
     kind = key[0]
-    if kind == "msg":
+    if kind == "ns3":
+        ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
+        good_value = isinstance(value, list) and len(value) == 2 and value[0] in _NS3_REASON_CODE and _delay_ok(value[1])
+        expected = '[nil, "timeout", "reset", "loss", "queue" or "outage", time >= 0]'
+    elif kind == "msg":
         ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
         good_value = isinstance(value, list) and len(value) == 2 and value[0] in _REASON_CODE and _delay_ok(value[1])
         expected = "[nil, \"loss\", \"expired\", \"corrupt\" or \"duplicate\", delay >= 0]"
@@ -255,7 +280,7 @@ def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
         ok = len(key) == 3 and isinstance(key[1], str) and _is_int(key[2])
         good_value, expected = _fraction_ok(value), "a work fraction in (0, 1]"
     else:
-        return f"key {str(key)[:60]} is not a msg, participation, compute or completeness key"
+        return f"key {str(key)[:60]} is not a msg, participation, compute, completeness or ns3 key"
     if not ok:
         return f"key {str(key)[:60]} does not have the shape of a {kind} key"
     if not good_value:

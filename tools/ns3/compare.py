@@ -20,6 +20,12 @@ at the same instants here.
     python tools/ns3/compare.py --markdown out.md   # the table as Markdown (docs/network.md)
     python tools/ns3/compare.py --reference tools/ns3/reference-spread.json   # starts spread over 50 ms
     python tools/ns3/compare.py --reference tools/linux/reference.json   # the Linux kernel as referee
+    python tools/ns3/compare.py --ns3               # also ns-3 run through netemu (engine = "ns3", netemu.ns3)
+
+With `--ns3` a fourth column is ns-3 itself run through netemu (`engine = "ns3"`, one connection per
+transfer as transfers.cc's, each message exactly the point's bytes, envelope included): its error
+against the standalone program is the referee's referee, and the summary adds the flow model
+(`netemu`) against it.
 
 A reference file is a list of {"point": {...}, "ns3": {...}} (tools/ns3/grid.py) or
 {"point": {...}, "result": {...}} (tools/linux/grid.py; its "referee" names it); the points
@@ -42,6 +48,7 @@ import networkx as nx
 from netemu import Bernoulli, Constant, Link, World
 from netemu.engine.net import topology as T
 from netemu.engine.net.model import NetModel
+from netemu.wire.codec import header_size
 
 HERE = Path(__file__).resolve().parent
 MODELS = {
@@ -52,6 +59,12 @@ MODELS = {
 }
 #: bytes of a full packet in the referee's device queues (1448 payload + 52 header bytes)
 PACKET = 1500
+#: ns-3 run through netemu (`--ns3`): transfers.cc's TCP settings (ns-3's 1 s minimum RTO, its queue in packets), one
+#: connection per transfer, closed once written (a BulkSendApplication), and no stall timeout of netemu's own: like
+#: transfers.cc (3600 s horizon) it waits for ns-3's TCP, whose SYN retries alone can stall a transfer for 93 s
+NS3 = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"],  # noqa: E731
+                         connection="per-message", connect_timeout=3600.0, congestion_control=p.get("tcp", "cubic"),
+                         sack=p.get("sack", True))
 
 
 def result(entry: dict) -> dict:
@@ -98,10 +111,21 @@ def topology(p: dict, queue_bytes: float | None = None) -> tuple[nx.DiGraph, dic
     return g, links, pairs
 
 
-def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | None:
+def exact_payload(nbytes: int, msg_id: int, src: str, dst: str, t: float, kind: str = "transfer", round: int = 0) -> bytes:
+    """A payload whose message (netemu's envelope header and the payload) is exactly `nbytes` long."""
+    n = nbytes - header_size(msg_id, src, dst, kind, round, t)
+    for size in range(max(0, n - 5), n + 1):
+        payload = msgpack.packb(bytes(size))
+        if len(payload) == n:
+            return payload
+    raise ValueError(f"no payload makes a {nbytes}-byte message")
+
+
+def run(p: dict, model: NetModel, starts: list[float] | None = None, exact: bool = False) -> float | None:
     """The virtual time at which netemu delivers the last of the point's transfers (None: one never
     arrives); transfer k is sent at `starts[k]` (default: all at t=0).  Under qdisc = "fifo" every link
-    holds the point's `queue` packets."""
+    holds the point's `queue` packets.  `exact`: each message is p["bytes"] long, envelope included (what
+    transfers.cc sends), not p["bytes"] of payload."""
     g, links, pairs = topology(p, p["queue"] * PACKET if model.fifo else None)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
     net = world.network
@@ -110,9 +134,11 @@ def run(p: dict, model: NetModel, starts: list[float] | None = None) -> float | 
         net.connect(dst, lambda m: done.append(m.delivered_at) and None)
     payload = msgpack.packb(bytes(p["bytes"]))
     order = sorted(range(len(pairs)), key=lambda k: (starts or [0.0] * len(pairs))[k])
-    for k in order:
+    for i, k in enumerate(order):
         src, dst = pairs[k]
-        world.at(starts[k] if starts else 0.0, lambda s=src, d=dst: net.send(s, d, "transfer", 0, payload))
+        at = starts[k] if starts else 0.0
+        data = exact_payload(p["bytes"], i, src, dst, at) if exact else payload
+        world.at(at, lambda s=src, d=dst, b=data: net.send(s, d, "transfer", 0, b))
     world.env.run()
     return max(done) if len(done) == len(pairs) else None
 
@@ -127,7 +153,10 @@ def main() -> None:
                     help="ns-3 (grid.py --out) or Linux (tools/linux/grid.py --out) results")
     ap.add_argument("--only", action="append", default=[], help="point names or shell patterns (repeatable)")
     ap.add_argument("--markdown", type=Path, help="also write the table and summary as Markdown here")
+    ap.add_argument("--ns3", action="store_true", help='also run every point through netemu with engine = "ns3"')
     args = ap.parse_args()
+    if args.ns3:
+        MODELS["ns3"] = NS3
     try:
         reference = json.loads(args.reference.read_text())
     except OSError as exc:
@@ -143,7 +172,8 @@ def main() -> None:
             continue
         ns3 = res["last"]
         starts = res.get("starts")
-        got = {name: run(p, make(p), starts) for name, make in MODELS.items() if name not in ("netemu", "fifo")}
+        got = {name: run(p, make(p), starts, exact=name == "ns3") for name, make in MODELS.items()  # type: ignore[operator]
+               if name not in ("netemu", "fifo")}
         got["netemu"] = run(p, MODELS["netemu"](p, min_rto(entry)), starts)
         got["fifo"] = run(p, MODELS["fifo"](p, min_rto(entry)), starts)
         rows.append((p, ns3, got, stalled(res, min(STALL, min_rto(entry)))))
@@ -177,6 +207,12 @@ def summary(rows: list, label: str = "ns-3") -> list[str]:
             if errs:
                 p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
                 out.append(f"  {m:<8} {statistics.median(errs):8.1%} {p90:8.1%} {errs[-1]:8.1%}")
+    if "ns3" in MODELS:  # the flow model against ns-3 run through netemu, on the same points
+        errs = sorted(abs(e) for p, ns3, got, _ in rows if got["ns3"] is not None and (e := error(got["netemu"], got["ns3"])) is not None)
+        if errs:
+            p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))]
+            out += [f"netemu (flow model) against ns-3 run through netemu: {len(errs)} points",
+                    f"  {'netemu':<8} {statistics.median(errs):8.1%} {p90:8.1%} {errs[-1]:8.1%}"]
     return out
 
 

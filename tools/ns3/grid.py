@@ -164,19 +164,22 @@ def run_grid(binary: Path, chosen: list[dict], workers: int, log) -> list[dict]:
     return [r for r in results if r is not None]
 
 
-def family_main(doc: str, family_points, compare_lines, argv: list[str] | None = None) -> int:
+def family_main(doc: str, family_points, compare_lines, argv: list[str] | None = None, ns3: str | None = None) -> int:
     """The command line of a family beside the grid (loss.py, streams.py, queues.py): `--out FILE` runs
-    `family_points()` through ns-3 into FILE, `--compare FILE` prints `compare_lines(FILE)`."""
+    `family_points()` through ns-3 into FILE, `--compare FILE` prints `compare_lines(FILE)`; with `ns3`
+    (its help) a `--ns3` switch too, and `compare_lines(FILE, ns3)` says whether it was given."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, help="run ns-3 and write its results here")
     ap.add_argument("--compare", type=Path, help="compare netemu with these ns-3 results")
     ap.add_argument("--workers", type=int, default=2)
+    if ns3:
+        ap.add_argument("--ns3", action="store_true", help=ns3)
     args = ap.parse_args(argv)
     if args.out:
         results = run_grid(DEFAULT_BINARY, family_points(), args.workers, lambda line: print(line, file=sys.stderr, flush=True))
         args.out.write_text("[\n" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in results) + "\n]\n")
     if args.compare:
-        print("\n".join(compare_lines(args.compare)))
+        print("\n".join(compare_lines(args.compare, args.ns3) if ns3 else compare_lines(args.compare)))
     if not (args.out or args.compare):
         ap.error("--out or --compare")
     return 0

@@ -9,6 +9,10 @@ randomness: one run per configuration.
     sh tools/ns3/build.sh
     python tools/ns3/streams.py --out tools/ns3/reference-streams.json     # ns-3 (about a minute)
     python tools/ns3/streams.py --compare tools/ns3/reference-streams.json # netemu against it
+    python tools/ns3/streams.py --compare tools/ns3/reference-streams.json --ns3   # and ns-3 through netemu
+
+`--ns3` adds ns-3 itself run through netemu (`engine = "ns3"`, one persistent connection per pair as
+transfers.cc's one socket, each message exactly the point's bytes, envelope included).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def points() -> list[dict]:
     return out
 
 
-def run(p: dict, model: NetModel) -> list[list[float]]:
+def run(p: dict, model: NetModel, exact: bool = False) -> list[list[float]]:
     """Per transfer, the virtual times at which netemu delivers its messages, in arrival order."""
     g, links, pairs = compare.topology(p)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
@@ -52,9 +56,10 @@ def run(p: dict, model: NetModel) -> list[list[float]]:
     for _, dst in pairs:
         net.connect(dst, lambda m: arrivals[m.src].append(m.delivered_at) and None)
     payload = msgpack.packb(bytes(p["bytes"]))
-    for src, dst in pairs:
+    for k, (src, dst) in enumerate(pairs):
         for i in range(p["messages"]):
-            world.at(0.0, lambda s=src, d=dst, i=i: net.send(s, d, "message", i, payload))
+            data = compare.exact_payload(p["bytes"], k * p["messages"] + i, src, dst, 0.0, "message", i) if exact else payload
+            world.at(0.0, lambda s=src, d=dst, i=i, b=data: net.send(s, d, "message", i, b))
     world.env.run()
     return [sorted(arrivals[src]) for src, _ in pairs]
 
@@ -66,7 +71,7 @@ def evaluate(reference: Path) -> list[tuple[dict, list[float], dict[str, list[fl
         p, ns3 = entry["point"], entry["ns3"]
         if ns3["last"] is None:
             continue
-        ours = {m: [t for a in run(p, make(p)) for t in a] for m, make in MODELS.items()}
+        ours = {m: [t for a in run(p, make(p), exact=m == "ns3") for t in a] for m, make in MODELS.items()}
         rows.append((p, [t for a in ns3["arrivals"] for t in a], ours))
     return rows
 
@@ -92,7 +97,12 @@ def report(rows) -> list[str]:
 
 
 def main() -> int:
-    return grid.family_main(__doc__, points, lambda reference: report(evaluate(reference)))
+    def compare(reference: Path, ns3: bool) -> list[str]:
+        if ns3:
+            MODELS["ns3"] = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"])
+        return report(evaluate(reference))
+
+    return grid.family_main(__doc__, points, compare, ns3='also run every configuration through netemu with engine = "ns3"')
 
 
 if __name__ == "__main__":

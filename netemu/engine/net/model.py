@@ -24,7 +24,11 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   or by default `default_queue` bytes, shared in proportion to the flows' windows: rates
   weighted by 1 / RTT, and slow starts that overflow it pay a retransmission timeout;
   netemu.engine.net.queues).  Under ``sharing = "none"`` every link is a FIFO of whole
-  messages already: only ``"fifo"`` (or nothing) is accepted there.
+  messages already: only ``"fifo"`` (or nothing) is accepted there;
+- ``engine = "ns3"``: no flow model at all — every message is a TCP transfer in ns-3, run in
+  lockstep with the virtual clock (netemu.ns3); `queue_disc` and `queue_packets` are its links'
+  queues, `congestion_control` and `sack` its TCP's; `sharing`, `window` as a rate bound and the
+  factors are the flow model's and unused.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 
 from netemu.config import require
 
-__all__ = ["QDISCS", "SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
+__all__ = ["ENGINES", "ENGINE_KEYS", "QDISCS", "SHARING", "TRANSPORTS", "TRANSPORT_KEYS", "NetModel"]
 
 SHARING = ("none", "max-min")
 TRANSPORTS = ("datagram", "reliable")
@@ -44,6 +48,13 @@ QDISCS = ("fair", "fifo")
 HEADER_BYTES = 52
 #: the fewest packets a FIFO queue holds by default (ns-3's DropTailQueue<Packet> default, 100 packets)
 DEFAULT_QUEUE_PACKETS = 100
+#: network engines: netemu's flow model, or ns-3 run in lockstep (module that implements it: netemu.ns3.engine)
+ENGINES = {"flow": None, "ns3": "netemu.ns3.engine:Ns3Engine"}
+QUEUE_DISCS = ("fifo", "fq_codel")
+#: ns-3's TCP congestion controls the ns3 engine offers (ns-3 3.37's default: cubic)
+CONGESTION_CONTROLS = ("cubic", "newreno", "bbr", "vegas")
+#: the settings of the ns-3 engine: refused in a scenario without it
+ENGINE_KEYS = ("queue_disc", "queue_packets", "congestion_control", "sack")
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -62,12 +73,22 @@ class NetModel:
     rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
     connect_timeout: float = 30.0  # seconds a reliable message keeps trying
     qdisc: str = ""  # how a shared link serves its flows: "fair" or "fifo" ("": the sharing mode's own)
+    engine: str = "flow"  # "flow" (netemu's models) or "ns3" (netemu.ns3)
+    queue_disc: str = "fifo"  # ns3: a DropTail device queue only, or ns-3's default FqCoDel root queue disc before it
+    queue_packets: int = 100  # ns3: the device queue of a link without queue_bytes, packets (ns-3's default)
+    congestion_control: str = "cubic"  # ns3: TCP's congestion control (ns-3's TcpCubic, TcpNewReno, TcpBbr, TcpVegas)
+    sack: bool = True  # ns3: TCP selective acknowledgements (ns-3's default; off: the TCP of Padhye et al.)
 
     def __post_init__(self) -> None:
         checks = (
             (self.sharing in SHARING, "sharing", self.sharing, f"one of {', '.join(SHARING)}"),
             (self.transport in TRANSPORTS, "transport", self.transport, f"one of {', '.join(TRANSPORTS)}"),
             (self.connection in CONNECTIONS, "connection", self.connection, f"one of {', '.join(CONNECTIONS)}"),
+            (self.engine in ENGINES, "engine", self.engine, f"one of {', '.join(ENGINES)}"),
+            (self.queue_disc in QUEUE_DISCS, "queue_disc", self.queue_disc, f"one of {', '.join(QUEUE_DISCS)}"),
+            (self.queue_packets >= 1, "queue_packets", self.queue_packets, ">= 1 packet"),
+            (self.congestion_control in CONGESTION_CONTROLS, "congestion_control", self.congestion_control,
+             f"one of {', '.join(CONGESTION_CONTROLS)}"),
             (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
             (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
             (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),
@@ -88,7 +109,7 @@ class NetModel:
     @property
     def default(self) -> bool:
         """Whether this is the historical model (independent FIFO pipes, datagrams)."""
-        return self.sharing == "none" and self.transport == "datagram"
+        return self.sharing == "none" and self.transport == "datagram" and self.engine == "flow"
 
     @property
     def reliable(self) -> bool:

@@ -21,12 +21,13 @@ general path of `netemu.engine.net.transfers`.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import repeat
-from typing import cast
+from typing import Any, cast
 
 import networkx as nx
 from simpy.core import NORMAL, URGENT
@@ -39,7 +40,7 @@ from netemu.engine.net.inflight import Due as _Due
 from netemu.engine.net.inflight import Shared as _Shared
 from netemu.engine.net.links import Link
 from netemu.engine.net.message import Message
-from netemu.engine.net.model import NetModel
+from netemu.engine.net.model import ENGINES, NetModel
 from netemu.engine.net.node_draws import NodeDraws
 from netemu.engine.net.nodes import Node, NodeBehaviour
 from netemu.engine.net.routing import ROUTER_ROLES, Routes, talks_to
@@ -64,6 +65,17 @@ _MISSING = object()
 def _same_length(node: str, ends: Sequence[str], each: Sequence[object]) -> None:
     if len(ends) != len(each):
         raise ValueError(f"{node}: one payload and round per message are needed, got {len(ends)} ends and {len(each)}")
+
+
+def _general_path(network: Network) -> Any:
+    """The general message path of `network`: the flow model's `Transfers`, or the engine's that the model
+    names (`ENGINES`: a module path, imported only when asked for — ns-3 is not needed otherwise); either
+    has `send(msg_id, hops, round, nbytes, payload, box)` and `counts`."""
+    where = ENGINES[network.model.engine]
+    if where is None:
+        return Transfers(network, network.model)
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)(network, network.model)
 
 
 class Network(NodeDraws, Tallies):
@@ -144,10 +156,10 @@ class Network(NodeDraws, Tallies):
         self._drops: Counter = Counter()
         # messages on paths of routers, under a model other than the historical one, or where a queue is bounded
         self._general = not self.model.default or queued
-        if queued and self.model.sharing == "max-min" and not self.model.reliable:
+        if queued and self.model.sharing == "max-min" and not self.model.reliable and self.model.engine == "flow":
             raise NetworkError('queue_bytes under sharing = "max-min" is the queue that TCP\'s slow start overflows: it needs '
                                'transport = "reliable" (a datagram flow has no window to overflow it)')
-        self._transfers = Transfers(self, self.model) if self._general or self.routes else None
+        self._transfers = _general_path(self) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
         self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
 
