@@ -244,6 +244,10 @@ samples = 60
 test_samples = 10
 [nodes]
 participation = {participation}
+[task]
+name = "softmax"
+epochs = 5
+work_per_sample = 0.002
 [[algorithm]]
 name = "graphfl-fedprox"
 """

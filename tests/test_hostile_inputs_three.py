@@ -34,6 +34,10 @@ kind = "digits_fl"
 source = "{source}"
 samples = 10
 test_samples = 5
+[task]
+name = "softmax"
+epochs = 5
+work_per_sample = 0.002
 [[algorithm]]
 name = "fedpnp-soft"
 """

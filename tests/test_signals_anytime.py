@@ -126,7 +126,8 @@ def test_a_pending_signal_keeps_a_run_from_being_called_complete(tmp_path, monke
         _RaisesInDel()
 
     monkeypatch.setattr(runner, "release", release)
-    sc = load_scenario(QUICKSTART, ["run.rounds=2", "run.runs=1"])
+    # two runs: a one-run scenario keeps its graph for its world instead of releasing it
+    sc = load_scenario(QUICKSTART, ["run.rounds=2", "run.runs=2"])
     with pytest.raises(Terminated), cli_signals(), stop_on_signals():
         runner.execute(sc, tmp_path / "out", quiet=True)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
