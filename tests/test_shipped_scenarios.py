@@ -24,10 +24,16 @@ SHIPPED = [pytest.param(p, id=p.stem, marks=pytest.mark.skipif(
     reason=f"{p.name} runs a Flower app: needs the extra, pip install -e '.[flower]'")) for p in SCENARIOS]
 
 
+#: scenarios shrunk further than to 3 rounds (the MNIST study's 8-channel CNN took ~25 s on all 8,000 digits)
+SMALLER = {"study_mnist_cnn": ["data.max_train=2000", "topology.clients=20", "task.channels=2"],
+           "study_mnist_mlp": ["data.max_train=2000", "topology.clients=20"]}
+
+
 @pytest.mark.parametrize("path", SHIPPED)
 def test_the_scenario_runs(path, tmp_path):
     out = tmp_path / "out"
-    assert main(["run", str(path), "--out", str(out), "--quiet", "--runs", "1", "--set", "run.rounds=3"]) == 0
+    sets = [arg for key in ["run.rounds=3", *SMALLER.get(path.stem, [])] for arg in ("--set", key)]
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--runs", "1", *sets]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] and all(summary["final"][alg] for alg in summary["algorithms"])
     outcomes = [o for alg in summary["algorithms"] for o in summary["outcome"][alg]]
