@@ -67,7 +67,8 @@ def test_an_installed_plug_in_runs_replays_and_plots(fedasync, tmp_path):
     assert plot.returncode == 0 and (tmp_path / "mse.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("executor", ["local", "dask"])
+#: dask here repeats what the dask sweep tests check (10-14 s of the default run): `-m slow` runs it
+@pytest.mark.parametrize("executor", ["local", pytest.param("dask", marks=pytest.mark.slow)])
 def test_an_installed_plug_in_sweeps(fedasync, tmp_path, executor):
     out = netemu("sweep", SCENARIO, "--grid", "algorithm.fedasync.alpha=0.3,0.9", "--set", "run.rounds=3", "--set", "run.runs=1",
                  "--executor", executor, "--workers", "2", "--quiet", "--out", tmp_path / "sweep")

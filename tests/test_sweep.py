@@ -135,7 +135,8 @@ def scripted(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("executor", ["local", "dask"])
+#: dask here repeats what the dask sweep tests check (10-14 s of the default run): `-m slow` runs it
+@pytest.mark.parametrize("executor", ["local", pytest.param("dask", marks=pytest.mark.slow)])
 def test_a_failing_point_is_a_row_and_the_others_finish(scripted, tmp_path, capsys, executor):
     out = tmp_path / "sweep"
     args = ["sweep", str(scripted), "--grid", 'script="ok.py","bad.py"', "--grid", "run.seed=1..2", "--out", str(out),
