@@ -17,7 +17,8 @@ from netemu.engine.actors import Actor
 from netemu.engine.clock import VirtualTimeLoop, running_loop
 from netemu.engine.net.links import RoundCounter
 from netemu.engine.net.network import Message
-from netemu.engine.port import Engine, Kinds, NodePort, _matches
+from netemu.engine.inbox import Kinds, _matches
+from netemu.engine.port import Engine, NodePort
 
 if TYPE_CHECKING:
     import numpy as np
