@@ -172,11 +172,8 @@ class Engine:
             raise ValueError(f"{node}: unused message {msg.id}: reason {reason!r}; accepted: {', '.join(REASONS)}")
         now = self.env.now
         self.unused_tally.add(msg.round, msg.src, reason, now)
-        if late is None:
-            self.record(t=now, event="unused", id=msg.id, src=msg.src, dst=node, kind=msg.kind, round=msg.round, reason=reason)
-        else:
-            self.record(t=now, event="unused", id=msg.id, src=msg.src, dst=node, kind=msg.kind, round=msg.round, reason=reason,
-                        late=late)
+        extra = {} if late is None else {"late": late}
+        self.record(t=now, event="unused", id=msg.id, src=msg.src, dst=node, kind=msg.kind, round=msg.round, reason=reason, **extra)
 
     def rng(self, node: str, purpose: str) -> np.random.Generator:
         """A Generator private to `node` and `purpose`."""

@@ -42,25 +42,24 @@ class UnusedTally:
         if t > self.last.get(round, -1.0):
             self.last[round] = t
 
-    def __len__(self) -> int:
-        return sum(self.counts.values())
-
     def by_round(self) -> dict[int, Counter[str]]:
         """Message round -> reason -> count."""
-        out: dict[int, Counter[str]] = {}
-        for (rnd, _src, reason), n in self.counts.items():
-            out.setdefault(rnd, Counter())[reason] += n
-        return out
+        return self._by(0)
 
     def by_client(self) -> dict[str, Counter[str]]:
         """Sender -> reason -> count."""
-        out: dict[str, Counter[str]] = {}
-        for (_rnd, src, reason), n in self.counts.items():
-            out.setdefault(src, Counter())[reason] += n
-        return out
+        return self._by(1)
 
     def reasons(self) -> Counter[str]:
+        """Reason -> count."""
         out: Counter[str] = Counter()
         for (_rnd, _src, reason), n in self.counts.items():
             out[reason] += n
+        return out
+
+    def _by(self, part: int) -> dict:
+        """Key part `part` of (round, sender, reason) -> reason -> count."""
+        out: dict = {}
+        for key, n in self.counts.items():
+            out.setdefault(key[part], Counter())[key[2]] += n
         return out
