@@ -29,3 +29,36 @@ def test_the_independent_links_model_misses_the_shared_server_link():
     ref = REFERENCE["star-up-clients=2"]  # two uploads through a 20 Mbit/s server link: ns-3 0.84 s
     got = compare.run(ref["point"], compare.MODELS["none"](ref["point"]))
     assert got > 1.5 * ref["ns3"]["last"]
+
+
+ROUNDS = {r["point"]["name"]: r for r in json.loads((TOOLS / "reference-rounds.json").read_text())}
+
+
+@pytest.mark.parametrize("name", ["round-star-fqcodel-round-clients=8-bytes=1000000",
+                                  "round-star-fqcodel-round-clients=16-bytes=1000000",
+                                  "round-tree-fqcodel-round-clients=64-bytes=1000000",
+                                  "uneven-fifo-up-clients=16-bytes=1000000",
+                                  "uneven-fifo-down-clients=8-bytes=1000000"])
+def test_whole_rounds_and_uneven_access_rates_are_within_10_percent_of_ns3(name):
+    """tools/ns3/reference-rounds.json (tools/ns3/rounds.py): where the fluid model is expected to hold."""
+    ref = ROUNDS[name]
+    assert not compare.stalled(ref["ns3"])
+    got = compare.run(ref["point"], compare.MODELS["netemu"](ref["point"]))
+    assert got == pytest.approx(ref["ns3"]["last"], rel=0.10)
+
+
+def test_a_round_is_a_download_then_an_upload_sent_the_instant_it_arrives():
+    """One client over symmetric links: the round takes a download's time and then an upload's, each on a
+    connection of its own (its own handshake), so exactly twice one transfer's."""
+    p = {**ROUNDS["round-star-fifo-round-clients=8-bytes=100000"]["point"], "clients": 1}
+    one = compare.run({**p, "direction": "down"}, compare.MODELS["netemu"](p))
+    assert compare.run(p, compare.MODELS["netemu"](p)) == pytest.approx(2 * one, rel=1e-12)
+
+
+def test_uneven_access_rates_follow_the_referee_s_spread():
+    """Client k's access link runs at access x spread^(-k/(n-1)), rounded to a bit/s as transfers.cc does."""
+    p = ROUNDS["uneven-fifo-up-clients=8-bytes=1000000"]["point"]
+    _, links, _ = compare.topology(p)
+    rates = [links[(f"client-{k}", "router")].bandwidth for k in range(8)]
+    assert rates[0] == p["access"] and rates[-1] == p["access"] / 10
+    assert rates == sorted(rates, reverse=True) and all(r == round(r) for r in rates)

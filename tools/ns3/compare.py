@@ -98,14 +98,18 @@ def topology(p: dict, queue_bytes: float | None = None) -> tuple[nx.DiGraph, dic
     else:
         g = T.behind_routers(T.star(n), server_link=True, clients_per_ap=p["clientsPerAp"] if p["topology"] == "tree" else 0)
         pairs = [(f"client-{k}", "server") for k in range(n)]
-    if p["direction"] == "down":
+    if p["direction"] in ("down", "round"):  # a round's transfers start with the downloads (see `run`)
         pairs = [(b, a) for a, b in pairs]
     rates = {"server": (p["server"], p["serverDelay"]), "ap": (p["apRate"], p["apDelay"]), "": (p["access"], p["accessDelay"])}
+    spread = p.get("accessSpread", 1.0)
     # random packet loss (tools/ns3/loss.py) on each client's access link in the data's direction
     lossy = ("uplink" if p["direction"] == "up" else "downlink") if p.get("loss") else None
     links = {}
     for u, v, cls in g.edges(data="link_class"):
         bw, delay = next(rates[k] for k in ("server", "ap", "") if cls.startswith(k))
+        if spread != 1.0 and cls in ("uplink", "downlink") and n > 1:  # uneven access rates, as transfers.cc rounds them
+            k = int((u if cls == "uplink" else v).rsplit("-", 1)[1])
+            bw = float(round(p["access"] * spread ** (-k / (n - 1))))
         links[(u, v)] = Link(Constant(delay), bandwidth=bw, link_class=cls, loss=Bernoulli(p["loss"]) if cls == lossy else None,
                              queue_bytes=queue_bytes)
     return g, links, pairs
@@ -125,19 +129,31 @@ def run(p: dict, model: NetModel, starts: list[float] | None = None, exact: bool
     """The virtual time at which netemu delivers the last of the point's transfers (None: one never
     arrives); transfer k is sent at `starts[k]` (default: all at t=0).  Under qdisc = "fifo" every link
     holds the point's `queue` packets.  `exact`: each message is p["bytes"] long, envelope included (what
-    transfers.cc sends), not p["bytes"] of payload."""
+    transfers.cc sends), not p["bytes"] of payload.  A round (`direction = "round"`) is a download to every
+    client, each answered by an upload sent the instant it is delivered; the last upload's arrival counts."""
     g, links, pairs = topology(p, p["queue"] * PACKET if model.fifo else None)
     world = World(g, seed=p.get("seed", 1), links=links, model=model)
     net = world.network
     done: list[float] = []
-    for _, dst in pairs:
-        net.connect(dst, lambda m: done.append(m.delivered_at) and None)
+    ids = iter(range(2 * len(pairs)))
+
+    def message(src: str, dst: str, at: float) -> bytes:
+        return exact_payload(p["bytes"], next(ids), src, dst, at) if exact else payload
+
+    def answer(m) -> None:  # a round's client uploads what it was sent, at once
+        net.send(m.dst, m.src, "transfer", 0, message(m.dst, m.src, m.delivered_at))
+
+    rounds = p["direction"] == "round"
+    for src, dst in pairs:
+        net.connect(dst, answer if rounds else lambda m: done.append(m.delivered_at) and None)
+        if rounds:
+            net.connect(src, lambda m: done.append(m.delivered_at) and None)
     payload = msgpack.packb(bytes(p["bytes"]))
     order = sorted(range(len(pairs)), key=lambda k: (starts or [0.0] * len(pairs))[k])
-    for i, k in enumerate(order):
+    for k in order:
         src, dst = pairs[k]
         at = starts[k] if starts else 0.0
-        data = exact_payload(p["bytes"], i, src, dst, at) if exact else payload
+        data = message(src, dst, at)
         world.at(at, lambda s=src, d=dst, b=data: net.send(s, d, "transfer", 0, b))
     world.env.run()
     return max(done) if len(done) == len(pairs) else None

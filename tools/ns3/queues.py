@@ -81,14 +81,14 @@ def _p90(errs: list[float]) -> float:
     return errs[min(len(errs) - 1, int(0.9 * len(errs)))]
 
 
-def report(rows: list[tuple[dict, dict, dict[str, float | None]]]) -> list[str]:
+def report(rows: list[tuple[dict, dict, dict[str, float | None]]], families=FAMILIES) -> list[str]:
     lines = [f"{'point':<58} {'ns-3 (s)':>10} {'drops':>6}  {'before':>8} {'err':>7}  {'after':>8} {'err':>7}"]
     for p, ns3, got in rows:
         cells = "  ".join(f"{got[m]:8.3f} {(got[m] - ns3['last']) / ns3['last']:+7.1%}" if got[m] is not None else f"{'lost':>16}"
                           for m in ("before", "after"))
         lines.append(f"{p['name']:<58} {ns3['last']:9.3f}{'*' if compare.stalled(ns3) else ' '} {ns3['queue_drops']:6d}  {cells}")
     lines.append(f"{'family':<10} {'qdisc':<8} {'points':>6}  {'before median':>13} {'p90':>7}  {'after median':>12} {'p90':>7}")
-    for family, qdisc in itertools.product([*FAMILIES, "all"], QDISCS):
+    for family, qdisc in itertools.product([*families, "all"], QDISCS):
         subset = [(p, ns3, got) for p, ns3, got in rows if p["qdisc"] == qdisc and (family == "all" or p["name"].startswith(family + "-"))]
         cells = []
         for m in ("before", "after"):

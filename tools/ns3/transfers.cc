@@ -6,6 +6,12 @@
 // time (simulated seconds at which its PacketSink has received all the bytes;
 // connection setup included, every transfer starts at t=0).
 //
+// --direction round is a whole FL round (star and tree): the server sends --bytes to every
+// client, and each client, as soon as its download is complete, opens a connection of its
+// own and sends --bytes back; a transfer's completion is its upload's ("downloads" has the
+// downloads'). --accessSpread K > 1 makes access rates uneven: client k's access link runs
+// at access x K^(-k / (clients - 1)), from --access down to --access / K.
+//
 // Queueing (--qdisc): "fifo" (the default) uses only the point-to-point device's
 // DropTailQueue<Packet> (MaxSize = --queue packets). InternetStackHelper aggregates a
 // traffic-control layer and Ipv4AddressHelper::Assign installs a default root queue
@@ -25,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,6 +52,8 @@ struct Progress
     std::vector<double> first;           // seconds of the first byte, < 0 before
     uint32_t done = 0;
     uint64_t drops = 0;                  // packets dropped by device queues
+    bool stopWhenDone = true;            // stop the simulation once every transfer is complete
+    std::function<void(uint32_t)> then;  // called when transfer k is complete (--direction round: its upload)
 };
 
 void
@@ -63,7 +72,11 @@ SinkRx(Progress* p, uint32_t k, Ptr<const Packet> packet, const Address&)
     if (p->completion[k] < 0 && p->received[k] >= p->target)
     {
         p->completion[k] = Simulator::Now().GetSeconds();
-        if (++p->done == p->completion.size())
+        if (p->then)
+        {
+            p->then(k);
+        }
+        if (++p->done == p->completion.size() && p->stopWhenDone)
         {
             Simulator::Stop();
         }
@@ -157,12 +170,13 @@ main(int argc, char* argv[])
     std::string tcp = "cubic"; // congestion control: cubic (ns-3 3.37's default) or newreno
     bool sack = true;          // SACK (ns-3's default); newreno without SACK is the TCP of Padhye et al.
     std::string qdisc = "fifo"; // fifo: device DropTail queues only; fqcodel: ns-3's default FqCoDel queue disc kept
+    double accessSpread = 1.0;  // client k's access rate is access x accessSpread^(-k / (clients - 1))
 
     CommandLine cmd(__FILE__);
     cmd.AddValue("topology", "star|tree|dumbbell", topology);
     cmd.AddValue("clients", "number of transfers (one per client)", clients);
     cmd.AddValue("bytes", "application bytes per transfer", bytes);
-    cmd.AddValue("direction", "up (clients send) | down (server sends)", direction);
+    cmd.AddValue("direction", "up (clients send) | down (server sends) | round (down, then each client sends back)", direction);
     cmd.AddValue("access", "client access link rate, bit/s", access);
     cmd.AddValue("accessDelay", "client access link delay, s", accessDelay);
     cmd.AddValue("server", "server link (dumbbell: bottleneck) rate, bit/s", server);
@@ -180,6 +194,7 @@ main(int argc, char* argv[])
     cmd.AddValue("sack", "TCP SACK on (1) or off (0)", sack);
     cmd.AddValue("qdisc", "fifo (device DropTail queues only) | fqcodel (ns-3's default FqCoDel queue disc kept)", qdisc);
     cmd.AddValue("loss", "packet loss rate on each client's access link, data direction (RateErrorModel)", loss);
+    cmd.AddValue("accessSpread", "uneven access rates: client k's is access x accessSpread^(-k/(clients-1)) (1: all equal)", accessSpread);
     cmd.Parse(argc, argv);
 
     if (topology != "star" && topology != "tree" && topology != "dumbbell")
@@ -187,9 +202,20 @@ main(int argc, char* argv[])
         std::fprintf(stderr, "transfers: --topology must be star, tree or dumbbell\n");
         return 2;
     }
-    if (direction != "up" && direction != "down")
+    if (direction != "up" && direction != "down" && direction != "round")
     {
-        std::fprintf(stderr, "transfers: --direction must be up or down\n");
+        std::fprintf(stderr, "transfers: --direction must be up, down or round\n");
+        return 2;
+    }
+    const bool round = direction == "round";
+    if ((round || accessSpread != 1.0) && topology == "dumbbell")
+    {
+        std::fprintf(stderr, "transfers: --direction round and --accessSpread are for star and tree only\n");
+        return 2;
+    }
+    if (accessSpread < 1.0 || (round && (loss > 0 || messages > 1)))
+    {
+        std::fprintf(stderr, "transfers: --accessSpread must be >= 1; --direction round takes no --loss or --messages\n");
         return 2;
     }
     if (qdisc != "fifo" && qdisc != "fqcodel")
@@ -264,6 +290,15 @@ main(int argc, char* argv[])
         return p2p;
     };
     PointToPointHelper accessLink = makeLink(access, accessDelay);
+    // client k's access link (--accessSpread): the same helper when rates are even
+    auto accessOf = [&](uint32_t k) {
+        if (accessSpread == 1.0 || clients < 2)
+        {
+            return accessLink;
+        }
+        double rate = std::round(access * std::pow(accessSpread, -double(k) / double(clients - 1)));
+        return makeLink(uint64_t(rate), accessDelay);
+    };
     PointToPointHelper serverLink = makeLink(server, serverDelay);
     PointToPointHelper apLink = makeLink(apRate, apDelay);
 
@@ -287,7 +322,8 @@ main(int argc, char* argv[])
         Ipv4InterfaceContainer s = connect(serverLink, routers.Get(0), endB.Get(0));
         for (uint32_t k = 0; k < clients; k++)
         {
-            addrA[k] = connect(accessLink, endA.Get(k), routers.Get(0)).GetAddress(0);
+            PointToPointHelper a = accessOf(k);
+            addrA[k] = connect(a, endA.Get(k), routers.Get(0)).GetAddress(0);
             accessDevices.push_back(allDevices.Get(allDevices.GetN() - 2)); // the client's end
             accessDevices.push_back(allDevices.Get(allDevices.GetN() - 1)); // the router's end
             addrB[k] = s.GetAddress(1);
@@ -302,7 +338,8 @@ main(int argc, char* argv[])
         }
         for (uint32_t k = 0; k < clients; k++)
         {
-            addrA[k] = connect(accessLink, endA.Get(k), aps.Get(k / clientsPerAp)).GetAddress(0);
+            PointToPointHelper a = accessOf(k);
+            addrA[k] = connect(a, endA.Get(k), aps.Get(k / clientsPerAp)).GetAddress(0);
             accessDevices.push_back(allDevices.Get(allDevices.GetN() - 2)); // the client's end
             accessDevices.push_back(allDevices.Get(allDevices.GetN() - 1)); // the access point's end
             addrB[k] = s.GetAddress(1);
@@ -388,6 +425,42 @@ main(int argc, char* argv[])
         }
     }
 
+    // A sink on `rcv`'s `port` counted in `into` as transfer k, and a bulk sender of `total` bytes to it.
+    auto sink = [&](Ptr<Node> rcv, uint16_t port, Progress* into, uint32_t k) {
+        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
+                                    InetSocketAddress(Ipv4Address::GetAny(), port));
+        ApplicationContainer sinkApp = sinkHelper.Install(rcv);
+        sinkApp.Start(Seconds(0));
+        sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, into, k));
+    };
+    auto sender = [&](Ptr<Node> snd, Ipv4Address to, uint16_t port, uint64_t total) {
+        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(to, port));
+        bulk.SetAttribute("MaxBytes", UintegerValue(total));
+        // Writes of one full segment: with Nagle off, the default 512-byte
+        // writes would go out as 512-byte segments while cwnd allows.
+        bulk.SetAttribute("SendSize", UintegerValue(segment));
+        return bulk.Install(snd);
+    };
+    // --direction round: the downloads are counted here; each one's completion starts its client's
+    // upload (an application installed at that instant starts at once), which `progress` counts.
+    Progress downloads;
+    if (round)
+    {
+        downloads.target = bytes;
+        downloads.arrivals.assign(clients, {});
+        downloads.received.assign(clients, 0);
+        downloads.completion.assign(clients, -1.0);
+        downloads.first.assign(clients, -1.0);
+        downloads.stopWhenDone = false;
+        downloads.then = [&](uint32_t k) {
+            sender(endA.Get(k), addrB[k], 6000 + k, bytes).Start(Seconds(0));
+        };
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            sink(endB.Get(0), 6000 + k, &progress, k);
+        }
+    }
+
     const bool up = direction == "up";
     for (uint32_t k = 0; k < clients; k++)
     {
@@ -409,18 +482,8 @@ main(int argc, char* argv[])
             rcv = endA.Get(k);
             rcvAddr = addrA[k];
         }
-        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
-                                    InetSocketAddress(Ipv4Address::GetAny(), port));
-        ApplicationContainer sinkApp = sinkHelper.Install(rcv);
-        sinkApp.Start(Seconds(0));
-        sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&SinkRx, &progress, k));
-
-        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(rcvAddr, port));
-        bulk.SetAttribute("MaxBytes", UintegerValue(bytes * messages));
-        // Writes of one full segment: with Nagle off, the default 512-byte
-        // writes would go out as 512-byte segments while cwnd allows.
-        bulk.SetAttribute("SendSize", UintegerValue(segment));
-        ApplicationContainer sendApp = bulk.Install(snd);
+        sink(rcv, port, round ? &downloads : &progress, k);
+        ApplicationContainer sendApp = sender(snd, rcvAddr, port, bytes * messages);
         starts[k] = startSpread > 0 ? spread->GetValue(0.0, startSpread) : 0.0;
         sendApp.Start(Seconds(starts[k]));
     }
@@ -442,7 +505,7 @@ main(int argc, char* argv[])
       << ", \"apRate\": " << apRate << ", \"apDelay\": " << JsonNum(apDelay)
       << ", \"clientsPerAp\": " << clientsPerAp << ", \"queue\": " << queue
       << ", \"window\": " << window << ", \"seed\": " << seed << ", \"startSpread\": " << JsonNum(startSpread)
-      << ", \"horizon\": " << JsonNum(horizon) << ", \"qdisc\": " << JsonStr(qdisc) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
+      << ", \"horizon\": " << JsonNum(horizon) << ", \"qdisc\": " << JsonStr(qdisc) << ", \"loss\": " << JsonNum(loss) << ", \"messages\": " << messages << ", \"accessSpread\": " << JsonNum(accessSpread) << ", \"tcp\": " << JsonStr(tcp) << ", \"sack\": " << (sack ? "true" : "false") << "}, ";
     o << "\"tcp\": {"
       << "\"congestion_control\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "SocketType"))
       << ", \"recovery\": " << JsonStr(AttrDefault("ns3::TcpL4Protocol", "RecoveryType"))
@@ -491,13 +554,30 @@ main(int argc, char* argv[])
         }
         o << "]";
     }
+    // first_rx: when each transfer's first byte arrived. A round's is the longer of its download's
+    // and its upload's waits for a first byte, each from its own start (null: one never came).
     o << "], \"first_rx\": [";
     for (uint32_t k = 0; k < clients; k++)
     {
         double t = progress.first[k];
+        if (round)
+        {
+            const bool both = downloads.first[k] >= 0 && t >= 0;
+            t = both ? std::max(downloads.first[k] - starts[k], t - downloads.completion[k]) : -1.0;
+        }
         o << (k ? ", " : "") << (t < 0 ? std::string("null") : JsonNum(t));
     }
     o << "], ";
+    if (round)
+    {
+        o << "\"downloads\": [";
+        for (uint32_t k = 0; k < clients; k++)
+        {
+            double t = downloads.completion[k];
+            o << (k ? ", " : "") << (t < 0 ? std::string("null") : JsonNum(t));
+        }
+        o << "], ";
+    }
     o << "\"last\": " << (allDone ? JsonNum(last) : std::string("null"))
       << ", \"complete\": " << progress.done << ", \"sim_end\": " << JsonNum(simEndTime)
       << ", \"queue_drops\": " << progress.drops;
