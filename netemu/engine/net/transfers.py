@@ -231,14 +231,17 @@ class Transfers:
 
     def _stall(self, event: Due) -> None:
         """`tr` lost packets it cannot recover but by a timeout: its flow pauses for one RTO (its share goes
-        to the others), or, not flowing yet, joins one RTO later."""
+        to the others) and then slow-starts again from one segment (RFC 5681 sec. 3.1: the loss window after
+        a timeout), which costs it the time `NetModel.slow_start` gives; not flowing yet, it joins one RTO later."""
         tr: Transit = event._value
-        rto = self.model.rto(2.0 * tr.delay, 1)
+        model, rtt = self.model, 2.0 * tr.delay
+        rto = model.rto(rtt, 1)
         if tr.id in self._flowing:
             now = self.net.env.now
             del self._flowing[tr.id]
             tr.left = self.flows.remove(now, tr.id)
-            self._at(now + rto, self._join, tr)
+            ramp = model.slow_start(tr.left, rtt, self._rate_estimate(tr, rtt), float(model.mss))[0]
+            self._at(now + rto + ramp, self._join, tr)
             self._reschedule()
             self._log_loads()
         elif tr.left == -1.0:  # not joined yet (a paused or finished flow owes nothing more)
