@@ -80,8 +80,11 @@ def _fmt(value: object) -> str:
 
 
 def estimate(p: dict) -> float:
-    """The ideal (fluid, no TCP) time of a point: the slower of one access link and the shared server link."""
-    return max(p["bytes"] * 8 / p["access"], p["clients"] * p["bytes"] * 8 / p["server"])
+    """The ideal (fluid, no TCP) time of a point: the slower of the slowest access link and the shared server
+    link (a round: twice that)."""
+    slowest = min(access_rate(p, k) for k in range(p["clients"]))
+    one = max(p["bytes"] * 8 / slowest, p["clients"] * p["bytes"] * 8 / p["server"])
+    return 2 * one if p["direction"] == "round" else one
 
 
 def points() -> list[dict]:
@@ -191,15 +194,22 @@ def tbf_cmd(dev: str, t: dict) -> str:
             f"burst {t['burst_bytes']} limit {t['limit_bytes']}")
 
 
+def access_rate(p: dict, k: int) -> int:
+    """Client k's access rate: `access`, or with `accessSpread` K, access x K^(-k/(n-1)) as tools/ns3/transfers.cc."""
+    n, spread = p["clients"], p.get("accessSpread", 1.0)
+    return p["access"] if spread == 1.0 or n < 2 else round(p["access"] * spread ** (-k / (n - 1)))
+
+
 def shape(p: dict) -> dict:
     """Shape the point's links (both ends of each used veth pair); returns the tbf parameters."""
-    acc, srv = tbf(p["access"], p["queue"]), tbf(p["server"], p["queue"])
-    rtr = [tbf_cmd("srv", srv)] + [tbf_cmd(f"c{k}", acc) for k in range(p["clients"])]
+    accs = [tbf(access_rate(p, k), p["queue"]) for k in range(p["clients"])]
+    srv = tbf(p["server"], p["queue"])
+    rtr = [tbf_cmd("srv", srv)] + [tbf_cmd(f"c{k}", acc) for k, acc in enumerate(accs)]
     sh(["tc", "-n", ROUTER_NS, "-batch", "-"], stdin="\n".join(rtr) + "\n")
     sh(["tc", "-n", SERVER_NS, "-batch", "-"], stdin=tbf_cmd("eth0", srv) + "\n")
-    for k in range(p["clients"]):
+    for k, acc in enumerate(accs):
         sh(["tc", "-n", client_ns(k), "-batch", "-"], stdin=tbf_cmd("eth0", acc) + "\n")
-    return {"access": acc, "server": srv, "hz": HZ}
+    return {"access": accs[0] if len({a["rate_bit"] for a in accs}) == 1 else accs, "server": srv, "hz": HZ}
 
 
 def drops(n: int) -> int:
@@ -226,7 +236,9 @@ def wait_ready(procs: list[subprocess.Popen], timeout: float) -> None:
         ready, _, _ = select.select([proc.stdout], [], [], max(0.0, end - time.monotonic()))
         line = proc.stdout.readline() if ready else ""
         if line.strip() != "ready":
-            raise RuntimeError(f"a receiver did not start: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}")
+            state = f"exited {proc.returncode}: {proc.stderr.read().strip()}" if proc.poll() is not None else \
+                f"still starting after {timeout:.0f} s"
+            raise RuntimeError(f"{' '.join(map(str, proc.args[3:]))}: not ready ({line.strip()!r}); {state}")
 
 
 def finish(procs: list[subprocess.Popen], until: float) -> list[dict]:
@@ -243,41 +255,70 @@ def finish(procs: list[subprocess.Popen], until: float) -> list[dict]:
     return out
 
 
+def starts(p: dict) -> list[float]:
+    """When each transfer starts, in seconds after the common start: 0, or with `startSpread` S a uniform
+    draw in [0, S) per transfer (Python's Mersenne Twister seeded with the point's seed; stored in the result)."""
+    spread = p.get("startSpread", 0.0)
+    rng = random.Random(p["seed"])
+    return [rng.uniform(0.0, spread) if spread > 0 else 0.0 for _ in range(p["clients"])]
+
+
 def run_once(p: dict, port: int, procs: list[subprocess.Popen]) -> dict:
-    """One repetition of point p; `procs` collects the processes so that the caller can kill them."""
+    """One repetition of point p; `procs` collects the processes so that the caller can kill them.
+    `direction = "round"`: the server sends every client `bytes`, and each client sends as many back
+    the moment they are in (transfer.py echo); a transfer's completion is its upload's."""
     n, b = p["clients"], str(p["bytes"])
     horizon = max(15.0, 3 * estimate(p) + 10)
     far = str(time.monotonic() + horizon + 30)  # receivers' deadline until the start is known
+    at = starts(p)
+    delays = lambda ks: sum((["--delay", repr(at[k])] for k in ks), []) if any(at) else []  # noqa: E731
     before = drops(n)
     wall = time.monotonic()
-    if p["direction"] == "up":
+    echoes: list[subprocess.Popen] = []
+    if p["direction"] in ("up", "round"):  # the server receives (a round: the uploads, on ports port + k)
         receivers = [spawn(SERVER_NS, ["recv", "--bind", SERVER_ADDR, "--bytes", b, "--deadline", far,
                                        *sum((["--port", str(port + k)] for k in range(n)), [])])]
     else:
         receivers = [spawn(client_ns(k), ["recv", "--bind", client_addr(k), "--port", str(port),
                                           "--bytes", b, "--deadline", far]) for k in range(n)]
+    if p["direction"] == "round":
+        echoes = [spawn(client_ns(k), ["echo", "--bind", client_addr(k), "--port", str(port + 500),
+                                       "--to", f"{SERVER_ADDR}:{port + k}", "--bytes", b, "--deadline", far])
+                  for k in range(n)]
     n_senders = n if p["direction"] == "up" else 1
     if p["direction"] == "up":
-        senders = [spawn(client_ns(k), ["send", "--to", f"{SERVER_ADDR}:{port + k}", "--bytes", b,
+        senders = [spawn(client_ns(k), ["send", "--to", f"{SERVER_ADDR}:{port + k}", *delays([k]), "--bytes", b,
                                         "--deadline", far]) for k in range(n)]
     else:
-        senders = [spawn(SERVER_NS, ["send", *sum((["--to", f"{client_addr(k)}:{port}"] for k in range(n)), []),
-                                     "--bytes", b, "--deadline", far])]
-    procs += receivers + senders
-    wait_ready(receivers + senders, 30.0)
+        target = port + 500 if p["direction"] == "round" else port
+        senders = [spawn(SERVER_NS, ["send", *sum((["--to", f"{client_addr(k)}:{target}"] for k in range(n)), []),
+                                     *delays(range(n)), "--bytes", b, "--deadline", far])]
+    procs += receivers + echoes + senders
+    wait_ready(receivers + echoes + senders, 30.0 + 2.0 * len(receivers + echoes + senders))  # a busy machine starts them slowly
     # every process is set up and waiting on stdin: the start is a few ms ahead
     start = time.monotonic() + 0.05 + 0.002 * (n + n_senders)
     deadline = start + horizon
-    for proc in receivers + senders:
+    for proc in receivers + echoes + senders:
         proc.stdin.write(f"{start!r} {deadline!r}\n")
         proc.stdin.flush()
     sent = [s for out in finish(senders, deadline + 10) for s in out["senders"]]
+    downs = finish(echoes, deadline + 10)
+    sent += [s for out in downs for s in out["senders"]]
     got = finish(receivers, deadline + 10)
     completion = [c for g in got for c in g["completion"]]
     first_rx = [f for g in got for f in g["first_rx"]]
+    extra = {}
+    if downs:  # a round's first byte: the longer wait of its download's and its upload's, each from its own start
+        down_done = [d["completion"][0] for d in downs]
+        extra["downloads"] = down_done
+        first_rx = [None if f is None or d["first_rx"][0] is None or c is None else max(d["first_rx"][0], f - c)
+                    for f, d, c in zip(first_rx, downs, down_done)]
+    if any(at):
+        extra["starts"] = at
     complete = sum(c is not None for c in completion)
     errors = [s["error"] for s in sent if "error" in s]
     return {
+        **extra,
         "completion": completion,
         "first_rx": first_rx,
         "last": max(completion) if complete == n else None,
@@ -352,7 +393,8 @@ def write(out: Path, results: list[dict]) -> None:
     tmp.replace(out)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, family_points=points) -> int:
+    """The command line; `family_points` gives the points (tools/linux/families.py passes its own)."""
     parser = argparse.ArgumentParser(
         description=(f"Run the Linux reference grid ({GRID_NAME}): real TCP bulk transfers through "
                      "network namespaces, veth pairs and tc tbf, and write a JSON list of "
@@ -372,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    chosen = select_points(points(), args.only, args.limit)
+    chosen = select_points(family_points(), args.only, args.limit)
     if args.list:
         for p in chosen:
             print(f"{p['name']:<28} {p['direction']:<4} n={p['clients']:<3} {p['bytes']:>9} B "
