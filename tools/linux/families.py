@@ -3,8 +3,9 @@ staggered starts and whole FL rounds, behind FIFO queues.
 
 This kernel has tbf, pfifo and bfifo but no netem, fq_codel, sfq or codel ("Specified qdisc kind is
 unknown"): no delays, no random loss and no fair queue, so every family here is FIFO (each link
-one tbf of `queue` full frames, as grid.py shapes it) with zero delays, on grid.py's star
-(tools/linux/README.md):
+one tbf of `queue` full frames, as grid.py shapes it) with zero delays, on grid.py's star or a
+tree of access points (tools/linux/README.md).  Streams of small messages are not run: at zero
+delay a handshake and a slow start cost nothing, and they are what that family checks.
 
   uneven     up- and downloads from 8, 16, 32 clients x 100 kB, 1 MB over access links from
              10 Mbit/s down to 1 Mbit/s (client k at 10 x 10^(-k/(n-1)) Mbit/s)
@@ -12,6 +13,9 @@ one tbf of `queue` full frames, as grid.py shapes it) with zero delays, on grid.
              time in [0, 50 ms) (the draws are stored under "starts")
   round      the server sends every client 100 kB or 1 MB and each client sends as much back the
              moment it is in (8, 16, 32 clients)
+  tree       two-level trees: 16 and 32 clients x 100 kB, 1 MB, up and down, behind access points of
+             4 whose links to the router run at 20 Mbit/s (the access points are the bottleneck: 4 x
+             10 Mbit/s behind each) or 100 Mbit/s (the server's 100 Mbit/s link is)
 
 netemu runs each point with tools/ns3/queues.py's two models (`before`: max-min, reliable, fair and
 unbounded; `after`: `qdisc = "fifo"` with every link's `queue_bytes` the tbf limit), at Linux's
@@ -48,6 +52,8 @@ FAMILIES = {  # fixed parameters, directions, axes
     "uneven": ({"accessSpread": 10.0}, ("up", "down"), {"clients": [8, 16, 32], "bytes": [100_000, 1_000_000]}),
     "staggered": ({"startSpread": 0.05}, ("up", "down"), {"clients": [8, 16, 32], "bytes": [100_000, 1_000_000]}),
     "round": ({}, ("round",), {"clients": [8, 16, 32], "bytes": [100_000, 1_000_000]}),
+    "tree": ({"topology": "tree", "clientsPerAp": 4, "server": 100 * grid.MBIT}, ("up", "down"),
+             {"clients": [16, 32], "bytes": [100_000, 1_000_000], "apRate": [20 * grid.MBIT, 100 * grid.MBIT]}),
 }
 
 

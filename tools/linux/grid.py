@@ -80,10 +80,11 @@ def _fmt(value: object) -> str:
 
 
 def estimate(p: dict) -> float:
-    """The ideal (fluid, no TCP) time of a point: the slower of the slowest access link and the shared server
-    link (a round: twice that)."""
+    """The ideal (fluid, no TCP) time of a point: the slowest of the slowest access link, the shared server
+    link and a full access point's link (a round: twice that)."""
     slowest = min(access_rate(p, k) for k in range(p["clients"]))
-    one = max(p["bytes"] * 8 / slowest, p["clients"] * p["bytes"] * 8 / p["server"])
+    one = max(p["bytes"] * 8 / slowest, p["clients"] * p["bytes"] * 8 / p["server"],
+              min(per_ap(p), p["clients"]) * p["bytes"] * 8 / p["apRate"])
     return 2 * one if p["direction"] == "round" else one
 
 
@@ -134,6 +135,15 @@ def client_addr(k: int) -> str:
     return f"10.200.{k + 1}.2"
 
 
+def ap_ns(j: int) -> str:
+    return f"{PREFIX}ap{j}"
+
+
+def per_ap(p: dict) -> int:
+    """Clients per access point: 0 for a star."""
+    return p["clientsPerAp"] if p["topology"] == "tree" else 0
+
+
 def our_namespaces() -> list[str]:
     names = [line.split()[0] for line in sh(["ip", "netns", "list"]).splitlines() if line.strip()]
     return [n for n in names if n.startswith(PREFIX)]
@@ -161,22 +171,39 @@ TCP_SYSCTLS = {
 }
 
 
-def build(n: int) -> None:
-    """The star with n clients (no shaping yet)."""
-    names = [SERVER_NS, ROUTER_NS] + [client_ns(k) for k in range(n)]
+def build(n: int, clients_per_ap: int = 0) -> None:
+    """The star with n clients, or with `clients_per_ap` a two-level tree: client k behind access point
+    ne-ap{k // clients_per_ap} (10.201.j.2, router side 10.201.j.1), each behind the router (no shaping yet)."""
+    aps = -(-n // clients_per_ap) if clients_per_ap else 0
+    names = [SERVER_NS, ROUTER_NS] + [ap_ns(j) for j in range(aps)] + [client_ns(k) for k in range(n)]
     sh(["ip", "-batch", "-"], stdin="".join(f"netns add {name}\n" for name in names))
     for name in names:
         sh(["ip", "-n", name, "link", "set", "lo", "up"])
         ns_sysctl(name, TCP_SYSCTLS)
-    ns_sysctl(ROUTER_NS, {"net.ipv4.ip_forward": "1"})
+    for name in [ROUTER_NS] + [ap_ns(j) for j in range(aps)]:
+        ns_sysctl(name, {"net.ipv4.ip_forward": "1"})
     # veth pairs created inside the namespaces; GSO off (one skb per segment, as on a wire)
     gso = "gso_max_segs 1 gso_max_size 1500"
     rtr = [f"link add srv type veth peer name eth0 netns {SERVER_NS}",
            f"addr add {ROUTER_SERVER_ADDR}/24 dev srv", f"link set srv {gso} up"]
+    below: dict[str, list[str]] = {}  # an access point's namespace -> its commands
+    for j in range(aps):
+        rtr += [f"link add ap{j} type veth peer name rtr netns {ap_ns(j)}",
+                f"addr add 10.201.{j}.1/24 dev ap{j}", f"link set ap{j} {gso} up"]
+        below[ap_ns(j)] = [f"addr add 10.201.{j}.2/24 dev rtr", f"link set rtr {gso} up", f"route add default via 10.201.{j}.1"]
     for k in range(n):
-        rtr += [f"link add c{k} type veth peer name eth0 netns {client_ns(k)}",
+        cmds = [f"link add c{k} type veth peer name eth0 netns {client_ns(k)}",
                 f"addr add 10.200.{k + 1}.1/24 dev c{k}", f"link set c{k} {gso} up"]
+        if aps:
+            below[ap_ns(k // clients_per_ap)] += cmds
+        else:
+            rtr += cmds
     sh(["ip", "-n", ROUTER_NS, "-batch", "-"], stdin="\n".join(rtr) + "\n")
+    for ns, cmds in below.items():
+        sh(["ip", "-n", ns, "-batch", "-"], stdin="\n".join(cmds) + "\n")
+    if aps:
+        routes = [f"route add 10.200.{k + 1}.0/24 via 10.201.{k // clients_per_ap}.2" for k in range(n)]
+        sh(["ip", "-n", ROUTER_NS, "-batch", "-"], stdin="\n".join(routes) + "\n")
     ends = [(SERVER_NS, SERVER_ADDR, ROUTER_SERVER_ADDR)] + [
         (client_ns(k), client_addr(k), f"10.200.{k + 1}.1") for k in range(n)]
     for ns, addr, gw in ends:
@@ -203,19 +230,26 @@ def access_rate(p: dict, k: int) -> int:
 def shape(p: dict) -> dict:
     """Shape the point's links (both ends of each used veth pair); returns the tbf parameters."""
     accs = [tbf(access_rate(p, k), p["queue"]) for k in range(p["clients"])]
-    srv = tbf(p["server"], p["queue"])
-    rtr = [tbf_cmd("srv", srv)] + [tbf_cmd(f"c{k}", acc) for k, acc in enumerate(accs)]
-    sh(["tc", "-n", ROUTER_NS, "-batch", "-"], stdin="\n".join(rtr) + "\n")
-    sh(["tc", "-n", SERVER_NS, "-batch", "-"], stdin=tbf_cmd("eth0", srv) + "\n")
-    for k, acc in enumerate(accs):
-        sh(["tc", "-n", client_ns(k), "-batch", "-"], stdin=tbf_cmd("eth0", acc) + "\n")
-    return {"access": accs[0] if len({a["rate_bit"] for a in accs}) == 1 else accs, "server": srv, "hz": HZ}
+    srv, ap = tbf(p["server"], p["queue"]), tbf(p["apRate"], p["queue"])
+    cpa = per_ap(p)
+    cmds: dict[str, list[str]] = {ROUTER_NS: [tbf_cmd("srv", srv)], SERVER_NS: [tbf_cmd("eth0", srv)]}
+    for k, acc in enumerate(accs):  # the client's end, and the router's or its access point's
+        cmds[client_ns(k)] = [tbf_cmd("eth0", acc)]
+        cmds.setdefault(ap_ns(k // cpa) if cpa else ROUTER_NS, []).append(tbf_cmd(f"c{k}", acc))
+    for j in range(-(-p["clients"] // cpa) if cpa else 0):  # access point j's link to the router, both ends
+        cmds[ap_ns(j)].append(tbf_cmd("rtr", ap))
+        cmds[ROUTER_NS].append(tbf_cmd(f"ap{j}", ap))
+    for ns, lines in cmds.items():
+        sh(["tc", "-n", ns, "-batch", "-"], stdin="\n".join(lines) + "\n")
+    out = {"access": accs[0] if len({a["rate_bit"] for a in accs}) == 1 else accs, "server": srv, "hz": HZ}
+    return {**out, "ap": ap} if cpa else out
 
 
 def drops(n: int) -> int:
-    """Packets dropped so far by the tbf qdiscs of the star's first n clients, router and server."""
+    """Packets dropped so far by the tbf qdiscs of the first n clients, the access points, router and server."""
     total = 0
-    for ns in [ROUTER_NS, SERVER_NS] + [client_ns(k) for k in range(n)]:
+    aps = [ns for ns in our_namespaces() if ns.startswith(ap_ns(0)[:-1])]
+    for ns in [ROUTER_NS, SERVER_NS] + aps + [client_ns(k) for k in range(n)]:
         for q in json.loads(sh(["tc", "-n", ns, "-s", "-j", "qdisc", "show"]) or "[]"):
             if q.get("kind") == "tbf":
                 total += q.get("drops", 0)
@@ -441,11 +475,17 @@ def main(argv: list[str] | None = None, family_points=points) -> int:
     wall = time.monotonic()
     results: list[dict] = []
     try:
-        build(max(p["clients"] for p in chosen))
-        info = system_info()
-        log(f"kernel {info['kernel']}, in the namespaces: {info['netns_sysctl']['net.ipv4.tcp_congestion_control']}"
-            f" (host default {info['host_tcp_congestion_control']})")
+        built: int | None = None  # clients per access point of the topology built (0: a star)
+        info: dict = {}
         for i, p in enumerate(chosen):
+            if per_ap(p) != built:  # the star, or a tree, for the largest client count of its points
+                cleanup()
+                built = per_ap(p)
+                build(max(q["clients"] for q in chosen if per_ap(q) == built), built)
+                if not info:
+                    info = system_info()
+                    log(f"kernel {info['kernel']}, in the namespaces: {info['netns_sysctl']['net.ipv4.tcp_congestion_control']}"
+                        f" (host default {info['host_tcp_congestion_control']})")
             result = run_point(p, args.repeats, 20000 + 1000 * (i % 40), log)
             result["referee"] = "linux"  # tools/ns3/compare.py's label for these figures
             result["system"] = info
