@@ -26,6 +26,12 @@
 //                                             (closed, FIN, once it is written; the key's next one opens anew)
 //     datagram ID SRC DST BYTES               message ID as UDP packets of at most MSS bytes, written now
 //                                             and sent as fast as the source's link takes them
+//     rate A B BPS / delay A B NS / loss A B P / outage A B START_NS END_NS
+//                                             from now on: direction A->B's DataRate, the link's delay (both
+//                                             directions: one channel), A->B's loss rate; another outage window
+//     crash N / recover N                     node N goes down: its links lose every packet (UDP: "crash") and
+//                                             the connections it is an end of fail ("crash"), their packets
+//                                             lost for good (its TCP state is gone); / its links come back up
 //     run T_NS                                run until T_NS (-1: no limit) or until an instant at which
 //                                             messages completed, whichever is first; answers
 //                                             "done ID T_NS" / "fail ID T_NS REASON" lines, then "at T_NS"
@@ -47,6 +53,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,6 +64,8 @@ namespace
 {
 
 void DatagramLost(Ptr<const Packet> p, const std::string& reason);
+bool Dead(Ptr<const Packet> p);
+std::set<std::pair<uint32_t, uint16_t>> dead; // (node, port) of the TCP senders of connections a crash ended
 
 // The message a datagram's packet belongs to (the datagram transport: UDP).
 class MessageTag : public Tag
@@ -109,12 +118,22 @@ class NetemuErrorModel : public ErrorModel
     }
 
     double rate = 0.0;
+    int down = 0;                                     // crashed ends of the link (`crash`)
     std::vector<std::pair<int64_t, int64_t>> outages; // [start, end) in ns
     Ptr<UniformRandomVariable> uniform = CreateObject<UniformRandomVariable>();
 
   private:
     bool DoCorrupt(Ptr<Packet> p) override
     {
+        if (down > 0)
+        {
+            DatagramLost(p, "crash");
+            return true;
+        }
+        if (!dead.empty() && Dead(p))
+        {
+            return true;
+        }
         const int64_t now = Simulator::Now().GetNanoSeconds();
         for (const auto& w : outages)
         {
@@ -154,6 +173,8 @@ struct Message
 struct Conn
 {
     Ptr<Socket> sender;
+    uint32_t src = 0, dst = 0; // its ends (nodes)
+    uint16_t port = 0;         // the sender's local port
     bool connected = false;
     bool broken = false;
     bool closeWhenWritten = false; // a per-message connection: closed (FIN) once its message is written
@@ -182,7 +203,13 @@ std::map<Ptr<Socket>, uint64_t> receivers;          // accepted socket -> connec
 std::map<uint32_t, uint32_t> nodeOfIp;              // IPv4 address -> node
 std::vector<Ipv4Address> addressOf;                 // node -> its first address
 std::vector<Out> out;
-std::map<uint64_t, std::pair<uint64_t, uint64_t>> datagrams; // message in flight -> (bytes, bytes received)
+struct Datagram
+{
+    uint64_t bytes, received;
+    uint32_t src, dst;
+};
+
+std::map<uint64_t, Datagram> datagrams;             // message in flight -> its bytes, bytes received, ends
 std::vector<Ptr<Socket>> udpOut;                    // node -> its sending UDP socket (made when first needed)
 
 void
@@ -339,9 +366,16 @@ Connected(uint64_t conn, Ptr<Socket>)
 }
 
 void
-Broken(uint64_t conn, Ptr<Socket>)
+Closed(uint64_t conn, Ptr<Socket>)
+{
+    dead.erase({conns[conn].src, conns[conn].port}); // its packets are gone with it
+}
+
+void
+Broken(uint64_t conn, Ptr<Socket> s)
 {
     Fail(conn, "reset");
+    Closed(conn, s);
 }
 
 void
@@ -350,10 +384,6 @@ Room(uint64_t conn, Ptr<Socket>, uint32_t)
     Fill(conn);
 }
 
-void
-Closed(uint64_t, Ptr<Socket>)
-{
-}
 
 uint64_t
 Open(uint32_t src, uint32_t dst)
@@ -364,7 +394,11 @@ Open(uint32_t src, uint32_t dst)
     c.sender->Bind();
     Address local;
     c.sender->GetSockName(local);
-    byPort[{src, InetSocketAddress::ConvertFrom(local).GetPort()}] = conn;
+    c.src = src;
+    c.dst = dst;
+    c.port = InetSocketAddress::ConvertFrom(local).GetPort();
+    byPort[{src, c.port}] = conn;
+    dead.erase({src, c.port}); // a port used again: the connection that had it is over
     c.sender->SetConnectCallback(MakeBoundCallback(&Connected, conn), MakeBoundCallback(&Broken, conn));
     c.sender->SetSendCallback(MakeBoundCallback(&Room, conn));
     c.sender->SetCloseCallbacks(MakeBoundCallback(&Closed, conn), MakeBoundCallback(&Broken, conn));
@@ -441,8 +475,8 @@ DatagramRecv(Ptr<Socket> s)
         {
             continue; // a packet of a message already lost
         }
-        it->second.second += p->GetSize();
-        if (it->second.second >= it->second.first)
+        it->second.received += p->GetSize();
+        if (it->second.received >= it->second.bytes)
         {
             datagrams.erase(it);
             Report(tag.id, "done");
@@ -517,7 +551,7 @@ SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
         udpOut[src] = Socket::CreateSocket(nodes[src], UdpSocketFactory::GetTypeId());
         udpOut[src]->Bind();
     }
-    datagrams[id] = {bytes, 0};
+    datagrams[id] = {bytes, 0, src, dst};
     for (uint64_t sent = 0; sent < bytes;)
     {
         uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(mss, bytes - sent));
@@ -528,6 +562,136 @@ SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
     {
         Drain(src);
     }
+}
+
+// One direction of a link: the device that sends, the one that receives (and drops what its error
+// model says), their channel, and the error model (made when first needed).
+struct Dir
+{
+    Ptr<PointToPointNetDevice> tx;
+    Ptr<NetDevice> rx;
+    Ptr<Channel> channel;
+    Ptr<NetemuErrorModel> em;
+};
+
+std::map<std::pair<uint32_t, uint32_t>, Dir> dirs; // (A, B) -> direction A->B
+int64_t stream = 1000;                             // the next error model's random stream
+
+Ptr<NetemuErrorModel>
+ErrorsOf(Dir& d)
+{
+    if (!d.em)
+    {
+        d.em = CreateObject<NetemuErrorModel>();
+        d.em->uniform->SetStream(stream++);
+        d.rx->SetAttribute("ReceiveErrorModel", PointerValue(d.em));
+    }
+    return d.em;
+}
+
+// Whether `p` (as a receiving device sees it: PPP, IPv4, TCP) belongs to a connection a crash ended.
+bool
+Dead(Ptr<const Packet> p)
+{
+    Ptr<Packet> q = p->Copy();
+    PppHeader ppp;
+    Ipv4Header ip;
+    TcpHeader tcp;
+    if (!q->RemoveHeader(ppp) || ppp.GetProtocol() != 0x0021 || !q->RemoveHeader(ip) || ip.GetProtocol() != 6 ||
+        !q->PeekHeader(tcp))
+    {
+        return false;
+    }
+    auto s = nodeOfIp.find(ip.GetSource().Get());
+    auto d = nodeOfIp.find(ip.GetDestination().Get());
+    return (s != nodeOfIp.end() && dead.count({s->second, tcp.GetSourcePort()})) ||
+           (d != nodeOfIp.end() && dead.count({d->second, tcp.GetDestinationPort()}));
+}
+
+// Node `node` crashes: its links lose every packet until it recovers, and what it was sending or
+// receiving ends ("crash").  A crashed host's TCP state is gone, so the packets of its connections are
+// lost for good, at both ends (a peer's socket gives up after its retries): they never resume.
+void
+Crash(uint32_t node)
+{
+    for (auto& [ends, d] : dirs)
+    {
+        if (ends.first == node || ends.second == node)
+        {
+            ErrorsOf(d)->down++;
+        }
+    }
+    for (auto& [id, c] : conns)
+    {
+        if (!c.broken && (c.src == node || c.dst == node))
+        {
+            dead.insert({c.src, c.port});
+            Fail(id, "crash");
+        }
+    }
+    for (auto it = datagrams.begin(); it != datagrams.end();)
+    {
+        if (it->second.src == node || it->second.dst == node)
+        {
+            Report(it->first, "fail crash");
+            it = datagrams.erase(it);
+        }
+        else
+        {
+            ++it;
+        }
+    }
+}
+
+void
+Recover(uint32_t node)
+{
+    for (auto& [ends, d] : dirs)
+    {
+        if ((ends.first == node || ends.second == node) && d.em && d.em->down > 0)
+        {
+            d.em->down--;
+        }
+    }
+}
+
+// A change of link A->B from now on (`rate`, `delay`, `loss`, `outage`); false: bad line.
+bool
+Change(const std::string& cmd, std::istringstream& in)
+{
+    uint32_t a, b;
+    in >> a >> b;
+    auto it = dirs.find({a, b});
+    if (!in || it == dirs.end())
+    {
+        return false;
+    }
+    Dir& d = it->second;
+    if (cmd == "rate")
+    {
+        uint64_t bps;
+        in >> bps;
+        d.tx->SetDataRate(DataRate(bps));
+    }
+    else if (cmd == "delay")
+    {
+        int64_t ns;
+        in >> ns;
+        d.channel->SetAttribute("Delay", TimeValue(NanoSeconds(ns)));
+    }
+    else if (cmd == "loss")
+    {
+        double rate;
+        in >> rate;
+        ErrorsOf(d)->rate = rate;
+    }
+    else
+    {
+        int64_t start, end;
+        in >> start >> end;
+        ErrorsOf(d)->outages.push_back({start, end});
+    }
+    return static_cast<bool>(in);
 }
 
 bool stopped = false;
@@ -703,7 +867,6 @@ main(int argc, char* argv[])
     Ipv4AddressHelper addr;
     addr.SetBase("10.0.0.0", "255.255.255.252");
     NetDeviceContainer devices;
-    int64_t stream = 1000;
     addressOf.assign(n, Ipv4Address());
     std::vector<bool> addressed(n, false);
     for (LinkSpec& l : links)
@@ -716,14 +879,14 @@ main(int argc, char* argv[])
             Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(i));
             dev->SetDataRate(DataRate(rate));
             dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(q)));
+            // the other end receives what this device sends (and loses what its error model says)
+            Dir& dir = dirs[i == 0 ? std::make_pair(l.a, l.b) : std::make_pair(l.b, l.a)];
+            dir = {dev, d.Get(1 - i), dev->GetChannel(), nullptr};
             if (loss > 0 || !outages.empty())
             {
-                // the other end receives what this device sends
-                Ptr<NetemuErrorModel> em = CreateObject<NetemuErrorModel>();
+                Ptr<NetemuErrorModel> em = ErrorsOf(dir);
                 em->rate = loss;
                 em->outages = outages;
-                em->uniform->SetStream(stream++);
-                d.Get(1 - i)->SetAttribute("ReceiveErrorModel", PointerValue(em));
             }
         };
         setUp(0, l.rateAB, l.qAB, l.lossAB, l.outAB);
@@ -835,6 +998,27 @@ main(int argc, char* argv[])
                 return 2;
             }
             SendDatagram(id, src, dst, bytes);
+        }
+        else if (cmd == "rate" || cmd == "delay" || cmd == "loss" || cmd == "outage")
+        {
+            if (!Change(cmd, in))
+            {
+                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+        }
+        else if (cmd == "crash" || cmd == "recover")
+        {
+            uint32_t node;
+            in >> node;
+            if (!in || node >= n)
+            {
+                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+            cmd == "crash" ? Crash(node) : Recover(node);
         }
         else if (cmd == "run")
         {

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from netemu.engine.net.links import Link
     from netemu.engine.net.model import NetModel
 
-__all__ = ["UNLIMITED", "Ns3Unsupported", "setup_lines"]
+__all__ = ["NS", "UNLIMITED", "Ns3Unsupported", "loss_rate", "pair_delay", "rate", "setup_lines"]
 
 NS = 1_000_000_000
 UNLIMITED = 100_000_000_000  # bit/s of a link without bandwidth (100 Gbit/s: a 1500-byte packet takes 120 ps)
@@ -50,7 +50,16 @@ def _delay(u: str, v: str, link: Link) -> float:
     return latency.delay
 
 
-def _loss(u: str, v: str, link: Link) -> float:
+def pair_delay(u: str, v: str, ab: Link, ba: Link) -> float:
+    """The one delay (s) of the point-to-point link between `u` and `v`, or `Ns3Unsupported`."""
+    d_ab, d_ba = _delay(u, v, ab), _delay(v, u, ba)
+    if d_ab != d_ba:
+        raise Ns3Unsupported(f"links {u}->{v} and {v}->{u} have delays {d_ab} and {d_ba} s; engine = \"ns3\" needs the same "
+                             "delay both ways (a point-to-point channel has one delay)")
+    return d_ab
+
+
+def loss_rate(u: str, v: str, link: Link) -> float:
     loss = link.loss
     if loss is None:
         return 0.0
@@ -64,7 +73,7 @@ def _queue(link: Link, model: NetModel) -> str:
     return f"{max(1, math.ceil(link.queue_bytes))}B" if link.queue_bytes is not None else f"{model.queue_packets}p"
 
 
-def _rate(link: Link) -> int:
+def rate(link: Link) -> int:
     return UNLIMITED if link.bandwidth is None else max(1, round(link.bandwidth))
 
 
@@ -94,12 +103,9 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
                                  "acknowledgements travel back)")
         if index[u] > index[v]:
             continue  # the pair is written once, from its lower-numbered end
-        d_ab, d_ba = _delay(u, v, ab), _delay(v, u, ba)
-        if d_ab != d_ba:
-            raise Ns3Unsupported(f"links {u}->{v} and {v}->{u} have delays {d_ab} and {d_ba} s; engine = \"ns3\" needs the same "
-                                 "delay both ways (a point-to-point channel has one delay)")
-        lines.append(f"link {index[u]} {index[v]} {_rate(ab)} {_rate(ba)} {round(d_ab * NS)} {_queue(ab, model)} {_queue(ba, model)} "
-                     f"{_loss(u, v, ab)!r} {_loss(v, u, ba)!r}")
+        d_ab = pair_delay(u, v, ab, ba)
+        lines.append(f"link {index[u]} {index[v]} {rate(ab)} {rate(ba)} {round(d_ab * NS)} {_queue(ab, model)} {_queue(ba, model)} "
+                     f"{loss_rate(u, v, ab)!r} {loss_rate(v, u, ba)!r}")
         for a, b, link in ((u, v, ab), (v, u, ba)):
             for start, end in link.outages:
                 outages.append(f"outage {index[a]} {index[b]} {round(start * NS)} {round(end * NS) if math.isfinite(end) else -1}")
