@@ -47,7 +47,7 @@ def ends(buf):
 
 def test_a_bandwidth_cut_mid_transfer_slows_the_rest_of_it_from_that_instant(engine):
     """691 UDP packets at 10 Mbit/s, the link cut to 5 Mbit/s at 0.4 s: the packets not sent by then take twice as long."""
-    world, buf = one_link_world(NetModel(engine="ns3"))
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1_000_000)
     link = world.network.link("client-0", "server")
     world.at(0.4, lambda: setattr(link, "bandwidth", 5e6))
@@ -59,7 +59,7 @@ def test_a_bandwidth_cut_mid_transfer_slows_the_rest_of_it_from_that_instant(eng
 
 def test_a_bandwidth_cut_mid_tcp_transfer_lengthens_it_as_the_bytes_left_over_the_new_rate(engine):
     def finish(cut: bool) -> float:
-        world, buf = one_link_world(NetModel(engine="ns3", transport="reliable"))
+        world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo", transport="reliable"))
         upload(world, 0.0, 2_000_000)
         link = world.network.link("client-0", "server")
         if cut:
@@ -77,7 +77,7 @@ def test_a_bandwidth_cut_mid_tcp_transfer_lengthens_it_as_the_bytes_left_over_th
 
 def test_a_delay_changed_on_both_directions_delays_the_next_message_by_the_difference(engine):
     def arrival(delay: float) -> float:
-        world, buf = one_link_world(NetModel(engine="ns3"))
+        world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
         net = world.network
 
         def slower():
@@ -93,7 +93,7 @@ def test_a_delay_changed_on_both_directions_delays_the_next_message_by_the_diffe
 
 
 def test_a_delay_changed_on_one_direction_only_is_refused_naming_the_link(engine):
-    world, _ = one_link_world(NetModel(engine="ns3"))
+    world, _ = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1000)
     world.at(0.5, lambda: setattr(world.network.link("client-0", "server"), "latency", Constant(0.05)))
     upload(world, 1.0, 1000)
@@ -104,7 +104,7 @@ def test_a_delay_changed_on_one_direction_only_is_refused_naming_the_link(engine
 def test_a_loss_model_ns3_cannot_take_set_during_the_run_is_refused_naming_the_link_and_key(engine):
     from netemu import GilbertElliott
 
-    world, _ = one_link_world(NetModel(engine="ns3"))
+    world, _ = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1000)
     world.at(0.5, lambda: setattr(world.network.link("server", "client-0"), "loss", GilbertElliott(0.1, 0.5)))
     upload(world, 1.0, 1000)
@@ -113,7 +113,7 @@ def test_a_loss_model_ns3_cannot_take_set_during_the_run_is_refused_naming_the_l
 
 
 def test_a_loss_set_during_the_run_loses_the_packets_sent_after_it(engine):
-    world, buf = one_link_world(NetModel(engine="ns3"))
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1000)
     world.at(0.5, lambda: setattr(world.network.link("client-0", "server"), "loss", Bernoulli(1.0)))
     upload(world, 1.0, 1000)
@@ -123,7 +123,7 @@ def test_a_loss_set_during_the_run_loses_the_packets_sent_after_it(engine):
 
 
 def test_an_outage_added_during_the_run_stalls_tcp_until_it_ends(engine):
-    world, buf = one_link_world(NetModel(engine="ns3", transport="reliable", rto_min=0.2))
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo", transport="reliable", rto_min=0.2))
     upload(world, 0.0, 1000)
     world.at(0.5, lambda: world.network.link("client-0", "server").add_outage(1.0, 3.0))
     upload(world, 1.5, 1000)
@@ -138,7 +138,7 @@ def test_a_crash_ends_what_its_node_was_receiving_and_its_connections_never_resu
     """A 1 MB upload to the server, which crashes at 0.3 s and recovers at 1 s: the upload is dropped (crash) at
     0.3 s; another 1 MB upload at 1.5 s then takes what it takes on an idle network (the dead connection's packets are
     lost for good, and take no bandwidth)."""
-    model = NetModel(engine="ns3", transport="reliable", connection="per-message", rto_min=0.2)
+    model = NetModel(engine="ns3", qdisc="fifo", transport="reliable", connection="per-message", rto_min=0.2)
     world, buf = one_link_world(model)
     upload(world, 0.0, 1_000_000)
     world.crash("server", at=0.3, recover_at=1.0)
@@ -156,7 +156,7 @@ def test_a_crash_ends_what_its_node_was_receiving_and_its_connections_never_resu
 
 def test_a_message_sent_to_a_crashed_node_waits_for_it_as_tcp_does(engine):
     """Sent while the server is down (0.3 s to 1 s), its SYN is lost: ns-3 sends it again 3 s later (ConnTimeout)."""
-    world, buf = one_link_world(NetModel(engine="ns3", transport="reliable", connection="per-message"))
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo", transport="reliable", connection="per-message"))
     world.crash("server", at=0.3, recover_at=1.0)
     upload(world, 0.5, 1000)
     world.env.run()
@@ -165,7 +165,7 @@ def test_a_message_sent_to_a_crashed_node_waits_for_it_as_tcp_does(engine):
 
 
 def test_a_datagram_to_or_from_a_crashed_node_is_dropped_as_crash(engine):
-    world, buf = one_link_world(NetModel(engine="ns3"))
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1_000_000)  # still on its way at 0.3 s
     world.crash("client-0", at=0.3)
     upload(world, 0.5, 1000, src="server", dst="client-0")
@@ -190,6 +190,7 @@ clients = 3
 
 [network]
 engine = "ns3"
+qdisc = "fifo"
 transport = "reliable"
 
 [links.uplink]

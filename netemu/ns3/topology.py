@@ -4,7 +4,8 @@ Every node of the graph — actor, router, access point — is an ns-3 node (num
 order); every pair of directed links u->v, v->u is one point-to-point link: each end's DataRate is
 its direction's bandwidth (a link without bandwidth: `UNLIMITED` bit/s), the channel's delay the
 links' constant latency, each device's DropTail queue the direction's `queue_bytes` (else
-`queue_packets` packets, ns-3's default 100), a Bernoulli loss a per-packet error model on the
+`queue_packets` packets, ns-3's default 100), behind ns-3's FqCoDel queue disc under ``qdisc =
+"fair"`` or alone under ``"fifo"``, a Bernoulli loss a per-packet error model on the
 receiving device (data and ACKs alike), and an outage a window in which that model loses every
 packet.  What ns-3's point-to-point links cannot be is refused with the link, the key, its value
 and what is accepted: a random latency or jitter (a channel has one delay), a delay that differs
@@ -94,7 +95,7 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
     timeout = round(model.connect_timeout * NS) if math.isfinite(model.connect_timeout) else -1
     lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {timeout} {model.congestion_control} "
              f"{int(model.sack)}",
-             f"queue {model.queue_disc}", f"nodes {len(nodes)}", f"seed {seed}"]
+             f"queue {'fq_codel' if model.fair else 'fifo'}", f"nodes {len(nodes)}", f"seed {seed}"]
     outages: list[str] = []
     for (u, v), ab in links.items():
         ba = links.get((v, u))

@@ -261,6 +261,10 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
     """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
     (it would change nothing, and forgetting the transport must not pass silently), and so is an ns-3
     setting away from its default without ``engine = "ns3"``."""
+    if isinstance(value, dict) and "queue_disc" in value:  # one key says the queue discipline on both engines: qdisc
+        issues.add(f"{key}.queue_disc", value["queue_disc"], 'not a key: the queue discipline is qdisc = "fair" (FqCoDel) or '
+                   '"fifo" (DropTail), on either engine')
+        value = {k: v for k, v in value.items() if k != "queue_disc"}
     resolved = _params_table(value, key, issues, NetModel, {})
     if isinstance(value, dict) and isinstance(resolved, dict):
         # the keys added with the ns-3 engine resolve to nothing when absent (NetModel's defaults apply), so the
