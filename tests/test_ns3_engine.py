@@ -372,3 +372,22 @@ def test_the_ns3_engine_source_is_shipped_as_package_data():
     assert B.SOURCE.is_file()
     assert '"netemu.ns3" = ["engine.cc"]' in (ROOT / "pyproject.toml").read_text()
     assert shutil.which  # the build looks tools up on PATH
+
+
+def test_a_datagram_is_cut_into_packets_of_the_scenarios_mss(engine, tmp_path):
+    from netemu.scenario.load import load_scenario
+
+    scenario = tmp_path / "star.toml"
+    scenario.write_text(SCENARIO)
+    got = load_scenario(scenario, ["network.transport=datagram", "network.mss=500"]).settings.network
+    assert (got["transport"], got["mss"]) == ("datagram", 500)  # the one transport key the datagram transport takes, under ns-3
+    g = T.star(1)
+    world, buf = logged_world(g, seed=1, links=star_links(g), model=NetModel(engine="ns3", qdisc="fifo", mss=500))
+    world.network.connect("server", lambda m: False)
+    world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(100_000))))
+    world.env.run()
+    send, deliver = records(buf)
+    # packets of at most 500 bytes, each with 30 bytes of headers on the wire (UDP 8, IPv4 20, PPP 2), at 10 Mbit/s, and
+    # the 10 ms delay (in 1448-byte packets it would arrive 3 ms sooner)
+    wire = send["bytes"] + 30 * -(-send["bytes"] // 500)
+    assert deliver["t"] == pytest.approx(wire * 8 / 10e6 + DELAY, abs=1e-6)

@@ -453,6 +453,13 @@ QueueDrop(Ptr<const Packet> p)
     DatagramLost(p, "queue");
 }
 
+// A packet IP dropped on its way (no route at a router, TTL): a datagram's is lost
+void
+IpDrop(const Ipv4Header&, Ptr<const Packet> p, Ipv4L3Protocol::DropReason, Ptr<Ipv4>, uint32_t)
+{
+    DatagramLost(p, "loss");
+}
+
 void
 QueueDiscDrop(Ptr<const QueueDiscItem> item)
 {
@@ -536,7 +543,10 @@ Drain(uint32_t src)
         MessageTag tag;
         tag.id = b.id;
         p->AddPacketTag(tag);
-        udpOut[src]->SendTo(p, 0, InetSocketAddress(addressOf[b.dst], UDP_PORT));
+        if (udpOut[src]->SendTo(p, 0, InetSocketAddress(addressOf[b.dst], UDP_PORT)) < 0)
+        {
+            DatagramLost(p, "loss"); // no route from its source: lost, not left in flight
+        }
     }
 }
 
@@ -960,6 +970,7 @@ main(int argc, char* argv[])
         {
             tc->TraceConnectWithoutContext("TcDrop", MakeCallback(&QueueDrop));
         }
+        nodes[i]->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("Drop", MakeCallback(&IpDrop));
     }
     // Initialize the nodes (their devices, stacks and traffic-control layers: Node::Initialize events at
     // t = 0) before the first message, as a program whose applications start at t = 0 has them.

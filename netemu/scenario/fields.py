@@ -275,7 +275,7 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
                 resolved.pop(k, None)
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
         for k in TRANSPORT_KEYS:
-            if k in value:
+            if k in value and not (k == "mss" and resolved.get("engine") == "ns3"):  # ns-3's UDP packets carry mss bytes
                 issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
                            f'"{resolved.get("transport", "datagram")}")')
     if isinstance(value, dict) and isinstance(resolved, dict):
