@@ -350,7 +350,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if self._ready or self._stopping:
             return self.env.now
         sched = self._scheduled
-        while sched and sched[0]._cancelled:  # type: ignore[attr-defined]
+        while sched and sched[0]._cancelled:
             self._timer_cancelled_count -= 1
             heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
         return sched[0]._when if sched else math.inf  # type: ignore[attr-defined]
