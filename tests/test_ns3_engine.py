@@ -369,8 +369,10 @@ def test_ns3_through_netemu_equals_the_standalone_program_where_queues_overflow(
 
 
 def test_the_ns3_engine_source_is_shipped_as_package_data():
-    assert B.SOURCE.is_file()
-    assert '"netemu.ns3" = ["engine.cc"]' in (ROOT / "pyproject.toml").read_text()
+    assert all(part.is_file() for part in B.SOURCES)
+    assert '"netemu.ns3" = ["engine.cc", "*.h"]' in (ROOT / "pyproject.toml").read_text()
+    included = {line.split('"')[1] for line in B.SOURCE.read_text().splitlines() if line.startswith('#include "') and "/" not in line}
+    assert included == {part.name for part in B.SOURCES[1:]}  # the cache key covers every file the program includes
     assert shutil.which  # the build looks tools up on PATH
 
 
