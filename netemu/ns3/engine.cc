@@ -4,9 +4,9 @@
 // (stdin: commands, stdout: answers; one line each, times in integer nanoseconds):
 //
 //   setup, before `build`:
-//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK TIMEOUT_NS CC SACK
+//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK DEL_ACK_NS TIMEOUT_NS CC SACK
 //                                             TCP settings (SegmentSize, InitialCwnd, Snd/RcvBufSize, MinRto,
-//                                             DelAckCount, congestion control cubic|newreno|bbr|vegas, Sack
+//                                             DelAckCount, DelAckTimeout, congestion control cubic|newreno|bbr|vegas, Sack
 //                                             0|1); a connection whose receiver gets no byte for TIMEOUT_NS
 //                                             while messages wait fails them (-1: never)
 //     queue fifo|fq_codel                     fifo: ns-3's default FqCoDel root queue discs are uninstalled
@@ -139,9 +139,9 @@ main(int argc, char* argv[])
         if (cmd == "tcp")
         {
             uint32_t iw, buf, delAck, sack;
-            int64_t rtoMin;
+            int64_t rtoMin, delAckTimeout;
             std::string cc;
-            in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout >> cc >> sack;
+            in >> mss >> iw >> buf >> rtoMin >> delAck >> delAckTimeout >> timeout >> cc >> sack;
             const std::map<std::string, TypeId> controls = {{"cubic", TcpCubic::GetTypeId()}, {"newreno", TcpNewReno::GetTypeId()},
                                                             {"bbr", TcpBbr::GetTypeId()}, {"vegas", TcpVegas::GetTypeId()}};
             if (!in || !controls.count(cc))
@@ -157,6 +157,7 @@ main(int argc, char* argv[])
             Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buf));
             Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buf));
             Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delAck));
+            Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(NanoSeconds(delAckTimeout)));
             Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
             Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(NanoSeconds(rtoMin)));
         }

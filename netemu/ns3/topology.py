@@ -32,6 +32,7 @@ __all__ = ["NS", "UNLIMITED", "Ns3Unsupported", "loss_rate", "pair_delay", "rate
 NS = 1_000_000_000
 UNLIMITED = 100_000_000_000  # bit/s of a link without bandwidth (100 Gbit/s: a 1500-byte packet takes 120 ps)
 _BUFFER_UNBOUNDED = 1 << 26  # bytes of TCP buffers when the model has no window bound (window = 0): 64 MiB
+_DELACK = 0.2  # s: ns-3's TcpSocket::DelAckTimeout
 
 
 class Ns3Unsupported(InputError):
@@ -93,8 +94,13 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
     index = {name: i for i, name in enumerate(nodes)}
     buffer = int(model.window) if model.window > 0 else _BUFFER_UNBOUNDED
     timeout = round(model.connect_timeout * NS) if math.isfinite(model.connect_timeout) else -1
-    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {timeout} {model.congestion_control} "
-             f"{int(model.sack)}",
+    # the delayed-ACK timer: ns-3's 200 ms, but at most a fifth of the minimum RTO, as ns-3's (1 s) and Linux's (200 ms
+    # against TCP_ATO_MIN, 40 ms) keep it.  A timer as long as the RTO makes a lone segment's ACK arrive just as its
+    # retransmission timer fires: with rto_min = 0.2 a connection that restarts from one segment stays at one segment
+    # per 200 ms (a spurious timeout each time, the window reset to one)
+    delack = min(_DELACK, model.rto_min / 5)
+    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {round(delack * NS)} {timeout} "
+             f"{model.congestion_control} {int(model.sack)}",
              f"queue {'fq_codel' if model.fair else 'fifo'}", f"nodes {len(nodes)}", f"seed {seed}"]
     outages: list[str] = []
     for (u, v), ab in links.items():
