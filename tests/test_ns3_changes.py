@@ -267,3 +267,40 @@ def test_a_scripted_run_on_ns3_meets_its_changes_and_replays_without_ns3(engine,
                  "--quiet"]) == 0
     for name in ("messages.jsonl", "metrics.csv"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
+
+
+CRASHES = '''
+def setup(world):
+    world.crash("client-2", at=1.95, recover_at=5.0)  # while the server's round-1 model is on its way to it
+    world.crash("client-1", at=3.4, recover_at=6.0)  # while its round-1 update is on its way to the server
+'''
+
+
+def test_crashes_end_the_same_messages_as_in_the_flow_model_but_what_a_crashed_node_was_sending(engine, tmp_path):
+    """FedAvg with 400 kB models, 4 rounds; two clients crash mid-transfer and recover (in both engines, the rounds
+    after run as before).  Every message ends as the flow
+    model (sharing = "max-min", qdisc = "fair") ends it, with one difference the models allow: an update whose
+    sender crashed while sending it is dropped (crash) in ns-3, where the flow model, which has no sender state,
+    delivers it."""
+    import json
+
+    from netemu.cli import main
+
+    (tmp_path / "events.py").write_text(CRASHES)
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(SCENARIO.replace("dim = 10", "dim = 50000\ntest_samples = 10"))  # 400 kB models, a small test set
+    ends = {}
+    for engine_, sets in (("ns3", ["run.rounds=4"]), ("flow", ["run.rounds=4", "network.engine=flow", "network.sharing=max-min",
+                                                               "network.qdisc=fair"])):
+        assert main(["run", str(scenario), "--out", str(tmp_path / engine_), "--quiet", *(a for s in sets for a in ("--set", s))]) == 0
+        recs = [json.loads(line) for line in (tmp_path / engine_ / "messages.jsonl").read_text().splitlines()]
+        ends[engine_] = {(r["src"], r["dst"], r["kind"], r["round"]): (r["event"], r.get("reason"), r["t"])
+                         for r in recs if r["event"] in ("deliver", "drop")}
+    ns3, flow = ends["ns3"], ends["flow"]
+    assert set(ns3) == set(flow) and len(ns3) == 23  # 4 rounds x 3 clients x 2, but the update of client-2's lost model
+    differ = {k for k in ns3 if ns3[k][:2] != flow[k][:2]}
+    assert differ == {("client-1", "server", "update", 1)}
+    assert ns3[("client-1", "server", "update", 1)] == ("drop", "crash", 3.4) and flow[("client-1", "server", "update", 1)][0] == "deliver"
+    # the model on its way to client-2: dropped as crash by both, at the crash in ns-3, on arrival in the flow model
+    lost = ("server", "client-2", "model", 1)
+    assert ns3[lost] == ("drop", "crash", 1.95) and flow[lost][:2] == ("drop", "crash") and flow[lost][2] > 1.95
