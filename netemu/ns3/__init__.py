@@ -23,7 +23,8 @@ talks to it only at the instants where either side has something to say.
 from __future__ import annotations
 
 from netemu.ns3.build import Ns3Missing
+from netemu.ns3.changes import Ns3Refused
 from netemu.ns3.process import Ns3Crashed
 from netemu.ns3.topology import Ns3Unsupported
 
-__all__ = ["Ns3Crashed", "Ns3Missing", "Ns3Unsupported"]
+__all__ = ["Ns3Crashed", "Ns3Missing", "Ns3Refused", "Ns3Unsupported"]

@@ -19,13 +19,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from netemu.errors import RunStopped
 from netemu.ns3.topology import NS, Ns3Unsupported, loss_rate, pair_delay, rate
 
 if TYPE_CHECKING:
     from netemu.engine.net.links import Link
     from netemu.engine.net.nodes import Node
 
-__all__ = ["Changes"]
+__all__ = ["Changes", "Ns3Refused"]
+
+
+class Ns3Refused(RunStopped):
+    """A change made during the run that ns-3 cannot take: the run stops (``complete: false``), naming it."""
 
 
 def _signature(link: Link) -> tuple:
@@ -56,8 +61,15 @@ class Changes:
         self._down = set()
         return self._nodes_now()
 
-    def now(self) -> list[str]:
-        """The commands that give ns-3 what changed since the last call (or `start`)."""
+    def now(self, t: float) -> list[str]:
+        """The commands that give ns-3 what changed since the last call (or `start`), seen at virtual time `t`;
+        `Ns3Refused` for a change it cannot take."""
+        try:
+            return self._now()
+        except Ns3Unsupported as exc:
+            raise Ns3Refused(f"a change made during the run (seen at virtual time {t:g}) cannot reach ns-3: {exc}") from None
+
+    def _now(self) -> list[str]:
         out: list[str] = []
         seen = self._seen
         for i, (u, v, ab, ba) in enumerate(self._pairs):

@@ -166,7 +166,7 @@ class Ns3Engine:
         proc = self._proc
         if proc is None:  # not started (or a replay): its setup will take the network as it is then
             return
-        lines = self._changes.now()
+        lines = self._changes.now(self.net.env.now)
         if not lines:
             return
         t = round_ns(self.net.env.now)
