@@ -75,14 +75,18 @@ def test_a_bandwidth_cut_mid_tcp_transfer_lengthens_it_as_the_bytes_left_over_th
     assert cut == pytest.approx(1.0 + 4 * (whole - 1.0), rel=0.02)
 
 
-def test_a_delay_changed_on_both_directions_delays_the_next_message_by_the_difference(engine):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_delay_changed_on_both_directions_delays_the_next_message_by_the_difference(engine, in_place):
     def arrival(delay: float) -> float:
         world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
         net = world.network
 
         def slower():
-            net.link("client-0", "server").latency = Constant(delay)
-            net.link("server", "client-0").latency = Constant(delay)
+            for a, b in (("client-0", "server"), ("server", "client-0")):
+                if in_place:  # the link's own component, changed where it is
+                    net.link(a, b).latency.delay = delay
+                else:
+                    net.link(a, b).latency = Constant(delay)
         world.at(0.5, slower)
         upload(world, 1.0, 1000)
         world.env.run()
@@ -153,6 +157,15 @@ def test_a_crash_ends_what_its_node_was_receiving_and_its_connections_never_resu
     alone.env.run()
     (reference,) = ends(buf)
     assert second["event"] == "deliver" and second["t"] == pytest.approx(reference["t"], abs=1e-6)
+
+
+def test_a_node_a_script_sets_down_directly_is_down_in_ns3_from_that_instant(engine):
+    world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo", transport="reliable"))
+    upload(world, 0.0, 1_000_000)
+    world.at(0.3, lambda: setattr(world.network.nodes["server"], "up", False))  # not through world.crash
+    world.env.run()
+    (drop,) = ends(buf)
+    assert (drop["event"], drop["reason"], drop["t"]) == ("drop", "crash", 0.3)
 
 
 def test_a_message_sent_to_a_crashed_node_waits_for_it_as_tcp_does(engine):
