@@ -8,8 +8,8 @@ more, so the swap is allowed) that notes the object when one of the attributes n
 component is read (it may be changed in place: ``link.latency.delay = 0.05``) or an outage added.  At every
 instant at which ns-3 is about to move on (`Ns3Engine`), only the noted links are compared with what ns-3
 was last given: a change reaches ns-3 at the virtual instant the script made it, before any packet is sent
-after it, and costs nothing while nothing changes (a scan of every link per instant costs O(links) each
-time, 10 % of a 300-client run).  A node that is down has its links down in ns-3 (`crash N`, `recover N`).
+after it, and costs nothing while nothing changes (a scan of every link at every instant would cost
+O(links) each time: a tenth of the CPU of a round of 300 clients).  A node that is down has its links down in ns-3 (`crash N`, `recover N`).
 
 What ns-3 cannot take is refused, naming the link, the key, the value and what is accepted: a latency
 that is random or differs between the two directions (one channel, one delay), jitter, a loss model
@@ -73,7 +73,7 @@ def _watched_node(note: Callable[[Any], None]) -> type:
 def _signature(link: Link) -> tuple:
     """What ns-3 knows of `link`, cheaply (equal signatures: no change to send).  It reads the link's own
     components without the properties: the setup read each through them, so each link owns its own (a script
-    changing one changes that link only), and this runs for every link at every instant ns-3 moves on."""
+    changing one changes that link only)."""
     latency, loss, outages = link._latency, link._loss, link._outages
     return (link.bandwidth, latency, getattr(latency, "delay", None), link._jitter, loss, getattr(loss, "p", None), link.duplicate,
             link.corrupt, link.queue_bytes, len(outages) if outages else 0)
@@ -108,6 +108,7 @@ class Changes:
             self._outages[(u, v)], self._outages[(v, u)] = set(ab.outages), set(ba.outages)
         self._down = set()
         self._noted_links.clear()
+        self._noted_nodes.clear()
         return self._nodes_now(self._nodes.values())
 
     def now(self, t: float) -> list[str]:
