@@ -317,3 +317,25 @@ def test_the_loop_iterates_as_asyncio_does_in_debug_mode_too():
     run the same program in the same order."""
     assert _program_run(7, 30, at_once=False, debug=True) == _program_run(7, 30, at_once=False)
     assert _program_run(7, 30, at_once=True, debug=True) == _program_run(7, 30, at_once=False)
+
+
+def test_next_due_is_the_earliest_live_timer_whatever_was_cancelled_before_it():
+    seen = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        early = [loop.call_later(d, lambda: None) for d in (1.0, 2.0, 3.0)]
+        loop.call_later(5.0, lambda: None)
+        loop.call_later(4.0, lambda: None)
+        env = loop.env
+
+        def probe(_):  # a SimPy callback (where netemu.ns3 asks), after the loop pruned its heap
+            seen.append((env.now, loop.next_due()))
+            for h in early:
+                h.cancel()
+            seen.append((env.now, loop.next_due()))
+        env.timeout(0.5).callbacks.append(probe)
+        await asyncio.sleep(6.0)
+
+    run(main())
+    assert seen == [(0.5, 1.0), (0.5, 4.0)]

@@ -24,7 +24,7 @@ from netemu.ns3 import build as B
 from netemu.trace.body import Decoder3, Encoder
 
 ROOT = Path(__file__).resolve().parent.parent
-NS3 = NetModel(engine="ns3", transport="reliable")
+NS3 = NetModel(engine="ns3", transport="reliable", qdisc="fifo")
 DELAY = 0.01
 
 
@@ -102,7 +102,7 @@ def test_the_scenario_chooses_ns3s_tcp_congestion_control(engine):
         g = T.star(1)
         links = star_links(g)
         links[("client-0", "server")].loss = Bernoulli(0.02)
-        world, buf = logged_world(g, seed=3, links=links, model=NetModel(engine="ns3", transport="reliable", **tcp))
+        world, buf = logged_world(g, seed=3, links=links, model=NetModel(engine="ns3", transport="reliable", qdisc="fifo", **tcp))
         world.network.connect("server", lambda m: False)
         world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(500_000))))
         world.env.run()
@@ -118,7 +118,7 @@ def test_ns3_runs_hundreds_of_kilobytes_in_one_round_trip_time_per_window(engine
     g = T.behind_routers(T.star(1), server_link=True)
     links = {(u, v): Link(Constant(0.001), bandwidth=20e6 if cls.startswith("server") else 10e6, link_class=cls)
              for u, v, cls in g.edges(data="link_class")}
-    world, buf = logged_world(g, seed=1, links=links, model=NetModel(engine="ns3", transport="reliable", rto_min=1.0))
+    world, buf = logged_world(g, seed=1, links=links, model=NetModel(engine="ns3", transport="reliable", rto_min=1.0, qdisc="fifo"))
     world.network.connect("server", lambda m: False)
     world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(1_000_000))))
     world.env.run()
@@ -130,7 +130,7 @@ def test_a_connection_that_delivers_nothing_for_connect_timeout_drops_its_messag
     g = T.star(1)
     links = star_links(g, bandwidth=1e6)
     links[("client-0", "server")].add_outage(0.0, 100.0)  # every packet client-0 -> server lost
-    model = NetModel(engine="ns3", transport="reliable", connect_timeout=2.0)
+    model = NetModel(engine="ns3", transport="reliable", connect_timeout=2.0, qdisc="fifo")
     world, buf = logged_world(g, seed=1, links=links, model=model)
     world.network.connect("server", lambda m: False)
     world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, b"x" * 1000))
@@ -194,6 +194,7 @@ clients = 4
 [network]
 engine = "ns3"
 transport = "reliable"
+qdisc = "fifo"
 
 [links.uplink]
 latency = { model = "constant", delay = 0.01 }
@@ -257,17 +258,28 @@ def test_the_ns3_engine_keys_without_the_ns3_engine_are_refused(tmp_path):
 
     scenario = tmp_path / "star.toml"
     scenario.write_text(SCENARIO)
-    with pytest.raises(InputError, match=r'network.queue_disc.*only with engine = "ns3"'):
-        load_scenario(scenario, ["network.engine=flow", "network.queue_disc=fq_codel"])
+    with pytest.raises(InputError, match=r'network.congestion_control.*only with engine = "ns3"'):
+        load_scenario(scenario, ["network.engine=flow", "network.congestion_control=bbr"])
 
 
-def datagrams(nbytes, *, queue_packets=100, loss=None, queue_disc="fifo"):
+def test_the_queue_discipline_has_one_key_on_both_engines_and_queue_disc_is_refused_naming_it(tmp_path):
+    from netemu.scenario.load import load_scenario
+
+    scenario = tmp_path / "star.toml"
+    scenario.write_text(SCENARIO.replace('qdisc = "fifo"\n', 'queue_disc = "fq_codel"\n'))
+    with pytest.raises(InputError, match=r'network.queue_disc.*not a key: the queue discipline is qdisc = "fair" \(FqCoDel\) or "fifo"'):
+        load_scenario(scenario)
+    assert NetModel(engine="ns3").fair and NetModel(sharing="max-min").fair  # one default: fair queueing (FqCoDel)
+    assert not NetModel(engine="ns3", qdisc="fifo").fair and not NetModel().fair  # sharing = "none": FIFOs of messages
+
+
+def datagrams(nbytes, *, queue_packets=100, loss=None, qdisc="fifo"):
     """One datagram message of `nbytes` from client-0 through a router to the server (10 then 1 Mbit/s):
     its log records."""
     g = T.behind_routers(T.star(1), server_link=True)
     links = {(u, v): Link(Constant(0.001), bandwidth=1e6 if cls.startswith("server") else 10e6, link_class=cls,
                           loss=loss if cls == "uplink" else None) for u, v, cls in g.edges(data="link_class")}
-    model = NetModel(engine="ns3", queue_packets=queue_packets, queue_disc=queue_disc)
+    model = NetModel(engine="ns3", queue_packets=queue_packets, qdisc=qdisc)
     world, buf = logged_world(g, seed=1, links=links, model=model)
     world.network.connect("server", lambda m: False)
     world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(nbytes))))
@@ -285,7 +297,7 @@ def test_a_datagram_message_is_udp_packets_delivered_when_the_last_arrives(engin
 def test_a_datagram_sender_is_paced_by_its_own_link_and_loses_nothing_at_its_source(engine):
     """691 packets into a 100-packet device queue: the writer waits for room, as a blocking socket does."""
     g = T.star(1)
-    world, buf = logged_world(g, seed=1, links=star_links(g), model=NetModel(engine="ns3"))
+    world, buf = logged_world(g, seed=1, links=star_links(g), model=NetModel(engine="ns3", qdisc="fifo"))
     world.network.connect("server", lambda m: False)
     world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(1_000_000))))
     world.env.run()
@@ -301,7 +313,7 @@ def test_a_datagram_burst_that_overflows_a_queue_is_dropped_there(engine):
 
 
 def test_fq_codel_drops_a_standing_queue_after_its_interval(engine):
-    (drop,) = datagrams(1_000_000, queue_disc="fq_codel")
+    (drop,) = datagrams(1_000_000, qdisc="fair")
     # the router's FqCoDel (ns-3's default queue disc) holds the burst (its limit is 10,240 packets) and
     # drops only once the sojourn time stayed above its 5 ms target for its 100 ms interval (RFC 8289 sec. 3);
     # a 100-packet FIFO there drops within the first 0.15 s (100 packets arrive 1.2 ms apart, leave 12 ms apart)
@@ -357,6 +369,27 @@ def test_ns3_through_netemu_equals_the_standalone_program_where_queues_overflow(
 
 
 def test_the_ns3_engine_source_is_shipped_as_package_data():
-    assert B.SOURCE.is_file()
-    assert '"netemu.ns3" = ["engine.cc"]' in (ROOT / "pyproject.toml").read_text()
+    assert all(part.is_file() for part in B.SOURCES)
+    assert '"netemu.ns3" = ["engine.cc", "*.h"]' in (ROOT / "pyproject.toml").read_text()
+    included = {line.split('"')[1] for line in B.SOURCE.read_text().splitlines() if line.startswith('#include "') and "/" not in line}
+    assert included == {part.name for part in B.SOURCES[1:]}  # the cache key covers every file the program includes
     assert shutil.which  # the build looks tools up on PATH
+
+
+def test_a_datagram_is_cut_into_packets_of_the_scenarios_mss(engine, tmp_path):
+    from netemu.scenario.load import load_scenario
+
+    scenario = tmp_path / "star.toml"
+    scenario.write_text(SCENARIO)
+    got = load_scenario(scenario, ["network.transport=datagram", "network.mss=500"]).settings.network
+    assert (got["transport"], got["mss"]) == ("datagram", 500)  # the one transport key the datagram transport takes, under ns-3
+    g = T.star(1)
+    world, buf = logged_world(g, seed=1, links=star_links(g), model=NetModel(engine="ns3", qdisc="fifo", mss=500))
+    world.network.connect("server", lambda m: False)
+    world.at(0.0, lambda: world.network.send("client-0", "server", "up", 0, msgpack.packb(bytes(100_000))))
+    world.env.run()
+    send, deliver = records(buf)
+    # packets of at most 500 bytes, each with 30 bytes of headers on the wire (UDP 8, IPv4 20, PPP 2), at 10 Mbit/s, and
+    # the 10 ms delay (in 1448-byte packets it would arrive 3 ms sooner)
+    wire = send["bytes"] + 30 * -(-send["bytes"] // 500)
+    assert deliver["t"] == pytest.approx(wire * 8 / 10e6 + DELAY, abs=1e-6)

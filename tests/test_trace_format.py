@@ -195,7 +195,7 @@ NAMES = [[6, "a"], [6, "x"], [7, 0, 0]]  # names 0 = "a", 1 = "x"; then a sectio
     [
         ([[6, "a"], [4, 0, 0]], "entry 2: a fate before any section marker"),
         ([*NAMES, [0, 1, 5, 0, 0, 1.0]], "entry 4: name number 5 is not one of the 2 names"),
-        ([*NAMES, [17, 1, 0]], "entry 4: code 17 is not a fate"),
+        ([*NAMES, [18, 1, 0]], "entry 4: code 18 is not a fate"),
         ([*NAMES, [11, 1, 0]], "entry 4: a ns3 entry has 6 items, not 3"),
         ([*NAMES, [11, 0, 1, 0, 0, -1.0]], "the time -1.0 of key .* is not a number >= 0"),
         ([*NAMES, [10, 1, 0]], "entry 4: a completeness entry has 4 items, not 3"),

@@ -52,7 +52,7 @@ def world_rounds(clients: int, nbytes: int, rounds: int, access: float, server: 
              for u, v, cls in g.edges(data="link_class")}
     # ns-3's minimum RTO (1 s), as transfers.cc's: with 0.2 s, 100 flows' initial windows into one 100-packet
     # queue leave a few transfers in repeated timeouts for 80-140 s, in transfers.cc as here
-    model = (NetModel(engine="ns3", transport="reliable", connect_timeout=600.0, rto_min=1.0) if engine == "ns3"
+    model = (NetModel(engine="ns3", transport="reliable", connect_timeout=600.0, rto_min=1.0, qdisc="fifo") if engine == "ns3"
              else NetModel(sharing="max-min", transport="reliable", connect_timeout=600.0, rto_min=1.0))
     update = bytes(nbytes)  # encoded by the actor's send: a msgpack bin of nbytes
     names = [f"client-{k}" for k in range(clients)]

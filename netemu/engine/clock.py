@@ -345,10 +345,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def next_due(self) -> float:
         """The earliest virtual time at which asyncio has something to run: now when a callback is
         ready, else the next live timer's time (inf: none).  With `VirtualEnvironment.peek` it is the
-        next instant anything in the emulation can happen (netemu.ns3 runs ns-3 up to it)."""
+        next instant anything in the emulation can happen (netemu.ns3 runs ns-3 up to it).  The heap's
+        head once its cancelled timers are dropped (as `_prune` drops them): O(1) amortized, not a scan."""
         if self._ready or self._stopping:
             return self.env.now
-        return min((h.when() for h in self._scheduled if not h.cancelled()), default=math.inf)
+        sched = self._scheduled
+        while sched and sched[0]._cancelled:
+            self._timer_cancelled_count -= 1
+            heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
+        return sched[0]._when if sched else math.inf  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ running a callback at once
 

@@ -10,6 +10,7 @@ each other:
 - `netemu.ns3.topology`: nodes, links, queues, losses, outages and TCP settings as ns-3 setup lines,
   refusing what ns-3's point-to-point links cannot express;
 - `netemu.ns3.process`: the engine process and its line protocol; a crash stops the run;
+- `netemu.ns3.changes`: what a script changes in links and nodes during the run, as commands;
 - `netemu.ns3.engine`: `Ns3Engine`, the general message path of a `Network` under ns-3, and the
   conservative lockstep with the clock.
 
@@ -22,7 +23,8 @@ talks to it only at the instants where either side has something to say.
 from __future__ import annotations
 
 from netemu.ns3.build import Ns3Missing
+from netemu.ns3.changes import Ns3Refused
 from netemu.ns3.process import Ns3Crashed
 from netemu.ns3.topology import Ns3Unsupported
 
-__all__ = ["Ns3Crashed", "Ns3Missing", "Ns3Unsupported"]
+__all__ = ["Ns3Crashed", "Ns3Missing", "Ns3Refused", "Ns3Unsupported"]

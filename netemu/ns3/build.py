@@ -1,6 +1,6 @@
 """Building the ns-3 side of netemu's packet-level engine: `engine.cc`, compiled on first use.
 
-The program is compiled with g++ against the system's ns-3 (Debian's ``libns3-dev``, found by
+The program (`engine.cc` and the parts it includes, `SOURCES`) is compiled with g++ against the system's ns-3 (Debian's ``libns3-dev``, found by
 pkg-config) into ``$XDG_CACHE_HOME/netemu/ns3/<ns-3 version>-<source hash>/engine`` (default
 ``~/.cache/netemu``; ``NETEMU_NS3_CACHE`` overrides the directory), so a new ns-3 or a changed
 source builds again and an unchanged one never does.  The build goes to a temporary file renamed
@@ -20,9 +20,11 @@ from pathlib import Path
 
 from netemu.errors import InputError
 
-__all__ = ["INSTALL", "MODULES", "Ns3Missing", "SOURCE", "binary", "ns3_version"]
+__all__ = ["INSTALL", "MODULES", "Ns3Missing", "SOURCE", "SOURCES", "binary", "ns3_version"]
 
 SOURCE = Path(__file__).with_name("engine.cc")
+#: every file of the program: engine.cc and the parts it includes (one translation unit), all in the cache key
+SOURCES = (SOURCE, *(SOURCE.with_name(name) for name in ("state.h", "tcp.h", "udp.h", "links.h")))
 #: the ns-3 libraries the engine links
 MODULES = ("ns3-core", "ns3-network", "ns3-internet", "ns3-point-to-point", "ns3-applications", "ns3-traffic-control")
 INSTALL = "apt-get install -y libns3-dev g++ pkg-config"
@@ -73,7 +75,10 @@ def cache_dir() -> Path:
 def binary() -> Path:
     """The compiled engine for the installed ns-3 and this source, built if it is not cached yet."""
     version = ns3_version()
-    digest = hashlib.blake2b(SOURCE.read_bytes(), digest_size=8).hexdigest()
+    h = hashlib.blake2b(digest_size=8)
+    for part in SOURCES:
+        h.update(part.name.encode() + b"\0" + part.read_bytes() + b"\0")
+    digest = h.hexdigest()
     target = cache_dir() / f"{version}-{digest}" / "engine"
     if target.is_file() and os.access(target, os.X_OK):
         return target

@@ -4,9 +4,9 @@
 // (stdin: commands, stdout: answers; one line each, times in integer nanoseconds):
 //
 //   setup, before `build`:
-//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK TIMEOUT_NS CC SACK
+//     tcp MSS IW BUF RTO_MIN_NS DEL_ACK DEL_ACK_NS TIMEOUT_NS CC SACK
 //                                             TCP settings (SegmentSize, InitialCwnd, Snd/RcvBufSize, MinRto,
-//                                             DelAckCount, congestion control cubic|newreno|bbr|vegas, Sack
+//                                             DelAckCount, DelAckTimeout, congestion control cubic|newreno|bbr|vegas, Sack
 //                                             0|1); a connection whose receiver gets no byte for TIMEOUT_NS
 //                                             while messages wait fails them (-1: never)
 //     queue fifo|fq_codel                     fifo: ns-3's default FqCoDel root queue discs are uninstalled
@@ -26,6 +26,12 @@
 //                                             (closed, FIN, once it is written; the key's next one opens anew)
 //     datagram ID SRC DST BYTES               message ID as UDP packets of at most MSS bytes, written now
 //                                             and sent as fast as the source's link takes them
+//     rate A B BPS / delay A B NS / loss A B P / outage A B START_NS END_NS
+//                                             from now on: direction A->B's DataRate, the link's delay (both
+//                                             directions: one channel), A->B's loss rate; another outage window
+//     crash N / recover N                     node N goes down: its links lose every packet (UDP: "crash") and
+//                                             the connections it is an end of fail ("crash"), their packets
+//                                             lost for good (its TCP state is gone); / its links come back up
 //     run T_NS                                run until T_NS (-1: no limit) or until an instant at which
 //                                             messages completed, whichever is first; answers
 //                                             "done ID T_NS" / "fail ID T_NS REASON" lines, then "at T_NS"
@@ -47,488 +53,20 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 using namespace ns3;
 
+#include "state.h"
+#include "tcp.h"
+#include "udp.h"
+#include "links.h"
+
 namespace
 {
-
-void DatagramLost(Ptr<const Packet> p, const std::string& reason);
-
-// The message a datagram's packet belongs to (the datagram transport: UDP).
-class MessageTag : public Tag
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid = TypeId("NetemuMessageTag").SetParent<Tag>().AddConstructor<MessageTag>();
-        return tid;
-    }
-
-    TypeId GetInstanceTypeId() const override
-    {
-        return GetTypeId();
-    }
-
-    uint32_t GetSerializedSize() const override
-    {
-        return 8;
-    }
-
-    void Serialize(TagBuffer b) const override
-    {
-        b.WriteU64(id);
-    }
-
-    void Deserialize(TagBuffer b) override
-    {
-        id = b.ReadU64();
-    }
-
-    void Print(std::ostream& os) const override
-    {
-        os << "message=" << id;
-    }
-
-    uint64_t id = 0;
-};
-
-NS_OBJECT_ENSURE_REGISTERED(MessageTag);
-
-// Per-packet loss (Bernoulli, own stream) and outage windows of one direction of a link.
-class NetemuErrorModel : public ErrorModel
-{
-  public:
-    static TypeId GetTypeId()
-    {
-        static TypeId tid = TypeId("NetemuErrorModel").SetParent<ErrorModel>().AddConstructor<NetemuErrorModel>();
-        return tid;
-    }
-
-    double rate = 0.0;
-    std::vector<std::pair<int64_t, int64_t>> outages; // [start, end) in ns
-    Ptr<UniformRandomVariable> uniform = CreateObject<UniformRandomVariable>();
-
-  private:
-    bool DoCorrupt(Ptr<Packet> p) override
-    {
-        const int64_t now = Simulator::Now().GetNanoSeconds();
-        for (const auto& w : outages)
-        {
-            if (w.first <= now && (w.second < 0 || now < w.second))
-            {
-                DatagramLost(p, "outage");
-                return true;
-            }
-        }
-        if (rate > 0 && uniform->GetValue() < rate)
-        {
-            DatagramLost(p, "loss");
-            return true;
-        }
-        return false;
-    }
-
-    void DoReset() override
-    {
-    }
-};
-
-NS_OBJECT_ENSURE_REGISTERED(NetemuErrorModel);
-
-const uint16_t PORT = 9;
-const uint16_t UDP_PORT = 10;
-uint32_t mss = 1448;
-
-struct Message
-{
-    uint64_t id;
-    uint64_t end; // byte offset of its last byte + 1 in its connection's stream
-};
-
-// One TCP connection: netemu's connection key names the current one (`current`); a connection that
-// failed is left to its sockets and a new one opened for the key's next message.
-struct Conn
-{
-    Ptr<Socket> sender;
-    bool connected = false;
-    bool broken = false;
-    bool closeWhenWritten = false; // a per-message connection: closed (FIN) once its message is written
-    uint64_t queued = 0;   // bytes handed to the connection (sum of its messages)
-    uint64_t written = 0;  // bytes written into the sender's socket
-    uint64_t received = 0; // bytes the receiver has read
-    std::deque<Message> messages; // not yet whole at the receiver, in order
-    EventId stall;                // fires when no byte arrived for `timeout` while messages wait
-    int64_t progress = 0;         // ns: the last byte received, or the last message sent to an idle connection
-};
-
-struct Out
-{
-    uint64_t id;
-    int64_t t;
-    std::string what; // "done" or "fail REASON"
-};
-
-std::vector<Ptr<Node>> nodes;
-std::map<uint64_t, Conn> conns;                     // connection -> its state
-std::map<uint64_t, uint64_t> current;               // netemu's connection key -> its current connection
-uint64_t nextConn = 0;
-int64_t timeout = -1;                               // ns without progress after which a connection's messages fail (-1: never)
-std::map<std::pair<uint32_t, uint16_t>, uint64_t> byPort; // (sender node, local port) -> connection
-std::map<Ptr<Socket>, uint64_t> receivers;          // accepted socket -> connection
-std::map<uint32_t, uint32_t> nodeOfIp;              // IPv4 address -> node
-std::vector<Ipv4Address> addressOf;                 // node -> its first address
-std::vector<Out> out;
-std::map<uint64_t, std::pair<uint64_t, uint64_t>> datagrams; // message in flight -> (bytes, bytes received)
-std::vector<Ptr<Socket>> udpOut;                    // node -> its sending UDP socket (made when first needed)
-
-void
-Report(uint64_t id, const std::string& what)
-{
-    out.push_back({id, Simulator::Now().GetNanoSeconds(), what});
-    Simulator::Stop();
-}
-
-void
-Fill(uint64_t conn)
-{
-    Conn& c = conns[conn];
-    if (!c.connected || c.broken)
-    {
-        return;
-    }
-    while (c.written < c.queued)
-    {
-        uint32_t room = c.sender->GetTxAvailable();
-        if (room == 0)
-        {
-            return;
-        }
-        uint64_t n = std::min<uint64_t>(room, c.queued - c.written);
-        int sent = c.sender->Send(Create<Packet>(static_cast<uint32_t>(n)));
-        if (sent <= 0)
-        {
-            return;
-        }
-        c.written += static_cast<uint64_t>(sent);
-    }
-    if (c.closeWhenWritten)
-    {
-        c.sender->Close(); // its FIN follows the last byte, as an application that is done sending does
-    }
-}
-
-void
-Fail(uint64_t conn, const std::string& reason)
-{
-    Conn& c = conns[conn];
-    if (c.broken)
-    {
-        return;
-    }
-    c.broken = true;
-    Simulator::Cancel(c.stall);
-    for (const Message& m : c.messages)
-    {
-        Report(m.id, "fail " + reason);
-    }
-    c.messages.clear();
-    c.sender->Close();
-}
-
-void Stalled(uint64_t conn);
-
-// Start the stall timer of a connection that has messages waiting and none running.  Progress only
-// moves `progress`: the timer, when it fires, looks at it and waits again if bytes came meanwhile
-// (one event per `timeout`, not one per packet received).
-void
-Arm(uint64_t conn)
-{
-    Conn& c = conns[conn];
-    c.progress = Simulator::Now().GetNanoSeconds();
-    if (timeout >= 0 && !c.messages.empty() && !c.broken && !c.stall.IsRunning())
-    {
-        c.stall = Simulator::Schedule(NanoSeconds(timeout), &Stalled, conn);
-    }
-}
-
-void
-Stalled(uint64_t conn)
-{
-    Conn& c = conns[conn];
-    if (c.messages.empty() || c.broken)
-    {
-        return;
-    }
-    const int64_t quiet = Simulator::Now().GetNanoSeconds() - c.progress;
-    if (quiet < timeout)
-    {
-        c.stall = Simulator::Schedule(NanoSeconds(timeout - quiet), &Stalled, conn);
-        return;
-    }
-    Fail(conn, "timeout");
-}
-
-void
-Received(uint64_t conn, uint64_t bytes)
-{
-    auto it = conns.find(conn);
-    if (it == conns.end() || it->second.broken)
-    {
-        return;
-    }
-    Conn& c = it->second;
-    c.received += bytes;
-    while (!c.messages.empty() && c.received >= c.messages.front().end)
-    {
-        Report(c.messages.front().id, "done");
-        c.messages.pop_front();
-    }
-    Arm(conn);
-}
-
-void
-Recv(Ptr<Socket> s)
-{
-    Ptr<Packet> p;
-    uint64_t n = 0;
-    while ((p = s->Recv()))
-    {
-        n += p->GetSize();
-    }
-    auto it = receivers.find(s);
-    if (it != receivers.end() && n)
-    {
-        Received(it->second, n);
-    }
-}
-
-void
-Forget(Ptr<Socket> s)
-{
-    receivers.erase(s);
-}
-
-void
-Accept(Ptr<Socket> s, const Address& from)
-{
-    InetSocketAddress a = InetSocketAddress::ConvertFrom(from);
-    auto node = nodeOfIp.find(a.GetIpv4().Get());
-    if (node == nodeOfIp.end())
-    {
-        return;
-    }
-    auto conn = byPort.find({node->second, a.GetPort()});
-    if (conn == byPort.end())
-    {
-        return;
-    }
-    receivers[s] = conn->second;
-    s->SetRecvCallback(MakeCallback(&Recv));
-    s->SetCloseCallbacks(MakeCallback(&Forget), MakeCallback(&Forget));
-}
-
-void
-Connected(uint64_t conn, Ptr<Socket>)
-{
-    conns[conn].connected = true;
-    Fill(conn);
-}
-
-void
-Broken(uint64_t conn, Ptr<Socket>)
-{
-    Fail(conn, "reset");
-}
-
-void
-Room(uint64_t conn, Ptr<Socket>, uint32_t)
-{
-    Fill(conn);
-}
-
-void
-Closed(uint64_t, Ptr<Socket>)
-{
-}
-
-uint64_t
-Open(uint32_t src, uint32_t dst)
-{
-    uint64_t conn = nextConn++;
-    Conn& c = conns[conn];
-    c.sender = Socket::CreateSocket(nodes[src], TcpSocketFactory::GetTypeId());
-    c.sender->Bind();
-    Address local;
-    c.sender->GetSockName(local);
-    byPort[{src, InetSocketAddress::ConvertFrom(local).GetPort()}] = conn;
-    c.sender->SetConnectCallback(MakeBoundCallback(&Connected, conn), MakeBoundCallback(&Broken, conn));
-    c.sender->SetSendCallback(MakeBoundCallback(&Room, conn));
-    c.sender->SetCloseCallbacks(MakeBoundCallback(&Closed, conn), MakeBoundCallback(&Broken, conn));
-    c.sender->Connect(InetSocketAddress(addressOf[dst], PORT));
-    return conn;
-}
-
-void
-Send(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes, uint64_t key, bool last)
-{
-    auto it = current.find(key);
-    if (it == current.end() || conns[it->second].broken)
-    {
-        current[key] = Open(src, dst);
-    }
-    uint64_t conn = current[key];
-    Conn& c = conns[conn];
-    c.queued += bytes;
-    c.closeWhenWritten = last;
-    bool idle = c.messages.empty();
-    c.messages.push_back({id, c.queued});
-    if (idle)
-    {
-        Arm(conn);
-    }
-    Fill(conn);
-    if (last)
-    {
-        current.erase(key);
-    }
-}
-
-void
-DatagramLost(Ptr<const Packet> p, const std::string& reason)
-{
-    MessageTag tag;
-    if (!p->PeekPacketTag(tag))
-    {
-        return; // a TCP packet: TCP answers its loss itself
-    }
-    auto it = datagrams.find(tag.id);
-    if (it != datagrams.end())
-    {
-        datagrams.erase(it);
-        Report(tag.id, "fail " + reason);
-    }
-}
-
-void
-QueueDrop(Ptr<const Packet> p)
-{
-    DatagramLost(p, "queue");
-}
-
-void
-QueueDiscDrop(Ptr<const QueueDiscItem> item)
-{
-    DatagramLost(item->GetPacket(), "queue");
-}
-
-void
-DatagramRecv(Ptr<Socket> s)
-{
-    Ptr<Packet> p;
-    while ((p = s->Recv()))
-    {
-        MessageTag tag;
-        if (!p->PeekPacketTag(tag))
-        {
-            continue;
-        }
-        auto it = datagrams.find(tag.id);
-        if (it == datagrams.end())
-        {
-            continue; // a packet of a message already lost
-        }
-        it->second.second += p->GetSize();
-        if (it->second.second >= it->second.first)
-        {
-            datagrams.erase(it);
-            Report(tag.id, "done");
-        }
-    }
-}
-
-// The device a packet from `src` to `dst` leaves by (ns-3's routes), or null.
-Ptr<PointToPointNetDevice>
-OutDevice(uint32_t src, uint32_t dst)
-{
-    Ptr<Ipv4> ipv4 = nodes[src]->GetObject<Ipv4>();
-    Ipv4Header header;
-    header.SetDestination(addressOf[dst]);
-    header.SetProtocol(UdpL4Protocol::PROT_NUMBER);
-    Socket::SocketErrno error;
-    Ptr<Ipv4Route> route = ipv4->GetRoutingProtocol()->RouteOutput(nullptr, header, nullptr, error);
-    return route ? DynamicCast<PointToPointNetDevice>(route->GetOutputDevice()) : nullptr;
-}
-
-struct Backlogged
-{
-    uint64_t id;
-    uint32_t dst;
-    uint32_t size;
-};
-
-std::vector<std::deque<Backlogged>> udpBacklog; // node -> datagram packets its application wrote, not yet sent
-std::vector<EventId> udpDrain;                  // node -> the pending retry of its backlog
-
-// Send node `src`'s backlog while the device its packets leave by has room, as a UDP socket whose
-// writer blocks on a full interface queue (Linux: the socket's send buffer and TSQ) does: the sender
-// is paced by its own link, and packets are lost in the network, not at their source.
-void
-Drain(uint32_t src)
-{
-    auto& backlog = udpBacklog[src];
-    while (!backlog.empty())
-    {
-        Backlogged b = backlog.front();
-        if (!datagrams.count(b.id))
-        {
-            backlog.pop_front(); // a packet of a message already lost: not sent
-            continue;
-        }
-        Ptr<PointToPointNetDevice> dev = OutDevice(src, b.dst);
-        const uint32_t wire = b.size + 30; // UDP, IPv4 and PPP headers
-        if (dev && dev->GetQueue()->WouldOverflow(1, wire))
-        {
-            DataRateValue rate;
-            dev->GetAttribute("DataRate", rate);
-            udpDrain[src] = Simulator::Schedule(rate.Get().CalculateBytesTxTime(wire), &Drain, src);
-            return;
-        }
-        backlog.pop_front();
-        Ptr<Packet> p = Create<Packet>(b.size);
-        MessageTag tag;
-        tag.id = b.id;
-        p->AddPacketTag(tag);
-        udpOut[src]->SendTo(p, 0, InetSocketAddress(addressOf[b.dst], UDP_PORT));
-    }
-}
-
-// A datagram message: its bytes as UDP packets of at most `mss` bytes, written at once to the source's
-// socket and sent as fast as its link takes them (`Drain`; no retransmission).  Delivered when every
-// packet arrived; lost at the first packet a link loses (loss, outage) or a full queue drops (queue).
-void
-SendDatagram(uint64_t id, uint32_t src, uint32_t dst, uint64_t bytes)
-{
-    if (!udpOut[src])
-    {
-        udpOut[src] = Socket::CreateSocket(nodes[src], UdpSocketFactory::GetTypeId());
-        udpOut[src]->Bind();
-    }
-    datagrams[id] = {bytes, 0};
-    for (uint64_t sent = 0; sent < bytes;)
-    {
-        uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(mss, bytes - sent));
-        udpBacklog[src].push_back({id, dst, n});
-        sent += n;
-    }
-    if (!udpDrain[src].IsRunning())
-    {
-        Drain(src);
-    }
-}
 
 bool stopped = false;
 
@@ -601,9 +139,9 @@ main(int argc, char* argv[])
         if (cmd == "tcp")
         {
             uint32_t iw, buf, delAck, sack;
-            int64_t rtoMin;
+            int64_t rtoMin, delAckTimeout;
             std::string cc;
-            in >> mss >> iw >> buf >> rtoMin >> delAck >> timeout >> cc >> sack;
+            in >> mss >> iw >> buf >> rtoMin >> delAck >> delAckTimeout >> timeout >> cc >> sack;
             const std::map<std::string, TypeId> controls = {{"cubic", TcpCubic::GetTypeId()}, {"newreno", TcpNewReno::GetTypeId()},
                                                             {"bbr", TcpBbr::GetTypeId()}, {"vegas", TcpVegas::GetTypeId()}};
             if (!in || !controls.count(cc))
@@ -619,6 +157,7 @@ main(int argc, char* argv[])
             Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(buf));
             Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(buf));
             Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(delAck));
+            Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(NanoSeconds(delAckTimeout)));
             Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
             Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(NanoSeconds(rtoMin)));
         }
@@ -703,7 +242,6 @@ main(int argc, char* argv[])
     Ipv4AddressHelper addr;
     addr.SetBase("10.0.0.0", "255.255.255.252");
     NetDeviceContainer devices;
-    int64_t stream = 1000;
     addressOf.assign(n, Ipv4Address());
     std::vector<bool> addressed(n, false);
     for (LinkSpec& l : links)
@@ -716,14 +254,14 @@ main(int argc, char* argv[])
             Ptr<PointToPointNetDevice> dev = DynamicCast<PointToPointNetDevice>(d.Get(i));
             dev->SetDataRate(DataRate(rate));
             dev->GetQueue()->SetAttribute("MaxSize", QueueSizeValue(QueueSize(q)));
+            // the other end receives what this device sends (and loses what its error model says)
+            Dir& dir = dirs[i == 0 ? std::make_pair(l.a, l.b) : std::make_pair(l.b, l.a)];
+            dir = {dev, d.Get(1 - i), dev->GetChannel(), nullptr};
             if (loss > 0 || !outages.empty())
             {
-                // the other end receives what this device sends
-                Ptr<NetemuErrorModel> em = CreateObject<NetemuErrorModel>();
+                Ptr<NetemuErrorModel> em = ErrorsOf(dir);
                 em->rate = loss;
                 em->outages = outages;
-                em->uniform->SetStream(stream++);
-                d.Get(1 - i)->SetAttribute("ReceiveErrorModel", PointerValue(em));
             }
         };
         setUp(0, l.rateAB, l.qAB, l.lossAB, l.outAB);
@@ -797,6 +335,7 @@ main(int argc, char* argv[])
         {
             tc->TraceConnectWithoutContext("TcDrop", MakeCallback(&QueueDrop));
         }
+        nodes[i]->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext("Drop", MakeCallback(&IpDrop));
     }
     // Initialize the nodes (their devices, stacks and traffic-control layers: Node::Initialize events at
     // t = 0) before the first message, as a program whose applications start at t = 0 has them.
@@ -835,6 +374,27 @@ main(int argc, char* argv[])
                 return 2;
             }
             SendDatagram(id, src, dst, bytes);
+        }
+        else if (cmd == "rate" || cmd == "delay" || cmd == "loss" || cmd == "outage")
+        {
+            if (!Change(cmd, in))
+            {
+                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+        }
+        else if (cmd == "crash" || cmd == "recover")
+        {
+            uint32_t node;
+            in >> node;
+            if (!in || node >= n)
+            {
+                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
+                std::fflush(stdout);
+                return 2;
+            }
+            cmd == "crash" ? Crash(node) : Recover(node);
         }
         else if (cmd == "run")
         {

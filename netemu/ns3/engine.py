@@ -25,6 +25,11 @@ at once and sent as fast as the source's own link takes them (a writer blocked o
 queue; no retransmission); it is delivered when every packet arrived and dropped at the first
 packet a link loses (``loss``, ``outage``) or a full queue on its way drops (``queue``).
 
+What a script changes in links and nodes during the run (netemu.ns3.changes) is sent to ns-3 at the
+instant it happens, before ns-3 moves past it: at the first send of an instant, at every sync, and at
+once when a node crashes or recovers (`node_up`, called by the network).  A message one of whose ends
+crashed while it was on its way is dropped with reason ``crash``.
+
 The outcome of every message goes through the fates hook as key ``("ns3", src, dst, round, index)``
 -> (None or the drop reason, arrival time): a trace records it, and a replay of the trace delivers
 every recorded message at its recorded time without starting ns-3 (netemu.trace).
@@ -45,6 +50,7 @@ from netemu.engine.clock import VirtualTimeLoop
 from netemu.engine.net.fates import draw_now
 from netemu.engine.net.inflight import Due
 from netemu.ns3.build import binary
+from netemu.ns3.changes import Changes
 from netemu.ns3.process import NS, Ns3Process, Outcome
 from netemu.ns3.topology import setup_lines
 
@@ -93,8 +99,11 @@ class Ns3Engine:
         pcap = os.environ.get("NETEMU_NS3_PCAP") or None  # a directory: every link's packets, as pcap files
         if pcap is not None:
             os.makedirs(pcap, exist_ok=True)
-        self._setup = setup_lines(self._names, network.links, model, int(network.streams.generator("ns3").integers(1, 2**31)),
-                                  pcap=pcap)
+        self._pcap, self._seed = pcap, int(network.streams.generator("ns3").integers(1, 2**31))
+        setup_lines(self._names, network.links, model, self._seed, pcap=pcap)
+        #: what a script changes during the run, for ns-3 (netemu.ns3.changes)
+        self._changes = Changes(self._names, network.links, network.nodes)
+        self._checked = -1.0  # the instant of the last check for changes at a send
         self._proc: Ns3Process | None = None
         self._live: dict[int, _Live] = {}
         self._conns: dict[tuple[str, str], int] = {}
@@ -129,6 +138,9 @@ class Ns3Engine:
             self._handle(proc.run_until(t))
         elif proc.now > t:  # the lockstep's one invariant: never raised unless the sync is wrong
             raise RuntimeError(f"ns-3 ran ahead of netemu: at {proc.now} ns when message {msg_id} is sent at {t} ns")
+        if now != self._checked:  # what changed at this instant before it (once per instant; the sync sees the rest)
+            self._checked = now
+            self._apply()
         if not self.model.reliable:
             proc.datagram(msg_id, self._index[src], self._index[dst], nbytes)
             self._live[msg_id] = _Live(key, payload, box, extra)
@@ -145,6 +157,25 @@ class Ns3Engine:
         self._live[msg_id] = _Live(key, payload, box, extra)
         self._want_sync()
 
+    def node_up(self, name: str, up: bool) -> None:
+        """Node `name` crashed (`up` False) or recovered, now: its links go down or up in ns-3 at once."""
+        self._apply()
+
+    def _apply(self) -> None:
+        """Send ns-3 what changed in the links and nodes (netemu.ns3.changes), at the current instant."""
+        proc = self._proc
+        if proc is None:  # not started (or a replay): its setup will take the network as it is then
+            return
+        lines = self._changes.now(self.net.env.now)
+        if not lines:
+            return
+        t = round_ns(self.net.env.now)
+        if proc.now < t:
+            self._handle(proc.run_until(t))
+        proc.command(lines)
+        if self._live:  # a crash may have ended messages: they are answered at the next run
+            self._want_sync()
+
     def close(self) -> None:
         """Stop the ns-3 process (if one was started) and wait for it."""
         if self._proc is not None:
@@ -158,8 +189,11 @@ class Ns3Engine:
     def _process(self) -> Ns3Process:
         proc = self._proc
         if proc is None:
-            proc = self._proc = Ns3Process(binary(), self._setup)
+            setup = setup_lines(self._names, self.net.links, self.model, self._seed, pcap=self._pcap)  # the links as they are now
+            down = self._changes.start()
+            proc = self._proc = Ns3Process(binary(), setup)
             weakref.finalize(self, proc.close)
+            proc.command(down)
         return proc
 
     def _extra(self, hops: int) -> dict[str, Any]:
@@ -193,6 +227,7 @@ class Ns3Engine:
             self._sync_later()
             return
         self._sync_pending = False
+        self._apply()
         if not self._live:
             return
         proc = self._process()
@@ -221,7 +256,8 @@ class Ns3Engine:
     def _outcome(self, msg_id: int, payload: bytes, box: Any, extra: dict, at: float, reason: str | None) -> None:
         """Deliver or drop the message at `at`; `reason` is ns-3's: None; under TCP ``timeout`` (its connection
         delivered nothing for `connect_timeout`) or ``reset`` (TCP gave the connection up: a ``timeout`` whose record
-        says ``last: "reset"``); under UDP ``loss``, ``outage`` or ``queue`` (a packet of it was lost there)."""
+        says ``last: "reset"``); under UDP ``loss``, ``outage`` or ``queue`` (a packet of it was lost there); ``crash``
+        (an end of it crashed while it was on its way)."""
         if reason is None:
             self.net.arrive_at(at, msg_id, payload, box, extra)
         elif reason == "reset":

@@ -54,6 +54,11 @@ class Ns3Process:
         """Send message `msg_id` as UDP datagrams at ns-3's current time (no answer)."""
         self._write(f"datagram {msg_id} {src} {dst} {nbytes}\n")
 
+    def command(self, lines: list[str]) -> None:
+        """Commands that take effect at ns-3's current time (changes of links and nodes; no answer)."""
+        if lines:
+            self._write("".join(f"{line}\n" for line in lines))
+
     def run_until(self, t: int) -> list[Outcome]:
         """Run ns-3 until `t` ns (-1: no limit) or an instant at which messages completed; those outcomes."""
         self._write(f"run {t}\n")

@@ -4,7 +4,8 @@ Every node of the graph — actor, router, access point — is an ns-3 node (num
 order); every pair of directed links u->v, v->u is one point-to-point link: each end's DataRate is
 its direction's bandwidth (a link without bandwidth: `UNLIMITED` bit/s), the channel's delay the
 links' constant latency, each device's DropTail queue the direction's `queue_bytes` (else
-`queue_packets` packets, ns-3's default 100), a Bernoulli loss a per-packet error model on the
+`queue_packets` packets, ns-3's default 100), behind ns-3's FqCoDel queue disc under ``qdisc =
+"fair"`` or alone under ``"fifo"``, a Bernoulli loss a per-packet error model on the
 receiving device (data and ACKs alike), and an outage a window in which that model loses every
 packet.  What ns-3's point-to-point links cannot be is refused with the link, the key, its value
 and what is accepted: a random latency or jitter (a channel has one delay), a delay that differs
@@ -26,11 +27,12 @@ if TYPE_CHECKING:
     from netemu.engine.net.links import Link
     from netemu.engine.net.model import NetModel
 
-__all__ = ["UNLIMITED", "Ns3Unsupported", "setup_lines"]
+__all__ = ["NS", "UNLIMITED", "Ns3Unsupported", "loss_rate", "pair_delay", "rate", "setup_lines"]
 
 NS = 1_000_000_000
 UNLIMITED = 100_000_000_000  # bit/s of a link without bandwidth (100 Gbit/s: a 1500-byte packet takes 120 ps)
 _BUFFER_UNBOUNDED = 1 << 26  # bytes of TCP buffers when the model has no window bound (window = 0): 64 MiB
+_DELACK = 0.2  # s: ns-3's TcpSocket::DelAckTimeout
 
 
 class Ns3Unsupported(InputError):
@@ -50,7 +52,16 @@ def _delay(u: str, v: str, link: Link) -> float:
     return latency.delay
 
 
-def _loss(u: str, v: str, link: Link) -> float:
+def pair_delay(u: str, v: str, ab: Link, ba: Link) -> float:
+    """The one delay (s) of the point-to-point link between `u` and `v`, or `Ns3Unsupported`."""
+    d_ab, d_ba = _delay(u, v, ab), _delay(v, u, ba)
+    if d_ab != d_ba:
+        raise Ns3Unsupported(f"links {u}->{v} and {v}->{u} have delays {d_ab} and {d_ba} s; engine = \"ns3\" needs the same "
+                             "delay both ways (a point-to-point channel has one delay)")
+    return d_ab
+
+
+def loss_rate(u: str, v: str, link: Link) -> float:
     loss = link.loss
     if loss is None:
         return 0.0
@@ -64,7 +75,7 @@ def _queue(link: Link, model: NetModel) -> str:
     return f"{max(1, math.ceil(link.queue_bytes))}B" if link.queue_bytes is not None else f"{model.queue_packets}p"
 
 
-def _rate(link: Link) -> int:
+def rate(link: Link) -> int:
     return UNLIMITED if link.bandwidth is None else max(1, round(link.bandwidth))
 
 
@@ -83,9 +94,14 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
     index = {name: i for i, name in enumerate(nodes)}
     buffer = int(model.window) if model.window > 0 else _BUFFER_UNBOUNDED
     timeout = round(model.connect_timeout * NS) if math.isfinite(model.connect_timeout) else -1
-    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {timeout} {model.congestion_control} "
-             f"{int(model.sack)}",
-             f"queue {model.queue_disc}", f"nodes {len(nodes)}", f"seed {seed}"]
+    # the delayed-ACK timer: ns-3's 200 ms, but at most a fifth of the minimum RTO, as ns-3's (1 s) and Linux's (200 ms
+    # against TCP_ATO_MIN, 40 ms) keep it.  A timer as long as the RTO makes a lone segment's ACK arrive just as its
+    # retransmission timer fires: with rto_min = 0.2 a connection that restarts from one segment stays at one segment
+    # per 200 ms (a spurious timeout each time, the window reset to one)
+    delack = min(_DELACK, model.rto_min / 5)
+    lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {round(delack * NS)} {timeout} "
+             f"{model.congestion_control} {int(model.sack)}",
+             f"queue {'fq_codel' if model.fair else 'fifo'}", f"nodes {len(nodes)}", f"seed {seed}"]
     outages: list[str] = []
     for (u, v), ab in links.items():
         ba = links.get((v, u))
@@ -94,12 +110,9 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
                                  "acknowledgements travel back)")
         if index[u] > index[v]:
             continue  # the pair is written once, from its lower-numbered end
-        d_ab, d_ba = _delay(u, v, ab), _delay(v, u, ba)
-        if d_ab != d_ba:
-            raise Ns3Unsupported(f"links {u}->{v} and {v}->{u} have delays {d_ab} and {d_ba} s; engine = \"ns3\" needs the same "
-                                 "delay both ways (a point-to-point channel has one delay)")
-        lines.append(f"link {index[u]} {index[v]} {_rate(ab)} {_rate(ba)} {round(d_ab * NS)} {_queue(ab, model)} {_queue(ba, model)} "
-                     f"{_loss(u, v, ab)!r} {_loss(v, u, ba)!r}")
+        d_ab = pair_delay(u, v, ab, ba)
+        lines.append(f"link {index[u]} {index[v]} {rate(ab)} {rate(ba)} {round(d_ab * NS)} {_queue(ab, model)} {_queue(ba, model)} "
+                     f"{loss_rate(u, v, ab)!r} {loss_rate(v, u, ba)!r}")
         for a, b, link in ((u, v, ab), (v, u, ba)):
             for start, end in link.outages:
                 outages.append(f"outage {index[a]} {index[b]} {round(start * NS)} {round(end * NS) if math.isfinite(end) else -1}")

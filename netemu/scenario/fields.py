@@ -261,6 +261,10 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
     """[network]: NetModel's parameters; a transport key without ``transport = "reliable"`` is refused
     (it would change nothing, and forgetting the transport must not pass silently), and so is an ns-3
     setting away from its default without ``engine = "ns3"``."""
+    if isinstance(value, dict) and "queue_disc" in value:  # one key says the queue discipline on both engines: qdisc
+        issues.add(f"{key}.queue_disc", value["queue_disc"], 'not a key: the queue discipline is qdisc = "fair" (FqCoDel) or '
+                   '"fifo" (DropTail), on either engine')
+        value = {k: v for k, v in value.items() if k != "queue_disc"}
     resolved = _params_table(value, key, issues, NetModel, {})
     if isinstance(value, dict) and isinstance(resolved, dict):
         # the keys added with the ns-3 engine resolve to nothing when absent (NetModel's defaults apply), so the
@@ -271,7 +275,7 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
                 resolved.pop(k, None)
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":
         for k in TRANSPORT_KEYS:
-            if k in value:
+            if k in value and not (k == "mss" and resolved.get("engine") == "ns3"):  # ns-3's UDP packets carry mss bytes
                 issues.add(f"{key}.{k}", value[k], f'only with transport = "reliable" (this [network] has transport = '
                            f'"{resolved.get("transport", "datagram")}")')
     if isinstance(value, dict) and isinstance(resolved, dict):

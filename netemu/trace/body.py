@@ -12,8 +12,9 @@ msgpack float64 (bit-exact), round and index as msgpack integers (1 byte below 1
     [3|4, node, round]                        participation key: false | true
     [5, node, round, index, factor]           compute key
     [10, node, round, fraction]               completeness key: the fraction of its local work done
-    [11..16, src, dst, round, index, at]      ns3 key (engine = "ns3", netemu.ns3): delivered | dropped: timeout |
-                                              TCP reset | loss | queue | outage; `at` is the virtual time of the outcome
+    [11..16|17, src, dst, round, index, at]   ns3 key (engine = "ns3", netemu.ns3): delivered | dropped: timeout |
+                                              TCP reset | loss | queue | outage | crash (an end crashed); `at` is the
+                                              virtual time of the outcome
     [6, name]                                 the next name number stands for `name`
     [7, run, algorithm]                       the fates below are this algorithm's in this run
     ["end", entries, complete, digest]        end marker (as in version 2; `entries` counts all above)
@@ -36,17 +37,17 @@ import msgpack
 __all__ = ["NAME", "SECTION", "Decoder2", "Decoder3", "Encoder", "Problem"]
 
 DELIVERED, LOST, EXPIRED, NOT_PARTICIPATING, PARTICIPATING, COMPUTE, NAME, SECTION, CORRUPT, DUPLICATE, COMPLETENESS = range(11)
-NS3_DELIVERED, NS3_TIMEOUT, NS3_RESET, NS3_LOSS, NS3_QUEUE, NS3_OUTAGE = range(11, 17)
+NS3_DELIVERED, NS3_TIMEOUT, NS3_RESET, NS3_LOSS, NS3_QUEUE, NS3_OUTAGE, NS3_CRASH = range(11, 18)
 _NS3_REASON_OF_CODE: dict[int, str | None] = {NS3_DELIVERED: None, NS3_TIMEOUT: "timeout", NS3_RESET: "reset", NS3_LOSS: "loss",
-                                              NS3_QUEUE: "queue", NS3_OUTAGE: "outage"}
+                                              NS3_QUEUE: "queue", NS3_OUTAGE: "outage", NS3_CRASH: "crash"}
 _NS3_REASON_CODE = {reason: code for code, reason in _NS3_REASON_OF_CODE.items()}
 REASONS: tuple[str | None, ...] = (None, "loss", "expired")  # indexed by the msg codes 0, 1, 2
 _REASON_OF_CODE: dict[int, str | None] = {DELIVERED: None, LOST: "loss", EXPIRED: "expired", CORRUPT: "corrupt", DUPLICATE: "duplicate"}
 _REASON_CODE = {reason: code for code, reason in _REASON_OF_CODE.items()}
 _KIND_OF_CODE = ("msg", "msg", "msg", "participation", "participation", "compute", "name", "section", "msg", "msg", "completeness",
-                 "ns3", "ns3", "ns3", "ns3", "ns3", "ns3")
-_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6, 4, 6, 6, 6, 6, 6, 6)  # items of an entry, by code
-_LAST_CODE = NS3_OUTAGE
+                 "ns3", "ns3", "ns3", "ns3", "ns3", "ns3", "ns3")
+_LEN_OF_CODE = (6, 6, 6, 3, 3, 5, 2, 3, 6, 6, 4, 6, 6, 6, 6, 6, 6, 6)  # items of an entry, by code
+_LAST_CODE = NS3_CRASH
 MAX_ITEMS = 6  # the longest entry: the body's unpacker refuses longer arrays
 _PARTICIPATION_CODES = (b"\x93" + msgpack.packb(NOT_PARTICIPATING), b"\x93" + msgpack.packb(PARTICIPATING))  # a 3-array, its code
 
@@ -105,8 +106,8 @@ class Encoder:
             reason, at = value
             code = _NS3_REASON_CODE.get(reason)
             if code is None:
-                raise ValueError(f"a trace records an ns-3 message's outcome as delivered, 'timeout', 'reset', 'loss', 'queue' or "
-                                 f"'outage'; {key} drew {value!r}")
+                raise ValueError(f"a trace records an ns-3 message's outcome as delivered, 'timeout', 'reset', 'loss', 'queue', "
+                                 f"'outage' or 'crash'; {key} drew {value!r}")
             return [code, name(src), name(dst), round, index, at]
         if kind == "participation":
             n = ids.get(key[1])
@@ -264,7 +265,7 @@ def _entry2_problem(entry: list, algorithms: set, n_runs: int) -> str | None:
     if kind == "ns3":
         ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
         good_value = isinstance(value, list) and len(value) == 2 and value[0] in _NS3_REASON_CODE and _delay_ok(value[1])
-        expected = '[nil, "timeout", "reset", "loss", "queue" or "outage", time >= 0]'
+        expected = '[nil, "timeout", "reset", "loss", "queue", "outage" or "crash", time >= 0]'
     elif kind == "msg":
         ok = len(key) == 5 and isinstance(key[1], str) and isinstance(key[2], str) and _is_int(key[3]) and _is_int(key[4])
         good_value = isinstance(value, list) and len(value) == 2 and value[0] in _REASON_CODE and _delay_ok(value[1])

@@ -59,12 +59,13 @@ MODELS = {
 }
 #: bytes of a full packet in the referee's device queues (1448 payload + 52 header bytes)
 PACKET = 1500
-#: ns-3 run through netemu (`--ns3`): transfers.cc's TCP settings (ns-3's 1 s minimum RTO, its queue in packets), one
+#: ns-3 run through netemu (`--ns3`): transfers.cc's TCP settings (ns-3's 1 s minimum RTO, its queues in packets: DropTail,
+#: or FqCoDel in front of them where the point says `"qdisc": "fqcodel"`, as transfers.cc's --qdisc), one
 #: connection per transfer, closed once written (a BulkSendApplication), and no stall timeout of netemu's own: like
 #: transfers.cc (3600 s horizon) it waits for ns-3's TCP, whose SYN retries alone can stall a transfer for 93 s
 NS3 = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"],  # noqa: E731
                          connection="per-message", connect_timeout=3600.0, congestion_control=p.get("tcp", "cubic"),
-                         sack=p.get("sack", True))
+                         sack=p.get("sack", True), qdisc="fair" if p.get("qdisc") == "fqcodel" else "fifo")
 
 
 def result(entry: dict) -> dict:

@@ -19,10 +19,13 @@ Families (star and tree behind one 20 Mbit/s server link, 10 Mbit/s access links
   staggered  16, 64 clients x 100 kB, 1 MB, each starting at a uniform time in [0, 50 ms) (star)
 
 Without loss ns-3 has no randomness (the staggered starts are its seeded draw): one run per point.
+With `--ns3` every point also runs through netemu with engine = "ns3" (`qdisc` the point's: "fifo" or
+"fair", i.e. FqCoDel; compare.NS3), against transfers.cc and as the referee of `after`.
 
     sh tools/ns3/build.sh
     python tools/ns3/queues.py --out tools/ns3/reference-queues.json      # ns-3 (a few minutes on 2 cores)
     python tools/ns3/queues.py --compare tools/ns3/reference-queues.json  # netemu against it
+    python tools/ns3/queues.py --compare tools/ns3/reference-queues.json --ns3   # ... and ns-3 through netemu
 """
 
 from __future__ import annotations
@@ -65,15 +68,19 @@ def models(p: dict) -> dict[str, NetModel]:
     return {"before": NetModel(**base), "after": NetModel(**base, qdisc="fifo" if p["qdisc"] == "fifo" else "fair")}
 
 
-def evaluate(reference: Path) -> list[tuple[dict, dict, dict[str, float | None]]]:
-    """(point, ns-3's result, each model's last completion) per point ns-3 completed."""
+def evaluate(reference: Path, ns3_engine: bool = False) -> list[tuple[dict, dict, dict[str, float | None]]]:
+    """(point, ns-3's result, each model's last completion, and with `ns3_engine` ns-3 through netemu's as
+    "ns3") per point ns-3 completed."""
     rows = []
     for entry in json.loads(reference.read_text()):
         p, ns3 = entry["point"], entry["ns3"]
         if ns3["last"] is None:
             continue
         starts = ns3.get("starts") if p.get("startSpread") else None
-        rows.append((p, ns3, {m: compare.run(p, model, starts) for m, model in models(p).items()}))
+        got = {m: compare.run(p, model, starts) for m, model in models(p).items()}
+        if ns3_engine:
+            got["ns3"] = compare.run(p, compare.NS3(p), starts, exact=True)
+        rows.append((p, ns3, got))
     return rows
 
 
@@ -81,25 +88,37 @@ def _p90(errs: list[float]) -> float:
     return errs[min(len(errs) - 1, int(0.9 * len(errs)))]
 
 
+def _errors(pairs: list[tuple[float | None, float | None]]) -> list[float]:
+    return sorted(abs(a - b) / b for a, b in pairs if a is not None and b is not None)
+
+
 def report(rows: list[tuple[dict, dict, dict[str, float | None]]], families=FAMILIES) -> list[str]:
-    lines = [f"{'point':<58} {'ns-3 (s)':>10} {'drops':>6}  {'before':>8} {'err':>7}  {'after':>8} {'err':>7}"]
+    engine = bool(rows) and "ns3" in rows[0][2]
+    cols = ("before", "after", "ns3") if engine else ("before", "after")
+    lines = [f"{'point':<58} {'ns-3 (s)':>10} {'drops':>6}  {'before':>8} {'err':>7}  {'after':>8} {'err':>7}"
+             + (f"  {'via netemu':>10} {'err':>7}" if engine else "")]
     for p, ns3, got in rows:
-        cells = "  ".join(f"{got[m]:8.3f} {(got[m] - ns3['last']) / ns3['last']:+7.1%}" if got[m] is not None else f"{'lost':>16}"
-                          for m in ("before", "after"))
+        cells = "  ".join(f"{got[m]:8.3f} {(got[m] - ns3['last']) / ns3['last']:+7.1%}" if got[m] is not None else f"{'lost':>16}"  # type: ignore[operator]
+                          for m in cols)
         lines.append(f"{p['name']:<58} {ns3['last']:9.3f}{'*' if compare.stalled(ns3) else ' '} {ns3['queue_drops']:6d}  {cells}")
-    lines.append(f"{'family':<10} {'qdisc':<8} {'points':>6}  {'before median':>13} {'p90':>7}  {'after median':>12} {'p90':>7}")
+    lines.append(f"{'family':<10} {'qdisc':<8} {'points':>6}  {'before median':>13} {'p90':>7}  {'after median':>12} {'p90':>7}"
+                 + (f"  {'via netemu':>10} {'p90':>7}  {'after vs via':>12} {'p90':>7}" if engine else ""))
     for family, qdisc in itertools.product([*families, "all"], QDISCS):
         subset = [(p, ns3, got) for p, ns3, got in rows if p["qdisc"] == qdisc and (family == "all" or p["name"].startswith(family + "-"))]
         cells = []
-        for m in ("before", "after"):
-            errs = sorted(abs(got[m] - ns3["last"]) / ns3["last"] for _, ns3, got in subset if got[m] is not None)
+        columns = [[(got[m], ns3["last"]) for _, ns3, got in subset] for m in cols]
+        if engine:  # the flow model (after) against ns-3 through netemu
+            columns.append([(got["after"], got["ns3"]) for _, _, got in subset])
+        for pairs in columns:
+            errs = _errors(pairs)
             cells.append(f"{statistics.median(errs):13.1%} {_p90(errs):7.1%}" if errs else f"{'-':>13} {'-':>7}")
-        lines.append(f"{family:<10} {qdisc:<8} {len(subset):>6}  {cells[0]}  {cells[1]}")
+        lines.append(f"{family:<10} {qdisc:<8} {len(subset):>6}  " + "  ".join(cells))
     return lines
 
 
 def main() -> int:
-    return grid.family_main(__doc__, points, lambda reference: report(evaluate(reference)))
+    return grid.family_main(__doc__, points, lambda reference, ns3: report(evaluate(reference, ns3)),
+                            ns3='also run every point through netemu with engine = "ns3"')
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ run per point.
     sh tools/ns3/build.sh
     python tools/ns3/rounds.py --out tools/ns3/reference-rounds.json      # ns-3 (a few minutes on 2 cores)
     python tools/ns3/rounds.py --compare tools/ns3/reference-rounds.json  # netemu against it
+    python tools/ns3/rounds.py --compare tools/ns3/reference-rounds.json --ns3  # and ns-3 through netemu
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def points() -> list[dict]:
 
 
 def main() -> int:
-    return grid.family_main(__doc__, points, lambda reference: queues.report(queues.evaluate(reference), FAMILIES))
+    return grid.family_main(__doc__, points, lambda reference, ns3: queues.report(queues.evaluate(reference, ns3), FAMILIES),
+                            ns3='also run every point through netemu with engine = "ns3"')
 
 
 if __name__ == "__main__":

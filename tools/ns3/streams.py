@@ -99,7 +99,8 @@ def report(rows) -> list[str]:
 def main() -> int:
     def compare(reference: Path, ns3: bool) -> list[str]:
         if ns3:
-            MODELS["ns3"] = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"])
+            MODELS["ns3"] = lambda p: NetModel(engine="ns3", transport="reliable", window=p["window"], rto_min=1.0, queue_packets=p["queue"],
+                                                 qdisc="fifo")
         return report(evaluate(reference))
 
     return grid.family_main(__doc__, points, compare, ns3='also run every configuration through netemu with engine = "ns3"')

@@ -18,15 +18,18 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   retransmission timeout (max(`rto_min`, 2 RTT), doubling) and a resend, not the message;
   the message is lost (``timeout``) only when its path stays unusable past
   `connect_timeout` seconds after it was sent.
-- ``qdisc``: how a shared link serves the flows crossing it under ``sharing = "max-min"``:
-  ``"fair"`` (the default: per-flow fair queueing, FqCoDel, max-min shares and no overflow
-  unless a link sets `queue_bytes`) or ``"fifo"`` (one drop-tail queue per link, `queue_bytes`
-  or by default `default_queue` bytes, shared in proportion to the flows' windows: rates
-  weighted by 1 / RTT, and slow starts that overflow it pay a retransmission timeout;
-  netemu.engine.net.queues).  Under ``sharing = "none"`` every link is a FIFO of whole
-  messages already: only ``"fifo"`` (or nothing) is accepted there;
+- ``qdisc``: how a shared link serves the flows crossing it, the same on both engines:
+  ``"fair"`` (the default: per-flow fair queueing, FqCoDel; in the flow model max-min shares and
+  no overflow unless a link sets `queue_bytes`, in ns-3 its FqCoDelQueueDisc in front of each
+  device) or ``"fifo"`` (one drop-tail queue per link; in the flow model `queue_bytes` or by
+  default `default_queue` bytes, shared in proportion to the flows' windows: rates weighted by
+  1 / RTT, and slow starts that overflow it pay a retransmission timeout, netemu.engine.net.queues;
+  in ns-3 the device's DropTail queue alone).  "fair" is the default of both because it is what
+  Linux and ns-3 install on a device unless told otherwise, and the flow model's default under
+  ``sharing = "max-min"``.  Under the flow model's ``sharing = "none"`` every link is a FIFO of
+  whole messages already: only ``"fifo"`` (or nothing) is accepted there;
 - ``engine = "ns3"``: no flow model at all — every message is a TCP transfer in ns-3, run in
-  lockstep with the virtual clock (netemu.ns3); `queue_disc` and `queue_packets` are its links'
+  lockstep with the virtual clock (netemu.ns3); `qdisc` and `queue_packets` are its links'
   queues, `congestion_control` and `sack` its TCP's; `sharing`, `window` as a rate bound and the
   factors are the flow model's and unused.
 """
@@ -50,11 +53,10 @@ HEADER_BYTES = 52
 DEFAULT_QUEUE_PACKETS = 100
 #: network engines: netemu's flow model, or ns-3 run in lockstep (module that implements it: netemu.ns3.engine)
 ENGINES = {"flow": None, "ns3": "netemu.ns3.engine:Ns3Engine"}
-QUEUE_DISCS = ("fifo", "fq_codel")
 #: ns-3's TCP congestion controls the ns3 engine offers (ns-3 3.37's default: cubic)
 CONGESTION_CONTROLS = ("cubic", "newreno", "bbr", "vegas")
 #: the settings of the ns-3 engine: refused in a scenario without it
-ENGINE_KEYS = ("queue_disc", "queue_packets", "congestion_control", "sack")
+ENGINE_KEYS = ("queue_packets", "congestion_control", "sack")
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -72,9 +74,8 @@ class NetModel:
     connection: str = "persistent"  # reliable: one connection per ordered pair, or "per-message"
     rto_min: float = 0.2  # seconds (Linux's TCP_RTO_MIN)
     connect_timeout: float = 30.0  # seconds a reliable message keeps trying
-    qdisc: str = ""  # how a shared link serves its flows: "fair" or "fifo" ("": the sharing mode's own)
+    qdisc: str = ""  # how a shared link serves its flows: "fair" or "fifo" ("": the default, "fair"; under sharing = "none", "fifo")
     engine: str = "flow"  # "flow" (netemu's models) or "ns3" (netemu.ns3)
-    queue_disc: str = "fifo"  # ns3: a DropTail device queue only, or ns-3's default FqCoDel root queue disc before it
     queue_packets: int = 100  # ns3: the device queue of a link without queue_bytes, packets (ns-3's default)
     congestion_control: str = "cubic"  # ns3: TCP's congestion control (ns-3's TcpCubic, TcpNewReno, TcpBbr, TcpVegas)
     sack: bool = True  # ns3: TCP selective acknowledgements (ns-3's default; off: the TCP of Padhye et al.)
@@ -85,7 +86,6 @@ class NetModel:
             (self.transport in TRANSPORTS, "transport", self.transport, f"one of {', '.join(TRANSPORTS)}"),
             (self.connection in CONNECTIONS, "connection", self.connection, f"one of {', '.join(CONNECTIONS)}"),
             (self.engine in ENGINES, "engine", self.engine, f"one of {', '.join(ENGINES)}"),
-            (self.queue_disc in QUEUE_DISCS, "queue_disc", self.queue_disc, f"one of {', '.join(QUEUE_DISCS)}"),
             (self.queue_packets >= 1, "queue_packets", self.queue_packets, ">= 1 packet"),
             (self.congestion_control in CONGESTION_CONTROLS, "congestion_control", self.congestion_control,
              f"one of {', '.join(CONGESTION_CONTROLS)}"),
@@ -97,9 +97,9 @@ class NetModel:
             (self.rto_min > 0 and math.isfinite(self.rto_min), "rto_min", self.rto_min, "> 0 seconds"),
             (self.connect_timeout > 0, "connect_timeout", self.connect_timeout, "> 0 seconds"),
             (self.qdisc in ("", *QDISCS), "qdisc", self.qdisc, f"one of {', '.join(QDISCS)}"),
-            (self.qdisc != "fair" or self.sharing == "max-min", "qdisc", self.qdisc,
+            (self.qdisc != "fair" or self.sharing == "max-min" or self.engine != "flow", "qdisc", self.qdisc,
              '"fifo" under sharing = "none" (every link a FIFO of whole messages); "fair" needs sharing = "max-min"'),
-            (self.qdisc != "fifo" or self.sharing == "none" or self.reliable, "qdisc", self.qdisc,
+            (self.qdisc != "fifo" or self.sharing == "none" or self.reliable or self.engine != "flow", "qdisc", self.qdisc,
              '"fair" under sharing = "max-min" with transport = "datagram"; "fifo" shares a queue by TCP windows: '
              'it needs transport = "reliable"'),
         )
@@ -114,6 +114,11 @@ class NetModel:
     @property
     def reliable(self) -> bool:
         return self.transport == "reliable"
+
+    @property
+    def fair(self) -> bool:
+        """Links serve their flows by fair queueing (``qdisc = "fair"``, the default; ns-3: FqCoDel), else drop-tail FIFO."""
+        return self.qdisc == "fair" or (self.qdisc == "" and (self.sharing == "max-min" or self.engine != "flow"))
 
     @property
     def fifo(self) -> bool:

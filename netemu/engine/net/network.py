@@ -238,6 +238,8 @@ class Network(NodeDraws, Tallies):
 
     def set_up(self, name: str, up: bool) -> None:
         self._node(name).up = up
+        if self._transfers is not None:
+            self._transfers.node_up(name, up)  # ns-3: the node's links go down or up (netemu.ns3.engine)
 
     # ------------------------------------------------------------------ messages
 

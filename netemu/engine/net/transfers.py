@@ -99,6 +99,9 @@ class Transfers:
                 return
         self._attempt(tr, first=True)
 
+    def node_up(self, name: str, up: bool) -> None:
+        """Node `name` crashed or recovered: nothing to do here (what arrives at a crashed node is dropped on arrival)."""
+
     def _draw(self, tr: Transit) -> None:
         net, fates, k, n = self.net, self.net.fates, tr.attempt, tr.segments
         out = []
