@@ -273,12 +273,13 @@ def test_the_queue_discipline_has_one_key_on_both_engines_and_queue_disc_is_refu
     assert not NetModel(engine="ns3", qdisc="fifo").fair and not NetModel().fair  # sharing = "none": FIFOs of messages
 
 
-def datagrams(nbytes, *, queue_packets=100, loss=None, qdisc="fifo"):
+def datagrams(nbytes, *, queue_packets=100, loss=None, qdisc="fifo", server_qdisc=None):
     """One datagram message of `nbytes` from client-0 through a router to the server (10 then 1 Mbit/s):
-    its log records."""
+    its log records.  `server_qdisc`: the server link's own queue discipline."""
     g = T.behind_routers(T.star(1), server_link=True)
     links = {(u, v): Link(Constant(0.001), bandwidth=1e6 if cls.startswith("server") else 10e6, link_class=cls,
-                          loss=loss if cls == "uplink" else None) for u, v, cls in g.edges(data="link_class")}
+                          loss=loss if cls == "uplink" else None, qdisc=server_qdisc if cls.startswith("server") else None)
+             for u, v, cls in g.edges(data="link_class")}
     model = NetModel(engine="ns3", queue_packets=queue_packets, qdisc=qdisc)
     world, buf = logged_world(g, seed=1, links=links, model=model)
     world.network.connect("server", lambda m: False)
@@ -318,6 +319,16 @@ def test_fq_codel_drops_a_standing_queue_after_its_interval(engine):
     # drops only once the sojourn time stayed above its 5 ms target for its 100 ms interval (RFC 8289 sec. 3);
     # a 100-packet FIFO there drops within the first 0.15 s (100 packets arrive 1.2 ms apart, leave 12 ms apart)
     assert drop["event"] == "drop" and drop["reason"] == "queue" and 0.1 < drop["t"] < 1.0
+
+
+def test_a_link_s_own_queue_discipline_overrides_the_network_s(engine):
+    """The server link alone behind FqCoDel in a FIFO network drops as FqCoDel does, and alone FIFO in a fair
+    network as a 100-packet DropTail queue does (the test above)."""
+    (fair,) = datagrams(1_000_000, qdisc="fifo", server_qdisc="fair")
+    (fifo,) = datagrams(1_000_000, qdisc="fair", server_qdisc="fifo")
+    assert fair["reason"] == fifo["reason"] == "queue"
+    assert fair == datagrams(1_000_000, qdisc="fair")[0] and 0.1 < fair["t"] < 1.0
+    assert fifo == datagrams(1_000_000, qdisc="fifo")[0] and fifo["t"] < 0.15
 
 
 def test_pcap_files_of_every_link_where_the_user_asks(engine, tmp_path, monkeypatch):

@@ -128,10 +128,10 @@ def test_a_paused_transfer_keeps_its_bytes_and_leaves_its_share():
 
 
 def bursts_on_one_link(fifo, firsts, capacity=1e6, queue=20_000.0):
-    b = Bursts(fifo, 1448)
+    b = Bursts(1448)
     for i, first in enumerate(firsts):
         b.start(Burst(i, 0.0, 0.01, first, first, {"L": math.inf}), ["L"])
-    return b.overflows([("L", capacity, queue, 0.0)], 0.0, lambda c, r: 0.0)
+    return b.overflows([("L", capacity, queue, 0.0, fifo)], 0.0, lambda c, r: 0.0)
 
 
 def test_a_fifo_queue_drops_from_every_flow_and_a_fair_one_only_above_the_share():

@@ -9,12 +9,14 @@
 //                                             DelAckCount, DelAckTimeout, congestion control cubic|newreno|bbr|vegas, Sack
 //                                             0|1); a connection whose receiver gets no byte for TIMEOUT_NS
 //                                             while messages wait fails them (-1: never)
-//     queue fifo|fq_codel                     fifo: ns-3's default FqCoDel root queue discs are uninstalled
 //     nodes N                                 netemu's nodes (actors, routers, access points) are 0 .. N-1
-//     link A B RATE_AB RATE_BA DELAY_NS QAB QBA LOSS_AB LOSS_BA
+//     link A B RATE_AB RATE_BA DELAY_NS QAB QBA LOSS_AB LOSS_BA DISC_AB DISC_BA
 //                                             a point-to-point link: DataRate per direction (bit/s), one
-//                                             propagation delay, device queue sizes ("100p", "15000B") and
-//                                             per-packet loss rates (applied by the receiving device)
+//                                             propagation delay, device queue sizes ("100p", "15000B"),
+//                                             per-packet loss rates (applied by the receiving device) and
+//                                             each sending device's queue discipline: fq_codel (ns-3's default
+//                                             FqCoDel root queue disc kept) or fifo (uninstalled: the device's
+//                                             DropTail queue alone)
 //     outage A B START_NS END_NS              direction A->B loses every packet in [START, END) (END -1: for ever)
 //     pcap PREFIX A B                         write the pcap of both ends of link A-B (PREFIX-A-B-*.pcap)
 //     seed RUN                                ns-3's run number (RngSeedManager::SetRun)
@@ -117,6 +119,7 @@ struct LinkSpec
     int64_t delay;
     std::string qAB, qBA;
     double lossAB, lossBA;
+    std::string discAB, discBA; // fifo | fq_codel
     std::vector<std::pair<int64_t, int64_t>> outAB, outBA;
     std::string pcap;
 };
@@ -127,7 +130,6 @@ int
 main(int argc, char* argv[])
 {
     std::ios::sync_with_stdio(false);
-    std::string queueDisc = "fifo";
     uint32_t n = 0;
     std::vector<LinkSpec> links;
     std::string line;
@@ -161,10 +163,6 @@ main(int argc, char* argv[])
             Config::SetDefault("ns3::TcpSocket::TcpNoDelay", BooleanValue(true));
             Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(NanoSeconds(rtoMin)));
         }
-        else if (cmd == "queue")
-        {
-            in >> queueDisc;
-        }
         else if (cmd == "nodes")
         {
             in >> n;
@@ -179,7 +177,16 @@ main(int argc, char* argv[])
         else if (cmd == "link")
         {
             LinkSpec l;
-            in >> l.a >> l.b >> l.rateAB >> l.rateBA >> l.delay >> l.qAB >> l.qBA >> l.lossAB >> l.lossBA;
+            in >> l.a >> l.b >> l.rateAB >> l.rateBA >> l.delay >> l.qAB >> l.qBA >> l.lossAB >> l.lossBA >> l.discAB >> l.discBA;
+            for (const std::string& disc : {l.discAB, l.discBA})
+            {
+                if (disc != "fifo" && disc != "fq_codel")
+                {
+                    std::printf("error a link's queue discipline must be fifo or fq_codel, not %s\n", disc.c_str());
+                    std::fflush(stdout);
+                    return 2;
+                }
+            }
             links.push_back(l);
         }
         else if (cmd == "outage" || cmd == "pcap")
@@ -242,6 +249,7 @@ main(int argc, char* argv[])
     Ipv4AddressHelper addr;
     addr.SetBase("10.0.0.0", "255.255.255.252");
     NetDeviceContainer devices;
+    NetDeviceContainer bare; // the devices whose FqCoDel root queue disc is uninstalled (fifo)
     addressOf.assign(n, Ipv4Address());
     std::vector<bool> addressed(n, false);
     for (LinkSpec& l : links)
@@ -266,6 +274,13 @@ main(int argc, char* argv[])
         };
         setUp(0, l.rateAB, l.qAB, l.lossAB, l.outAB);
         setUp(1, l.rateBA, l.qBA, l.lossBA, l.outBA);
+        for (uint32_t i = 0; i < 2; i++)
+        {
+            if ((i == 0 ? l.discAB : l.discBA) == "fifo")
+            {
+                bare.Add(d.Get(i));
+            }
+        }
         Ipv4InterfaceContainer ifs = addr.Assign(d);
         addr.NewNetwork();
         for (uint32_t i = 0; i < 2; i++)
@@ -284,16 +299,8 @@ main(int argc, char* argv[])
             p2p.EnablePcap(l.pcap + "-" + std::to_string(l.a) + "-" + std::to_string(l.b), d, false);
         }
     }
-    if (queueDisc == "fifo")
-    {
-        TrafficControlHelper().Uninstall(devices);
-    }
-    else if (queueDisc != "fq_codel")
-    {
-        std::printf("error queue must be fifo or fq_codel, not %s\n", queueDisc.c_str());
-        std::fflush(stdout);
-        return 2;
-    }
+    // Ipv4AddressHelper::Assign installed ns-3's default FqCoDel root queue disc on every device
+    TrafficControlHelper().Uninstall(bare);
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
     for (uint32_t i = 0; i < n; i++)
     {

@@ -5,7 +5,7 @@ order); every pair of directed links u->v, v->u is one point-to-point link: each
 its direction's bandwidth (a link without bandwidth: `UNLIMITED` bit/s), the channel's delay the
 links' constant latency, each device's DropTail queue the direction's `queue_bytes` (else
 `queue_packets` packets, ns-3's default 100), behind ns-3's FqCoDel queue disc under ``qdisc =
-"fair"`` or alone under ``"fifo"``, a Bernoulli loss a per-packet error model on the
+"fair"`` or alone under ``"fifo"`` (the link's own `qdisc`, else the network's), a Bernoulli loss a per-packet error model on the
 receiving device (data and ACKs alike), and an outage a window in which that model loses every
 packet.  What ns-3's point-to-point links cannot be is refused with the link, the key, its value
 and what is accepted: a random latency or jitter (a channel has one delay), a delay that differs
@@ -75,6 +75,12 @@ def _queue(link: Link, model: NetModel) -> str:
     return f"{max(1, math.ceil(link.queue_bytes))}B" if link.queue_bytes is not None else f"{model.queue_packets}p"
 
 
+def _disc(link: Link, model: NetModel) -> str:
+    """The sending device's queue discipline: the link's `qdisc`, else the network's."""
+    fair = link.qdisc == "fair" if link.qdisc is not None else model.fair
+    return "fq_codel" if fair else "fifo"
+
+
 def rate(link: Link) -> int:
     return UNLIMITED if link.bandwidth is None else max(1, round(link.bandwidth))
 
@@ -101,7 +107,7 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
     delack = min(_DELACK, model.rto_min / 5)
     lines = [f"tcp {model.mss} {model.initial_window} {buffer} {round(model.rto_min * NS)} 2 {round(delack * NS)} {timeout} "
              f"{model.congestion_control} {int(model.sack)}",
-             f"queue {'fq_codel' if model.fair else 'fifo'}", f"nodes {len(nodes)}", f"seed {seed}"]
+             f"nodes {len(nodes)}", f"seed {seed}"]
     outages: list[str] = []
     for (u, v), ab in links.items():
         ba = links.get((v, u))
@@ -112,7 +118,7 @@ def setup_lines(nodes: Sequence[str], links: Mapping[tuple[str, str], Link], mod
             continue  # the pair is written once, from its lower-numbered end
         d_ab = pair_delay(u, v, ab, ba)
         lines.append(f"link {index[u]} {index[v]} {rate(ab)} {rate(ba)} {round(d_ab * NS)} {_queue(ab, model)} {_queue(ba, model)} "
-                     f"{loss_rate(u, v, ab)!r} {loss_rate(v, u, ba)!r}")
+                     f"{loss_rate(u, v, ab)!r} {loss_rate(v, u, ba)!r} {_disc(ab, model)} {_disc(ba, model)}")
         for a, b, link in ((u, v, ab), (v, u, ba)):
             for start, end in link.outages:
                 outages.append(f"outage {index[a]} {index[b]} {round(start * NS)} {round(end * NS) if math.isfinite(end) else -1}")

@@ -137,7 +137,7 @@ def build_links(sc: Scenario, graph: nx.DiGraph) -> dict[tuple[str, str], L.Link
                 base = {**base, **{k: x for k, x in override.items() if k not in ("src", "dst")}}
             latency, jitter, loss, bandwidth, outages, queue_bytes, duplicate, corrupt = _link_spec(sc, base)
             template = L.Link(latency, jitter=jitter, loss=loss, bandwidth=bandwidth, outages=outages, link_class=cls, shared=True,
-                              queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt)
+                              queue_bytes=queue_bytes, duplicate=duplicate, corrupt=corrupt, qdisc=base.get("qdisc"))
             if override is None:
                 by_class[key] = template
         bandwidth = None

@@ -14,7 +14,7 @@ from typing import Any
 from netemu import plugins
 from netemu.engine.net import links as L
 from netemu.engine.net.impairments import Latency, Loss
-from netemu.engine.net.model import ENGINE_KEYS, TRANSPORT_KEYS, NetModel
+from netemu.engine.net.model import ENGINE_KEYS, QDISCS, TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
@@ -95,6 +95,12 @@ def _outages(value: Any, key: str, issues: Issues) -> Any:
     return value
 
 
+def _qdisc(value: Any, key: str, issues: Issues) -> Any:
+    if value not in QDISCS:
+        issues.add(key, value, f"one of {', '.join(QDISCS)}: how this link serves the flows crossing it (absent: the [network]'s qdisc)")
+    return value
+
+
 LINK_FIELDS = {
     "latency": Custom(_model("latency", Latency), {"model": "constant", "delay": 0.0}),
     "jitter": Custom(_jitter, None),
@@ -104,6 +110,8 @@ LINK_FIELDS = {
     "queue_bytes": Field(float, 0.0, lambda v: v >= 0, ">= 0 bytes that may wait for the link (0 = unlimited)"),
     "duplicate": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a delivered message arrives twice (netem)"),
     "corrupt": Field(float, 0.0, lambda v: 0 <= v <= 1, "in [0, 1]: probability that a message arrives corrupted (netem)"),
+    # absent (None): the [network]'s qdisc; resolves to nothing, so a scenario that does not use it hashes as before
+    "qdisc": Custom(_qdisc, None),
 }
 #: compute-time noise is exp(sigma * z), z a standard normal draw (|z| < 8.3 for 53-bit uniforms): above
 #: sigma ~ 85 exp() overflows and the run fails blaming an actor.  10 is far beyond any measured
@@ -292,9 +300,20 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
 def check_queues(table: dict, link_tables: list[tuple[str, dict]], issues: Issues) -> None:
     """`queue_bytes` bounds a link's FIFO of whole messages (``sharing = "none"``) or, under ``sharing =
     "max-min"``, the queue TCP's slow starts overflow (netemu.engine.net.queues): refused there without
-    ``transport = "reliable"``, where nothing could overflow it, rather than ignored."""
+    ``transport = "reliable"``, where nothing could overflow it, rather than ignored.  A link's own `qdisc`
+    obeys the flow model's rules for the [network]'s: under ``sharing = "none"`` every link is a FIFO of
+    whole messages already, and a FIFO shared by TCP windows needs ``transport = "reliable"``."""
     network = table.get("network") or {}
-    if network.get("sharing") != "max-min" or network.get("transport") == "reliable":
+    maxmin, reliable = network.get("sharing") == "max-min", network.get("transport") == "reliable"
+    if network.get("engine", "flow") == "flow":
+        for where, link in link_tables:
+            if link.get("qdisc") == "fair" and not maxmin:
+                issues.add(f"{where}.qdisc", "fair", '"fifo" or nothing under sharing = "none" (every link a FIFO of whole '
+                           'messages); "fair" needs sharing = "max-min"')
+            elif link.get("qdisc") == "fifo" and maxmin and not reliable:
+                issues.add(f"{where}.qdisc", "fifo", '"fair" or nothing under sharing = "max-min" with transport = "datagram"; '
+                           '"fifo" shares a queue by TCP windows: it needs transport = "reliable"')
+    if not maxmin or reliable:
         return
     for where, link in link_tables:
         if link.get("queue_bytes"):

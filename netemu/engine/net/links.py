@@ -163,7 +163,7 @@ class Link:
 
     __slots__ = (
         "_count", "_indices", "_jitter", "_latency", "_loss", "_outages", "_round", "_shared", "bandwidth", "busy_until",
-        "corrupt", "duplicate", "link_class", "queue_bytes",
+        "corrupt", "duplicate", "link_class", "qdisc", "queue_bytes",
     )
 
     def __init__(
@@ -179,12 +179,15 @@ class Link:
         queue_bytes: float | None = None,
         duplicate: float = 0.0,
         corrupt: float = 0.0,
+        qdisc: str | None = None,
     ) -> None:
         if bandwidth is not None and not bandwidth > 0:  # the message is formatted only when raised
             raise ValueError(f"bandwidth must be > 0 bits/s, got {bandwidth}")
         if queue_bytes is not None and not queue_bytes > 0:
             raise ValueError(f"queue_bytes must be > 0 bytes, got {queue_bytes}")
         self.queue_bytes = queue_bytes  # bytes that may wait for the link (None: unbounded); netemu.engine.net.transfers
+        _check(qdisc in (None, "fair", "fifo"), f'qdisc must be "fair" or "fifo" (None: the network\'s), got {qdisc!r}')
+        self.qdisc = qdisc  # how the link serves the flows crossing it (None: NetModel.qdisc); netemu.engine.net.queues
         _check(0 <= duplicate <= 1 and 0 <= corrupt <= 1, f"duplicate and corrupt are probabilities in [0, 1], got {duplicate}, {corrupt}")
         self.duplicate, self.corrupt = float(duplicate), float(corrupt)  # netem's: a delivered message arrives twice / corrupted
         self._latency = latency if latency is not None else _NO_DELAY
@@ -215,6 +218,7 @@ class Link:
         new._latency, new._jitter, new._loss, new.link_class = self._latency, self._jitter, self._loss, self.link_class
         new.bandwidth = self.bandwidth if bandwidth is None else bandwidth
         new.queue_bytes, new.duplicate, new.corrupt, new._shared = self.queue_bytes, self.duplicate, self.corrupt, 1
+        new.qdisc = self.qdisc
         new._outages = None if self._outages is None else list(self._outages)
         new.busy_until, new._round, new._count, new._indices = 0.0, None, 0, None
         return new

@@ -98,11 +98,12 @@ class Burst:
 class _Table:
     """One link's part in `Bursts.overflows`: its groups of bursts by start, and those begun so far."""
 
-    __slots__ = ("active", "begun", "capacity", "link", "load", "ordered", "queue")
+    __slots__ = ("active", "begun", "capacity", "fifo", "link", "load", "ordered", "queue")
 
-    def __init__(self, link: Hashable, capacity: float, queue: float | None, load: float,
+    def __init__(self, link: Hashable, capacity: float, queue: float | None, load: float, fifo: bool,
                  ordered: list[tuple[tuple, list[Burst]]]) -> None:
         self.link, self.capacity, self.queue, self.load, self.ordered = link, capacity, queue, load, ordered
+        self.fifo = fifo
         self.begun = 0  # groups of `ordered` begun by the instant looked at
         self.active: list[tuple[tuple, list[Burst]]] = []
 
@@ -110,8 +111,8 @@ class _Table:
 class Bursts:
     """The bursts under way through each bounded link, and their overflows."""
 
-    def __init__(self, fifo: bool, mss: int) -> None:
-        self.fifo, self.mss = fifo, mss
+    def __init__(self, mss: int) -> None:
+        self.mss = mss
         self._on: dict[Hashable, dict[int, Burst]] = {}  # link -> its bursts, in start order
         self._owed: dict[Hashable, float] = {}  # link -> expected timeouts not yet given (see `_round`)
         self._new: dict[Hashable, list[Burst]] = {}  # link -> its bursts started since it was last looked at
@@ -131,17 +132,18 @@ class Bursts:
         """The bursts under way on `link` at `now`."""
         return [b.id for b in self._on.get(link, {}).values() if b.end() > now]
 
-    def overflows(self, links: list[tuple[Hashable, float, float | None, float]], now: float,
+    def overflows(self, links: list[tuple[Hashable, float, float | None, float, bool]], now: float,
                   default_queue: Callable[[float, float], float]) -> list[tuple[int, float, bool]]:
         """The bursts that overflow the queue of one of `links` ((link, capacity bytes/s, queue bytes or None:
-        `default_queue(capacity, rtt)`, bytes/s the flows past their slow start use on it now)) in a round
+        `default_queue(capacity, rtt)`, bytes/s the flows past their slow start use on it now, whether its
+        queue is one FIFO, ``qdisc = "fifo"``, else per-flow fair)) in a round
         starting at `now` or later: (id, the round's start,
         whether it stalls for a timeout), in order of their loss.  The links are followed together, round
         by round, so that a slow start ended on one (HyStart) is over on all.  The bursts that lost leave
         every link given (their slow start ends); the caller ends them on their other links."""
         tables: list[_Table] = []  # per link: its groups of bursts alike (all of a round's transfers starting at t = 0 are one)
         instants: list[list[tuple[float, int]]] = []  # per link: (instant one of its rounds starts, link's index)
-        for link, capacity, queue, load in links:
+        for link, capacity, queue, load, fifo in links:
             on = self._on.get(link)
             if not on:
                 continue
@@ -156,7 +158,7 @@ class Bursts:
             instants.append(sorted({(b.start + k * b.rtt, index) for b in self._new.pop(link, ()) if b.id in on
                                     for k in range(b.rounds) if b.start + k * b.rtt >= now}))
             # the groups by start, so that each instant looks only at those begun by then (`_round`)
-            tables.append(_Table(link, capacity, queue, load, sorted(groups.items(), key=lambda g: g[0][0])))
+            tables.append(_Table(link, capacity, queue, load, fifo, sorted(groups.items(), key=lambda g: g[0][0])))
         out: list[tuple[int, float, bool]] = []
         lost: set[int] = set()
         for t, index in heapq.merge(*instants):  # every link at its own rounds, all in time order
@@ -165,7 +167,7 @@ class Bursts:
                 tb.active.append(tb.ordered[tb.begun])
                 tb.begun += 1
             tb.active = [g for g in tb.active if g[0][0] + g[1][0].rounds * g[0][1] > t]  # not over by `t`
-            self._round(t, tb.link, tb.capacity, tb.queue, tb.load, tb.active, lost, out, default_queue)
+            self._round(t, tb, lost, out, default_queue)
         for tb in tables:
             link = tb.link
             on = self._on.get(link)
@@ -176,9 +178,10 @@ class Bursts:
                     del self._on[link]
         return out
 
-    def _round(self, t: float, link: Hashable, capacity: float, queue: float | None, load: float, groups: list[tuple[tuple, list[Burst]]],
-               lost: set[int], out: list[tuple[int, float, bool]], default_queue: Callable[[float, float], float]) -> None:
-        """The rounds under way at `t` through one link (see the module docstring)."""
+    def _round(self, t: float, tb: _Table, lost: set[int], out: list[tuple[int, float, bool]],
+               default_queue: Callable[[float, float], float]) -> None:
+        """The rounds under way at `t` through one link, `tb.active` (see the module docstring)."""
+        link, capacity, queue, load, groups, fifo = tb.link, tb.capacity, tb.queue, tb.load, tb.active, tb.fifo
         sent, n, span, rtt_max = 0.0, 0, 0.0, 0.0
         live = []
         for key, members in groups:
@@ -198,7 +201,7 @@ class Bursts:
             return
         room = default_queue(capacity, rtt_max) if queue is None else queue
         drained, standing = capacity * max(rtt_max, span), 0.0
-        if self.fifo and load > 0:  # the flows past their slow start share the one queue
+        if fifo and load > 0:  # the flows past their slow start share the one queue
             drained = max(0.0, capacity - load) * max(rtt_max, span)
             if load >= capacity * (1.0 - 1e-6):  # ... and fill the link: their windows keep a standing queue
                 standing = min(room, max(0.0, STANDING * (capacity * rtt_max + room) - capacity * rtt_max))
@@ -212,7 +215,7 @@ class Bursts:
             return
         took = drained + room  # bytes of the round the link carried or kept
         for here, w, left in live:
-            through = left * took / sent if self.fifo else took / n  # fifo: every flow alike; fair: an equal share each
+            through = left * took / sent if fifo else took / n  # fifo: every flow alike; fair: an equal share each
             if left <= through:
                 continue  # a fair queue drops only from the flows above their share
             if w - left + through < FAST_RETRANSMIT_SEGMENTS * self.mss:

@@ -68,7 +68,7 @@ class Transfers:
         #: ``queue_overflows`` (slow starts that overflowed a queue), ``queue_timeouts`` (... and waited a timeout)
         self.counts: Counter = Counter()
         # slow starts through bounded queues (netemu.engine.net.queues): max-min with the reliable transport
-        self.bursts = Bursts(model.fifo, model.mss) if model.sharing == "max-min" and model.reliable else None
+        self.bursts = Bursts(model.mss) if model.sharing == "max-min" and model.reliable else None
         self._bursting: dict[int, tuple[Transit, list]] = {}  # burst id -> its transit and bounded links
         self._dirty: dict[Any, None] = {}  # bounded links with a new burst this instant, to check once
 
@@ -187,6 +187,10 @@ class Transfers:
 
     # ------------------------------------------------------------ queues that overflow
 
+    def _fifo(self, link: Link) -> bool:
+        """Whether `link` serves its flows from one FIFO queue: its own `qdisc`, else the network's."""
+        return self.model.fifo if link.qdisc is None else link.qdisc == "fifo"
+
     def _burst(self, tr: Transit, start: float, rtt: float, window: float) -> None:
         """`tr`'s slow start from `window` bytes at `start` enters the bounded queues on its path
         (netemu.engine.net.queues); they are checked once the events of this instant are done."""
@@ -195,7 +199,7 @@ class Transfers:
         bounded, upstream, slowest = [], {}, math.inf
         for _, _, link in tr.hops:
             if link.bandwidth is not None:
-                if model.fifo or link.queue_bytes is not None:
+                if self._fifo(link) or link.queue_bytes is not None:
                     bounded.append(link)
                     upstream[link] = slowest
                 slowest = min(slowest, link.bandwidth / 8.0)
@@ -216,8 +220,8 @@ class Transfers:
         assert bursts is not None
         flows = self.flows
         # the load of the flows past their slow start: a transfer whose slow start is a burst here counts as one
-        checked = [(link, capacity[link], link.queue_bytes, max(0.0, flows.load(link) - sum(flows.rate(i) for i in bursts.ids(link, now))))
-                   for link in dirty]
+        checked = [(link, capacity[link], link.queue_bytes, max(0.0, flows.load(link) - sum(flows.rate(i) for i in bursts.ids(link, now))),
+                    self._fifo(link)) for link in dirty]
         for tid, at, stall in bursts.overflows(checked, now, model.default_queue):
             tr, links = self._bursting.pop(tid)
             bursts.end(tid, links)
@@ -314,8 +318,10 @@ class Transfers:
         self._flowing[tr.id] = tr
         shared = self.flows.ever_shared
         before = len(shared)
-        # behind FIFO queues TCP flows share by their windows: rates weighted by 1 / RTT (netemu.engine.net.queues)
-        self.flows.add(now, tr.id, links, size, bound, 1.0 / max(rtt, 1e-6) if self.model.fifo else 1.0)
+        # behind FIFO queues TCP flows share by their windows: rates weighted by 1 / RTT (netemu.engine.net.queues);
+        # one weight per flow, so a flow that crosses a FIFO link with a bandwidth is weighted on all its links
+        fifo = any(self._fifo(link) for link in links if link.bandwidth is not None)
+        self.flows.add(now, tr.id, links, size, bound, 1.0 / max(rtt, 1e-6) if fifo else 1.0)
         if len(shared) > before:  # a link of this path became shared: remember its ends for its load records
             for u, v, link in tr.hops:
                 if link in shared:
