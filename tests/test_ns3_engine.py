@@ -258,8 +258,12 @@ def test_the_ns3_engine_keys_without_the_ns3_engine_are_refused(tmp_path):
 
     scenario = tmp_path / "star.toml"
     scenario.write_text(SCENARIO)
-    with pytest.raises(InputError, match=r'network.congestion_control.*only with engine = "ns3"'):
+    with pytest.raises(InputError, match=r'network.sack.*only with engine = "ns3"'):
+        load_scenario(scenario, ["network.engine=flow", "network.sack=false"])
+    # the flow model follows Cubic and NewReno (HyStart, the loss response); BBR and Vegas only ns-3
+    with pytest.raises(InputError, match=r'network.congestion_control.*cubic, newreno under the flow model.*engine = "ns3"'):
         load_scenario(scenario, ["network.engine=flow", "network.congestion_control=bbr"])
+    assert load_scenario(scenario, ["network.engine=flow", "network.congestion_control=newreno"])
 
 
 def test_the_queue_discipline_has_one_key_on_both_engines_and_queue_disc_is_refused_naming_it(tmp_path):

@@ -76,6 +76,16 @@ def test_a_lone_slow_start_leaves_by_hystart_before_it_overflows():
     assert fifo == fair and not counts[("uplink", "queue_overflows")]
 
 
+def test_newreno_has_no_hystart_so_a_lone_slow_start_overflows_the_queue():
+    # the same upload with NetModel(congestion_control="newreno"): nothing ends its slow start before the
+    # window outgrows pipe and queue (ns-3's TcpNewReno and Linux's Reno have no HyStart)
+    # (one loss in a window of ~100 segments: recovered by fast retransmit, PFTK's timeout chance 3 / w unmet)
+    reno = NetModel(**RELIABLE, qdisc="fifo", congestion_control="newreno")
+    _, counts = uploads(1, 1_000_000, reno)
+    assert counts[("uplink", "queue_overflows")] == 1 and not counts[("uplink", "queue_timeouts")]
+    assert not uploads(1, 1_000_000, FIFO)[1][("uplink", "queue_overflows")]
+
+
 def two_rtts(model, queue=None):
     """Two 5 MB uploads through one 10 Mbit/s link, RTT 2 ms and 20 ms; their delivery times."""
     g = nx.DiGraph()

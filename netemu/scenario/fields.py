@@ -278,7 +278,7 @@ def _network(value: Any, key: str, issues: Issues) -> Any:
         # the keys added with the ns-3 engine resolve to nothing when absent (NetModel's defaults apply), so the
         # resolved scenario.toml (and the trace header's scenario_hash) of a scenario that does not use them stays
         # what it was
-        for k in ("engine", *ENGINE_KEYS):
+        for k in ("engine", "congestion_control", *ENGINE_KEYS):
             if k not in value:
                 resolved.pop(k, None)
     if isinstance(value, dict) and isinstance(resolved, dict) and resolved.get("transport") != "reliable":

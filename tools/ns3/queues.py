@@ -17,6 +17,8 @@ Families (star and tree behind one 20 Mbit/s server link, 10 Mbit/s access links
   overflow   8, 16, 64 clients x 10 kB, 100 kB, 1 MB, all starting at t = 0 (star)
   tree       16, 64 clients x 100 kB, 1 MB through access points of 4 (100 Mbit/s AP links)
   staggered  16, 64 clients x 100 kB, 1 MB, each starting at a uniform time in [0, 50 ms) (star)
+  newreno    the overflow family with ns-3's TcpNewReno (`--tcp newreno`), against netemu's
+             congestion_control = "newreno" (no HyStart; a loss halves the window)
 
 Without loss ns-3 has no randomness (the staggered starts are its seeded draw): one run per point.
 With `--ns3` every point also runs through netemu with engine = "ns3" (`qdisc` the point's: "fifo" or
@@ -50,6 +52,8 @@ FAMILIES = {
     "overflow": ({"topology": "star"}, {"clients": [8, 16, 64], "bytes": [10_000, 100_000, 1_000_000]}),
     "tree": ({"topology": "tree", "clientsPerAp": 4}, {"clients": [16, 64], "bytes": [100_000, 1_000_000]}),
     "staggered": ({"topology": "star", "startSpread": 0.05}, {"clients": [16, 64], "bytes": [100_000, 1_000_000]}),
+    # the overflow family again with ns-3's TcpNewReno (no HyStart; netemu: congestion_control = "newreno")
+    "newreno": ({"topology": "star", "tcp": "newreno"}, {"clients": [8, 16, 64], "bytes": [10_000, 100_000, 1_000_000]}),
 }
 
 
@@ -64,7 +68,8 @@ def points() -> list[dict]:
 
 
 def models(p: dict) -> dict[str, NetModel]:
-    base = {"sharing": "max-min", "transport": "reliable", "window": p["window"], "rto_min": 1.0}
+    base = {"sharing": "max-min", "transport": "reliable", "window": p["window"], "rto_min": 1.0,
+            "congestion_control": p.get("tcp", "cubic")}
     return {"before": NetModel(**base), "after": NetModel(**base, qdisc="fifo" if p["qdisc"] == "fifo" else "fair")}
 
 

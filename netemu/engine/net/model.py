@@ -28,6 +28,9 @@ whole (`sharing = "none"`, `transport = "datagram"`).  The other settings are
   Linux and ns-3 install on a device unless told otherwise, and the flow model's default under
   ``sharing = "max-min"``.  Under the flow model's ``sharing = "none"`` every link is a FIFO of
   whole messages already: only ``"fifo"`` (or nothing) is accepted there;
+- ``congestion_control``: TCP's, ``"cubic"`` (the default) or ``"newreno"`` in the flow model, where it
+  decides whether HyStart ends a slow start and how deep a loss cuts the window of the flows that
+  keep a FIFO queue standing (netemu.engine.net.queues); ns-3 also takes ``"bbr"`` and ``"vegas"``;
 - ``engine = "ns3"``: no flow model at all — every message is a TCP transfer in ns-3, run in
   lockstep with the virtual clock (netemu.ns3); `qdisc` and `queue_packets` are its links'
   queues, `congestion_control` and `sack` its TCP's; `sharing`, `window` as a rate bound and the
@@ -56,7 +59,9 @@ ENGINES = {"flow": None, "ns3": "netemu.ns3.engine:Ns3Engine"}
 #: ns-3's TCP congestion controls the ns3 engine offers (ns-3 3.37's default: cubic)
 CONGESTION_CONTROLS = ("cubic", "newreno", "bbr", "vegas")
 #: the settings of the ns-3 engine: refused in a scenario without it
-ENGINE_KEYS = ("queue_packets", "congestion_control", "sack")
+ENGINE_KEYS = ("queue_packets", "sack")
+#: the congestion controls the flow model follows: Cubic (HyStart, beta 0.7) and NewReno (no HyStart, beta 0.5)
+FLOW_CONTROLS = ("cubic", "newreno")
 #: the settings of the reliable transport: meaningless (and refused in a scenario) without it
 TRANSPORT_KEYS = ("connection", "mss", "initial_window", "handshake", "rto_min", "connect_timeout")
 
@@ -77,7 +82,7 @@ class NetModel:
     qdisc: str = ""  # how a shared link serves its flows: "fair" or "fifo" ("": the default, "fair"; under sharing = "none", "fifo")
     engine: str = "flow"  # "flow" (netemu's models) or "ns3" (netemu.ns3)
     queue_packets: int = 100  # ns3: the device queue of a link without queue_bytes, packets (ns-3's default)
-    congestion_control: str = "cubic"  # ns3: TCP's congestion control (ns-3's TcpCubic, TcpNewReno, TcpBbr, TcpVegas)
+    congestion_control: str = "cubic"  # TCP's congestion control (flow: cubic, newreno; ns3: TcpCubic, TcpNewReno, TcpBbr, TcpVegas)
     sack: bool = True  # ns3: TCP selective acknowledgements (ns-3's default; off: the TCP of Padhye et al.)
 
     def __post_init__(self) -> None:
@@ -89,6 +94,9 @@ class NetModel:
             (self.queue_packets >= 1, "queue_packets", self.queue_packets, ">= 1 packet"),
             (self.congestion_control in CONGESTION_CONTROLS, "congestion_control", self.congestion_control,
              f"one of {', '.join(CONGESTION_CONTROLS)}"),
+            (self.congestion_control in FLOW_CONTROLS or self.engine != "flow", "congestion_control", self.congestion_control,
+             f'one of {", ".join(FLOW_CONTROLS)} under the flow model ({", ".join(c for c in CONGESTION_CONTROLS if c not in FLOW_CONTROLS)}: '
+             'engine = "ns3")'),
             (self.window >= 0 and math.isfinite(self.window), "window", self.window, ">= 0 bytes (0 = no window bound)"),
             (0 < self.bandwidth_factor <= 1, "bandwidth_factor", self.bandwidth_factor, "in (0, 1]"),
             (self.latency_factor >= 1 and math.isfinite(self.latency_factor), "latency_factor", self.latency_factor, ">= 1"),

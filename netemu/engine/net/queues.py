@@ -14,12 +14,12 @@ At each instant a round of a new burst starts, its links see the windows of the 
 one spreads a window out), while the link drains C x D.  Under ``fifo`` the flows past their slow
 start share that queue: they leave C - load to drain the bursts, and when they fill the link they
 keep a standing queue, `STANDING` of what the pipe and the queue hold less the pipe (Cubic's
-window between beta = 0.7 and 1 of it, RFC 8312).  The queue overflows when A - C D exceeds the
+window between beta = 0.7 and 1 of it, RFC 8312; NewReno's between 0.5 and 1, RFC 5681).  The queue overflows when A - C D exceeds the
 room the bursts find, the drop-tail condition of Lakshman and Madhow's fluid analysis of slow start
 ("The performance of TCP/IP for networks with high bandwidth-delay products and random loss",
 IEEE/ACM ToN 5(3), 1997, sec. III) with the windows summed.  Otherwise a window of 16 segments or
 more whose queueing delay passed `hystart_delay` stops doubling (HyStart, as Linux's and ns-3's
-Cubic do).  When the queue overflows:
+Cubic do; ``congestion_control = "newreno"`` has no HyStart).  When the queue overflows:
 
 - ``fifo``: one queue, shared in the order bytes arrive: every burst of the round loses, and each
   gets through its window's share of what the link took, w x (C D + room) / A;
@@ -48,8 +48,9 @@ from netemu.engine.net.tcp import FAST_RETRANSMIT_SEGMENTS
 __all__ = ["Burst", "Bursts", "HYSTART_LOW_WINDOW", "STANDING", "hystart_delay", "rounds", "window"]
 
 #: the mean window of TCP flows that fill a FIFO link, as a share of what the link and its queue hold: Cubic's
-#: window runs from beta_cubic = 0.7 of that (after a loss) back up to all of it (RFC 8312 sec. 4.5), 0.85 on average
-STANDING = 0.85
+#: window runs from beta_cubic = 0.7 of that (after a loss) back up to all of it (RFC 8312 sec. 4.5), 0.85 on average;
+#: NewReno's from half of it (RFC 5681 sec. 3.1, eq. (4): ssthresh = FlightSize / 2), 0.75 on average
+STANDING = {"cubic": 0.85, "newreno": 0.75}
 #: segments below which HyStart does not act (Linux's hystart_low_window, ns-3 TcpCubic's HyStartLowWindow)
 HYSTART_LOW_WINDOW = 16
 
@@ -111,8 +112,10 @@ class _Table:
 class Bursts:
     """The bursts under way through each bounded link, and their overflows."""
 
-    def __init__(self, mss: int) -> None:
+    def __init__(self, mss: int, congestion_control: str = "cubic") -> None:
         self.mss = mss
+        self.hystart = congestion_control == "cubic"  # Cubic ends slow start by HyStart (Linux's and ns-3's); NewReno does not
+        self.standing = STANDING[congestion_control]
         self._on: dict[Hashable, dict[int, Burst]] = {}  # link -> its bursts, in start order
         self._owed: dict[Hashable, float] = {}  # link -> expected timeouts not yet given (see `_round`)
         self._new: dict[Hashable, list[Burst]] = {}  # link -> its bursts started since it was last looked at
@@ -204,11 +207,11 @@ class Bursts:
         if fifo and load > 0:  # the flows past their slow start share the one queue
             drained = max(0.0, capacity - load) * max(rtt_max, span)
             if load >= capacity * (1.0 - 1e-6):  # ... and fill the link: their windows keep a standing queue
-                standing = min(room, max(0.0, STANDING * (capacity * rtt_max + room) - capacity * rtt_max))
+                standing = min(room, max(0.0, self.standing * (capacity * rtt_max + room) - capacity * rtt_max))
         room -= standing  # what the bursts find free
         queued = standing + sent - drained  # what the link holds beyond its pipe at the end of the round
         if sent - drained <= room:
-            for here, w, _ in live:  # HyStart: a window of 16 segments or more that sees the queue's delay stops doubling
+            for here, w, _ in live if self.hystart else ():  # HyStart: a window of 16 segments or more that sees the queue's delay stops doubling
                 if w >= HYSTART_LOW_WINDOW * self.mss and queued > capacity * hystart_delay(here[0].rtt):
                     for b in here:  # its slow start ends with this round, on every link
                         b.rounds = min(b.rounds, b.round_at(t) + 1)

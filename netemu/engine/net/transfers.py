@@ -68,7 +68,7 @@ class Transfers:
         #: ``queue_overflows`` (slow starts that overflowed a queue), ``queue_timeouts`` (... and waited a timeout)
         self.counts: Counter = Counter()
         # slow starts through bounded queues (netemu.engine.net.queues): max-min with the reliable transport
-        self.bursts = Bursts(model.mss) if model.sharing == "max-min" and model.reliable else None
+        self.bursts = Bursts(model.mss, model.congestion_control) if model.sharing == "max-min" and model.reliable else None
         self._bursting: dict[int, tuple[Transit, list]] = {}  # burst id -> its transit and bounded links
         self._dirty: dict[Any, None] = {}  # bounded links with a new burst this instant, to check once
 
