@@ -4,8 +4,9 @@ staggered starts and whole FL rounds, behind FIFO queues.
 This kernel has tbf, pfifo and bfifo but no netem, fq_codel, sfq or codel ("Specified qdisc kind is
 unknown"): no delays, no random loss and no fair queue, so every family here is FIFO (each link
 one tbf of `queue` full frames, as grid.py shapes it) with zero delays, on grid.py's star or a
-tree of access points (tools/linux/README.md).  Streams of small messages are not run: at zero
-delay a handshake and a slow start cost nothing, and they are what that family checks.
+tree of access points (tools/linux/README.md).  At zero delay a handshake and a slow start cost
+next to nothing, so the streams here check how messages queue behind each other and share the
+server link, not the round trips tools/ns3's streams family is about.
 
   uneven     up- and downloads from 8, 16, 32 clients x 100 kB, 1 MB over access links from
              10 Mbit/s down to 1 Mbit/s (client k at 10 x 10^(-k/(n-1)) Mbit/s)
@@ -13,6 +14,8 @@ delay a handshake and a slow start cost nothing, and they are what that family c
              time in [0, 50 ms) (the draws are stored under "starts")
   round      the server sends every client 100 kB or 1 MB and each client sends as much back the
              moment it is in (8, 16, 32 clients)
+  stream     1 and 8 clients each send 10 or 50 messages of 2 kB or 20 kB back to back on one
+             connection (tools/ns3/streams.py's family); every message's arrival is compared
   tree       two-level trees: 16 and 32 clients x 100 kB, 1 MB, up and down, behind access points of
              4 whose links to the router run at 20 Mbit/s (the access points are the bottleneck: 4 x
              10 Mbit/s behind each) or 100 Mbit/s (the server's 100 Mbit/s link is)
@@ -54,6 +57,7 @@ FAMILIES = {  # fixed parameters, directions, axes
     "round": ({}, ("round",), {"clients": [8, 16, 32], "bytes": [100_000, 1_000_000]}),
     "tree": ({"topology": "tree", "clientsPerAp": 4, "server": 100 * grid.MBIT}, ("up", "down"),
              {"clients": [16, 32], "bytes": [100_000, 1_000_000], "apRate": [20 * grid.MBIT, 100 * grid.MBIT]}),
+    "stream": ({}, ("up",), {"clients": [1, 8], "messages": [10, 50], "bytes": [2_000, 20_000]}),
 }
 
 
@@ -72,6 +76,12 @@ def evaluate(reference: Path) -> list[tuple[dict, dict, dict[str, float | None]]
     from netemu.engine.net.model import NetModel
 
     compare = _load("ns3_compare", HERE.parent / "ns3" / "compare.py")
+    streams = _load("ns3_streams", HERE.parent / "ns3" / "streams.py")
+
+    def last(p: dict, model: NetModel, starts: list[float] | None) -> float | None:
+        if p.get("messages", 1) > 1:  # a stream: its last message's arrival
+            return max(t for a in streams.run(p, model) for t in a)
+        return compare.run(p, model, starts)
 
     rows = []
     for entry in json.loads(reference.read_text()):
@@ -81,7 +91,10 @@ def evaluate(reference: Path) -> list[tuple[dict, dict, dict[str, float | None]]
         base = {"sharing": "max-min", "transport": "reliable", "window": p["window"], "rto_min": compare.min_rto(entry)}
         models = {"before": NetModel(**base), "after": NetModel(**base, qdisc="fifo")}
         # the tbf limit counts 1514-byte frames; compare.run gives every link `queue` x 1500 bytes under fifo
-        rows.append((p, res, {m: compare.run(p, model, res.get("starts")) for m, model in models.items()}))
+        got: dict = {m: last(p, model, res.get("starts")) for m, model in models.items()}
+        if p.get("messages", 1) > 1:  # every message's arrival, the transfers' in order (tools/ns3/streams.py)
+            got["arrivals"] = ([t for a in res["arrivals"] for t in a], [t for a in streams.run(p, models["before"]) for t in a])
+        rows.append((p, res, got))
     return rows
 
 
@@ -103,6 +116,11 @@ def report(rows: list[tuple[dict, dict, dict[str, float | None]]]) -> list[str]:
             p90 = errs[min(len(errs) - 1, int(0.9 * len(errs)))] if errs else None
             cells.append(f"{statistics.median(errs):13.1%} {p90:7.1%}" if errs else f"{'-':>13} {'-':>7}")
         lines.append(f"{family:<10} {len(subset):>6}  {cells[0]}  {cells[1]}")
+    pairs = [pair for _, _, got in rows if "arrivals" in got for pair in zip(*got["arrivals"])]
+    if pairs:
+        errs = sorted(abs(ours - theirs) / theirs for theirs, ours in pairs)
+        lines.append(f"stream: {len(errs)} messages; |error| of each message's arrival: median {statistics.median(errs):.1%}, "
+                     f"p90 {errs[min(len(errs) - 1, int(0.9 * len(errs)))]:.1%}")
     return lines
 
 

@@ -82,9 +82,8 @@ def _fmt(value: object) -> str:
 def estimate(p: dict) -> float:
     """The ideal (fluid, no TCP) time of a point: the slowest of the slowest access link, the shared server
     link and a full access point's link (a round: twice that)."""
-    slowest = min(access_rate(p, k) for k in range(p["clients"]))
-    one = max(p["bytes"] * 8 / slowest, p["clients"] * p["bytes"] * 8 / p["server"],
-              min(per_ap(p), p["clients"]) * p["bytes"] * 8 / p["apRate"])
+    slowest, b = min(access_rate(p, k) for k in range(p["clients"])), p["bytes"] * p.get("messages", 1)
+    one = max(b * 8 / slowest, p["clients"] * b * 8 / p["server"], min(per_ap(p), p["clients"]) * b * 8 / p["apRate"])
     return 2 * one if p["direction"] == "round" else one
 
 
@@ -301,7 +300,7 @@ def run_once(p: dict, port: int, procs: list[subprocess.Popen]) -> dict:
     """One repetition of point p; `procs` collects the processes so that the caller can kill them.
     `direction = "round"`: the server sends every client `bytes`, and each client sends as many back
     the moment they are in (transfer.py echo); a transfer's completion is its upload's."""
-    n, b = p["clients"], str(p["bytes"])
+    n, b = p["clients"], str(p["bytes"] * p.get("messages", 1))  # a stream: its messages back to back on one connection
     horizon = max(15.0, 3 * estimate(p) + 10)
     far = str(time.monotonic() + horizon + 30)  # receivers' deadline until the start is known
     at = starts(p)
@@ -310,7 +309,8 @@ def run_once(p: dict, port: int, procs: list[subprocess.Popen]) -> dict:
     wall = time.monotonic()
     echoes: list[subprocess.Popen] = []
     if p["direction"] in ("up", "round"):  # the server receives (a round: the uploads, on ports port + k)
-        receivers = [spawn(SERVER_NS, ["recv", "--bind", SERVER_ADDR, "--bytes", b, "--deadline", far,
+        stream = ["--message", str(p["bytes"])] if p.get("messages", 1) > 1 else []
+        receivers = [spawn(SERVER_NS, ["recv", "--bind", SERVER_ADDR, "--bytes", b, *stream, "--deadline", far,
                                        *sum((["--port", str(port + k)] for k in range(n)), [])])]
     else:
         receivers = [spawn(client_ns(k), ["recv", "--bind", client_addr(k), "--port", str(port),
@@ -349,6 +349,8 @@ def run_once(p: dict, port: int, procs: list[subprocess.Popen]) -> dict:
                     for f, d, c in zip(first_rx, downs, down_done)]
     if any(at):
         extra["starts"] = at
+    if any("arrivals" in g for g in got):  # a stream: when each message of each connection was whole
+        extra["arrivals"] = [a for g in got for a in g["arrivals"]]
     complete = sum(c is not None for c in completion)
     errors = [s["error"] for s in sent if "error" in s]
     return {

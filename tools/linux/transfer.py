@@ -1,6 +1,6 @@
 """One side of netemu's Linux reference transfers; run inside a network namespace by grid.py.
 
-    transfer.py recv --bind ADDR --port P [--port P ...] --bytes B --deadline T
+    transfer.py recv --bind ADDR --port P [--port P ...] --bytes B [--message M] --deadline T
     transfer.py send --to ADDR:PORT [--to ...] [--delay D ...] --bytes B --deadline T
     transfer.py echo --bind ADDR --port P --to ADDR:PORT --bytes B --deadline T
 
@@ -13,7 +13,8 @@ connection per `--to` (a thread each) and sends exactly `--bytes` bytes on it.  
 at DEADLINE and print one JSON object.  `--delay` (one per `--to`, in order) starts a
 connection that many seconds after START.  `echo` is a client of a whole FL round: it
 receives `--bytes` on its port (first and last byte timed as `recv` does) and, the moment
-they are all in, connects to `--to` and sends as many back.  Standard library only (Python 3.11).
+they are all in, connects to `--to` and sends as many back.  `recv --message M` also records,
+per connection, when each M bytes (a message of a stream sent back to back) were complete.  Standard library only (Python 3.11).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def recv(args: argparse.Namespace) -> dict:
     got = [0] * n
     first: list[float | None] = [None] * n
     last: list[float | None] = [None] * n
+    arrivals: list[list[float]] = [[] for _ in range(n)]  # --message: when each message was whole
     open_conns = 0
     accepted = 0
     buf = bytearray(CHUNK)
@@ -86,14 +88,16 @@ def recv(args: argparse.Namespace) -> dict:
                 if first[i] is None:
                     first[i] = now - start
                 got[i] += k
+                while args.message and len(arrivals[i]) < got[i] // args.message:
+                    arrivals[i].append(now - start)
                 if got[i] >= args.bytes and last[i] is None:
                     last[i] = now - start
             else:
                 sel.unregister(key.fileobj)
                 key.fileobj.close()
                 open_conns -= 1
-    return {"first_rx": first, "completion": last, "received": got, "start": start,
-            "timed_out": time.monotonic() >= args.deadline}
+    out = {"first_rx": first, "completion": last, "received": got, "start": start, "timed_out": time.monotonic() >= args.deadline}
+    return {**out, "arrivals": arrivals} if args.message else out
 
 
 def send_one(sock: socket.socket, target: str, args: argparse.Namespace, at: float, out: dict) -> None:
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("recv", help="listen and time the arriving bytes")
     r.add_argument("--bind", required=True)
     r.add_argument("--port", type=int, action="append", required=True)
+    r.add_argument("--message", type=int, default=0, help="also time each MESSAGE bytes of a connection (a stream)")
     s = sub.add_parser("send", help="connect at the start and send")
     s.add_argument("--to", action="append", required=True, metavar="ADDR:PORT")
     s.add_argument("--delay", type=float, action="append", help="seconds after the start to connect, one per --to")
