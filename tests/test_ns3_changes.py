@@ -117,6 +117,15 @@ def test_a_loss_model_ns3_cannot_take_set_during_the_run_is_refused_naming_the_l
         world.env.run()
 
 
+def test_a_queue_discipline_changed_during_the_run_is_refused_naming_the_link(engine):
+    world, _ = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
+    upload(world, 0.0, 1000)
+    world.at(0.5, lambda: setattr(world.network.link("client-0", "server"), "qdisc", "fair"))
+    upload(world, 1.0, 1000)
+    with pytest.raises(Ns3Refused, match=r"link client-0->server: qdisc changed during the run \(None -> fair\)"):
+        world.env.run()
+
+
 def test_a_loss_set_during_the_run_loses_the_packets_sent_after_it(engine):
     world, buf = one_link_world(NetModel(engine="ns3", qdisc="fifo"))
     upload(world, 0.0, 1000)

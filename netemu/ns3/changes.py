@@ -13,8 +13,8 @@ O(links) each time: a tenth of the CPU of a round of 300 clients).  A node that 
 
 What ns-3 cannot take is refused, naming the link, the key, the value and what is accepted: a latency
 that is random or differs between the two directions (one channel, one delay), jitter, a loss model
-other than Bernoulli, netem's duplicate and corrupt, and a changed `queue_bytes` (a device queue's size
-is fixed once packets may be in it).
+other than Bernoulli, netem's duplicate and corrupt, and a changed `queue_bytes` or `qdisc` (a device's
+queue and queue disc are fixed once packets may be in them).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Ns3Refused(RunStopped):
 
 
 #: the attributes of a link whose change ns-3 must hear of (the components' private slots: their setters set them)
-_LINK_KEYS = frozenset({"bandwidth", "_latency", "_jitter", "_loss", "duplicate", "corrupt", "queue_bytes", "_outages"})
+_LINK_KEYS = frozenset({"bandwidth", "_latency", "_jitter", "_loss", "duplicate", "corrupt", "queue_bytes", "_outages", "qdisc"})
 
 
 def _reading(name: str, note: Callable[[Any], None]) -> property:
@@ -76,7 +76,7 @@ def _signature(link: Link) -> tuple:
     changing one changes that link only)."""
     latency, loss, outages = link._latency, link._loss, link._outages
     return (link.bandwidth, latency, getattr(latency, "delay", None), link._jitter, loss, getattr(loss, "p", None), link.duplicate,
-            link.corrupt, link.queue_bytes, len(outages) if outages else 0)
+            link.corrupt, link.queue_bytes, len(outages) if outages else 0, link.qdisc)
 
 
 class Changes:
@@ -148,6 +148,9 @@ class Changes:
             if link.queue_bytes != was[8]:
                 raise Ns3Unsupported(f'link {x}->{y}: queue_bytes changed during the run ({was[8]} -> {link.queue_bytes}); engine = "ns3" '
                                      "accepts queue sizes set before the run only (a device queue keeps its size)")
+            if link.qdisc != was[10]:
+                raise Ns3Unsupported(f'link {x}->{y}: qdisc changed during the run ({was[10]} -> {link.qdisc}); engine = "ns3" '
+                                     "accepts queue disciplines set before the run only (a device keeps its queue disc)")
             if link.bandwidth != was[0]:
                 out.append(f"rate {i} {j} {rate(link)}")
             p = loss_rate(x, y, link)  # refuses a loss model other than Bernoulli
