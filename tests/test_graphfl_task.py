@@ -76,7 +76,6 @@ def test_a_task_the_family_cannot_run_is_refused_in_one_line_naming_both(tmp_pat
 
 
 @pytest.mark.parametrize("task, key", [('[task]\nname = "mlp"\nsteps = 3', "task.steps"),
-                                       ('[task]\nname = "softmax"\nevaluate_on = "both"', "task.evaluate_on"),
                                        ('[task]\nname = "softmax"\nbatch = 0', "task.batch")])
 def test_task_keys_the_family_does_not_honour_are_refused_at_the_task_key(tmp_path, task, key):
     issues = problems(tmp_path, task=task)

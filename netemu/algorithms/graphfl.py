@@ -88,17 +88,17 @@ must be a square (64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm 
 train with the batch's statistics and are evaluated with running statistics that travel
 inside θ.  ω⁰ is drawn from the stream `model/init`.
 
-Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics):
-`accuracy_local` (each client's Ψ[k] on its local test set, mean over clients),
-`accuracy_global` (on the global test set), `loss_local` / `loss_global` (the mean
-cross-entropy, when the task's `metrics` list "loss"), `latency_s`
+Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics), round
+t being the t-th round of training: the task's `metrics` of the model each client uses, as its
+`evaluate_on` says — `accuracy` (on the global test set, mean over clients), `accuracy_clients`
+(each client's model on its own test set, mean over clients; `evaluate_on = "both"` reports
+both), likewise `loss` (the mean cross-entropy) and the macro `precision`, `recall`, `f1`
+(G-Fedfilt Table VI) — then `latency_s`
 (from the round's start to the last update that made the deadline, or the deadline if
 one missed it), `desync_s` (the spread between the first and the last update to arrive,
 G-Fedfilt's desynchronization), `late` (updates that missed the deadline), and with a
 system model `heterogeneity` (H, eq. 34); from each client `compute_s`, its computation
-time in the round.  With "precision", "recall" or "f1" in the task's `metrics` the server
-also reports `f1_local` / `f1_global` etc.: macro scores, mean over clients (G-Fedfilt
-Table VI).
+time in the round.
 """
 
 from __future__ import annotations
@@ -115,7 +115,6 @@ from netemu.algorithms.graphfl_params import MOVED, TASK_CHECKS, TASKS, GraphFLP
 from netemu.algorithms.graphfl_state import GraphFLState
 from netemu.engine.cohort import add_clients
 from netemu.coordination import gather
-from netemu.kernels.classifiers import accuracy, cross_entropy, macro_prf, predictions
 from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.engine.world import World
@@ -192,29 +191,12 @@ class GraphFLServer(Actor):
             return self.Psi
         return np.stack([st.used_model(k, self.Psi[i]) for i, k in enumerate(st.clients)])
 
-    def report_scores(self, used: np.ndarray) -> None:
-        """The opt-in macro scores (`metrics`), mean over clients like the accuracies."""
-        st = self.state
-        for where, sets in (("local", [st.task.local_tests[k] for k in st.clients]),
-                            ("global", [st.task.global_test] * len(st.clients))):
-            scores = np.mean([macro_prf(y, predictions(st.model, used[i], X), st.task.classes)
-                              for i, (X, y) in enumerate(sets)], axis=0)
-            for name, value in zip(("precision", "recall", "f1"), scores, strict=True):
-                if name in st.training.metrics:
-                    self.metric(f"{name}_{where}", float(value))
-
     def report_learning(self) -> None:
-        """The task's `metrics` of the models the clients use, on their local test sets and the global one."""
-        st, want = self.state, self.state.training.metrics
-        used = self.used_models()
-        for name, score in (("accuracy", accuracy), ("loss", cross_entropy)):
-            if name in want:
-                local = [score(st.model, used[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
-                glob = [score(st.model, used[i], *st.task.global_test) for i in range(len(st.clients))]
-                self.metric(f"{name}_local", float(np.mean(local)))
-                self.metric(f"{name}_global", float(np.mean(glob)))
-        if {"precision", "recall", "f1"} & set(want):
-            self.report_scores(used)
+        """The task's `metrics` of the models the clients use (`Task.evaluate` of client -> model: the
+        mean over clients on the global test set, each client's own model on its own test set)."""
+        st = self.state
+        for name, value in st.learning.evaluate(dict(zip(st.clients, self.used_models(), strict=True))).items():
+            self.metric(name, value)
 
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state

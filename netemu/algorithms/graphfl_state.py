@@ -46,6 +46,7 @@ class GraphFLState:
     def __init__(self, world: World, p: GraphFLParams, learning: ModelTask) -> None:
         check_task(p, learning.p)
         self.p, self.training, self.model = p, learning.p, learning.model
+        self.learning = learning  # the task: its evaluation scores the models the clients use
         self.task: FederatedTask = learning.data
         task = self.task
         self.clients = [n for n, node in world.network.nodes.items() if node.role == "client"]
