@@ -133,7 +133,13 @@ def graphfl_split(variant, **overrides):
 
     task = {k: v for k, v in overrides.items() if k in GRAPHFL_TASK_KEYS}
     own = {k: v for k, v in overrides.items() if k not in GRAPHFL_TASK_KEYS}
-    return GraphFLParams(**{**VARIANTS[variant], **own}), task
+    return GraphFLParams(**{**{**VARIANTS, **FILTER_LIMITS}[variant], **own}), task
+
+
+#: the family's server with the filters of its limits, to test its mechanics (deadline, late updates,
+#: sparsity, β → ∞ and β = 0): the ζ-weighted mean (FedAvg's rule, with FedProx's mu) and the identity
+#: (no sharing).  Scenarios run FedAvg, FedProx and local training as the general algorithms.
+FILTER_LIMITS = {"mean-filter": {"filter": "mean", "mu": 0.01}, "identity-filter": {"filter": "identity"}}
 
 
 def digits_task(world, data, model="softmax", **keys):

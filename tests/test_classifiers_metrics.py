@@ -49,8 +49,8 @@ def _rows(world, names):
 def test_graphfl_reports_macro_scores_only_when_asked_and_leaves_accuracy_unchanged():
     from test_graphfl import setup
 
-    plain, _, _ = setup("graphfl-fedprox", rounds=3)
-    scored, _, _ = setup("graphfl-fedprox", rounds=3, metrics=("accuracy", "f1", "precision"))
+    plain, _, _ = setup("mean-filter", rounds=3)
+    scored, _, _ = setup("mean-filter", rounds=3, metrics=("accuracy", "f1", "precision"))
     plain.run()
     scored.run()
     accuracies = {"accuracy_clients", "accuracy"}
@@ -75,7 +75,7 @@ def test_graphfl_reports_the_task_metrics_asked_for_the_loss_among_them():
 
     from netemu.kernels.classifiers import cross_entropy
 
-    world, _, task = setup("graphfl-fedprox", rounds=2, metrics=("loss",))
+    world, _, task = setup("mean-filter", rounds=2, metrics=("loss",))
     world.run()
     assert not _rows(world, {"accuracy_clients", "accuracy"})
     rows = _rows(world, {"loss_clients", "loss"})
@@ -89,7 +89,7 @@ def test_graphfl_reports_the_task_metrics_asked_for_the_loss_among_them():
 def test_graphfl_evaluates_every_evaluate_every_rounds_and_after_the_last():
     from test_graphfl import setup
 
-    world, _, _ = setup("graphfl-fedprox", rounds=5, evaluate_every=2)
+    world, _, _ = setup("mean-filter", rounds=5, evaluate_every=2)
     world.run()
     assert sorted(r for r, _, _ in _rows(world, {"accuracy"})) == [2, 4, 5]
     assert sorted(r for r, _, _ in _rows(world, {"latency_s"})) == [1, 2, 3, 4, 5]  # the timing: every round

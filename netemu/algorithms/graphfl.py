@@ -1,5 +1,9 @@
-"""Graph-filter personalization on a star: FedPnP, G-Fedfilt, and FedAvg, FedProx and
-local training as the same server with other filters.
+"""Graph-filter personalization on a star: FedPnP, G-Fedfilt, and FedPnP's personalized
+baselines (pFedMe, Per-FedAvg, FedBN) as the same server with other filters and local steps.
+FedAvg, FedProx and local training are the general algorithms (`fedavg`, `fedprox`,
+`local-only`, netemu.algorithms.fedavg) over the same `[task]`: the scenarios run them beside
+these; in an ideal network they compute what this server does with the mean and identity
+filters below (tests/test_graphfl_task.py).
 
 Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfilt
 (`002_…`: eqs. 1, 12, 13, Algorithms 1–2).  A server keeps one model per client,
@@ -24,8 +28,9 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
      nu0 = 0 keeps β fixed, as G-Fedfilt does with β₁ = μ_s, β₂ = 0);
    * `"hard"`: keep the min(τ, t) smallest graph frequencies (FedPnP eq. 16; Fig. 4 grows
      the number kept over the rounds until it reaches τ);
-   * `"mean"`: the ζ-weighted mean for every client (FedAvg, FedProx);
-   * `"identity"`: Ψ = Ω̂ (local training).
+   * `"mean"`: the ζ-weighted mean for every client (FedAvg's rule: the server of pFedMe,
+     Per-FedAvg and FedBN, and the soft filter's β → ∞ limit on a connected graph);
+   * `"identity"`: Ψ = Ω̂ (no sharing: the soft filter's β = 0 limit).
 
 FedPnP's personalized baselines (its Table 1, settings of appendix A.4.3; the maths in
 `netemu.kernels.personal`) are parameters of the same server and client:
@@ -185,7 +190,7 @@ class GraphFLServer(Actor):
         st.set_graph({m.src: m.payload for m in got.messages})
 
     def used_models(self) -> np.ndarray:
-        """K × B: the model each client uses (`GraphFLState.used_model`; Ψ for FedAvg and FedPnP)."""
+        """K × B: the model each client uses (`GraphFLState.used_model`; Ψ for FedPnP and G-Fedfilt)."""
         st = self.state
         if st.p.local == "sgd" and st.kept is None:
             return self.Psi
@@ -223,14 +228,12 @@ def build(world: World, params: GraphFLParams, task: ModelTask, rounds: int, *, 
     add_clients(world, lambda n, ms: GraphFLClients(n, state, ms), "graphfl-clients", state.clients, cohort=cohort)
 
 
-#: scenario algorithm names -> parameter presets.  FedAvg is `graphfl-fedprox` with mu = 0
-#: (scenarios label it "fedavg"; `fedavg` and `fedprox` are the task-learning family, netemu.algorithms.fedavg).
+#: scenario algorithm names -> parameter presets.  FedAvg, FedProx and local training are the
+#: general algorithms `fedavg`, `fedprox` and `local-only` over the same task (netemu.algorithms.fedavg).
 VARIANTS: dict[str, dict] = {
     "fedpnp-soft": {"filter": "soft", "mu": 0.2},
     "fedpnp-hard": {"filter": "hard", "mu": 0.2, "tau": 2},
     "g-fedfilt": {"filter": "soft", "share": "updates", "graph": "positions", "beta1": 10.0, "beta2": 0.0, "nu0": 0.0},
-    "graphfl-fedprox": {"filter": "mean", "mu": 0.01},
-    "local": {"filter": "identity"},
     # FedPnP's personalized baselines (Table 1; settings of its appendix A.4.3)
     "pfedme": {"filter": "mean", "mu": 0.0, "local": "pfedme"},
     "perfedavg": {"filter": "mean", "mu": 0.0, "local": "perfedavg"},
