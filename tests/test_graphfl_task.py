@@ -139,10 +139,10 @@ def test_lr_decay_shrinks_the_step_of_each_later_local_round_of_a_client():
     np.testing.assert_allclose(second[0.5] - theta, 0.5 * (second[None] - theta), rtol=1e-12)  # round 2: lr / 2, one full-batch step
 
 
-WHOLE_BATCH = '[task]\nname = "softmax"\nbatch = 30\nepochs = 3\nlr = 0.1\nwork_per_sample = 0.01\nmetrics = ["loss"]\nevaluate_on = "both"'
+WHOLE_BATCH = '[task]\nname = "{model}"\nbatch = 30\nepochs = 3\nlr = 0.1\nwork_per_sample = 0.01\nmetrics = ["loss"]\nevaluate_on = "both"'
 
 
-def _ideal_runs(tmp_path, family, general, rounds=4):
+def _ideal_runs(tmp_path, family, general, rounds=4, model="softmax"):
     """One scenario, ideal network (every update in time), digits_fl data, whole-batch steps: the
     graph-filter family's server with `family`'s keys and a general algorithm: the two worlds."""
     from netemu.scenario import load_scenario
@@ -150,7 +150,7 @@ def _ideal_runs(tmp_path, family, general, rounds=4):
 
     extra = f"{family}\ndeadline = 60.0\n[[algorithm]]\n{general}\nround_time = 60.0"
     path = tmp_path / "s.toml"
-    path.write_text(SCENARIO.format(task=WHOLE_BATCH, name="fedpnp-soft", extra=extra).replace("rounds = 2", f"rounds = {rounds}"))
+    path.write_text(SCENARIO.format(task=WHOLE_BATCH.format(model=model), name="fedpnp-soft", extra=extra).replace("rounds = 2", f"rounds = {rounds}"))
     sc = load_scenario(path)
     worlds = [build_world(sc, i, 0) for i in range(2)]
     for world in worlds:
@@ -181,18 +181,19 @@ def _final(world, name):
     return [v for *_, m, v in world.metrics if m == name][-1]
 
 
-@pytest.mark.parametrize("family, general, mu, average", [
-    ('filter = "mean"\nmu = 0.0', 'name = "fedavg"', 0.0, True),
-    ('filter = "mean"\nmu = 0.05', 'name = "fedprox"\nmu = 0.05', 0.05, True),
-    ('filter = "identity"\nmu = 0.0', 'name = "local-only"', 0.0, False),
+@pytest.mark.parametrize("family, general, mu, average, model", [
+    ('filter = "mean"\nmu = 0.0', 'name = "fedavg"', 0.0, True, "softmax"),
+    ('filter = "mean"\nmu = 0.05', 'name = "fedprox"\nmu = 0.05', 0.05, True, "softmax"),
+    ('filter = "identity"\nmu = 0.0', 'name = "local-only"', 0.0, False, "softmax"),
+    ('filter = "mean"\nmu = 0.0', 'name = "fedavg"', 0.0, True, "mlp"),  # a drawn ω⁰, the task's for both
 ])
-def test_the_general_arms_compute_what_the_family_server_with_its_limit_filters_computes(tmp_path, family, general, mu, average):
+def test_the_general_arms_compute_what_the_family_server_with_its_limit_filters_computes(tmp_path, family, general, mu, average, model):
     """FedAvg, FedProx and local training are the general algorithms in the graph-filter scenarios:
     in an ideal network with whole-batch steps they match a vectorized NumPy reference and the
     family's server with the mean (β → ∞) or identity (β = 0) filter to rounding — the models and
     the losses on the global test set and each client's own (each client's model on its split).
-    (The softmax starts at zero, so the family's ω⁰ stream and the task's give the same ω⁰.)"""
-    family_world, general_world = _ideal_runs(tmp_path, family, general)
+    Both start from the task's ω⁰."""
+    family_world, general_world = _ideal_runs(tmp_path, family, general, model=model)
     server = family_world.actors["server"]
     st = server.state
     expected = _reference(st.learning, st.clients, 4, mu, average)

@@ -91,7 +91,7 @@ true` — and `lr`, `lr_decay`, `epochs` (E, or R for pFedMe and Per-FedAvg), `b
 `metrics`.  The CNNs read each sample as a square grey image, so the data's feature count
 must be a square (64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm models
 train with the batch's statistics and are evaluated with running statistics that travel
-inside θ.  ω⁰ is drawn from the stream `model/init`.
+inside θ.  ω⁰ is the task's `init()` (stream `task/init`), as for every algorithm of the run.
 
 Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics), round
 t being the t-th round of training: the task's `metrics` of the model each client uses, as its
