@@ -40,7 +40,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netemu.algorithms.base import AlgorithmSpec
+from netemu.algorithms.base import RETIRED, AlgorithmSpec
 from netemu.data.base import DataSpec
 from netemu.errors import InputError
 from netemu.engine.net.impairments import Latency, Loss
@@ -111,7 +111,10 @@ class Registry:
         return tables[what]
 
     def unknown(self, what: str, name: str) -> str:
-        """What is accepted in place of an unknown name (and which plug-ins failed to load)."""
+        """What is accepted in place of an unknown name (and which plug-ins failed to load); a
+        retired algorithm name says what replaced it (`netemu.algorithms.base.RETIRED`)."""
+        if what == "algorithm" and name in RETIRED and name not in self.names(what):
+            return RETIRED[name]
         accepts = f"one of {', '.join(self.names(what))}, or \"package.module:attribute\""
         if self.broken:
             accepts += "; plug-ins that failed to load: " + "; ".join(self.broken)

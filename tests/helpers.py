@@ -124,7 +124,7 @@ def linear_task(world, clients, *, dim=5, lr=0.05, steps=5, **data):
 #: the keys a graph-filter test may give that are the task's ([task]); "model" takes the family's
 #: former names ("mlp_bn", "cnn_bn": the task with batchnorm = true)
 GRAPHFL_TASK_KEYS = ("model", "hidden", "channels", "channels2", "lr", "lr_decay", "epochs", "batch", "work_per_sample", "metrics", "batchnorm",
-                     "evaluate_every")
+                     "evaluate_every", "evaluate_on")
 
 
 def graphfl_split(variant, **overrides):
@@ -133,16 +133,23 @@ def graphfl_split(variant, **overrides):
 
     task = {k: v for k, v in overrides.items() if k in GRAPHFL_TASK_KEYS}
     own = {k: v for k, v in overrides.items() if k not in GRAPHFL_TASK_KEYS}
-    return GraphFLParams(**{**VARIANTS[variant], **own}), task
+    return GraphFLParams(**{**{**VARIANTS, **FILTER_LIMITS}[variant], **own}), task
+
+
+#: the family's server with the filters of its limits, to test its mechanics (deadline, late updates,
+#: sparsity, β → ∞ and β = 0): the ζ-weighted mean (FedAvg's rule, with FedProx's mu) and the identity
+#: (no sharing).  Scenarios run FedAvg, FedProx and local training as the general algorithms.
+FILTER_LIMITS = {"mean-filter": {"filter": "mean", "mu": 0.01}, "identity-filter": {"filter": "identity"}}
 
 
 def digits_task(world, data, model="softmax", **keys):
     """The task a graph-filter scenario's [task] table makes over `data` (digits_fl's record), with
-    the family's former defaults (5 epochs, work 0.002 per sample, accuracy only, 32 hidden units)."""
+    the family's former defaults (5 epochs, work 0.002 per sample, accuracy only, 32 hidden units,
+    evaluated on the global test set and on each client's own)."""
     from netemu.plugins import task
 
     name, batchnorm = model.removesuffix("_bn"), model.endswith("_bn")
-    defaults = {"epochs": 5, "work_per_sample": 0.002, "metrics": ("accuracy",), **({"hidden": 32} if name == "mlp" else {})}
+    defaults = {"epochs": 5, "work_per_sample": 0.002, "metrics": ("accuracy",), "evaluate_on": "both", **({"hidden": 32} if name == "mlp" else {})}
     if batchnorm:
         defaults["batchnorm"] = True
     spec = task(name)

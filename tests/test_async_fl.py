@@ -132,6 +132,24 @@ def test_partial_aggregation_mixes_late_updates_into_the_next_round():
     assert sum(carried["participants"]) > sum(plain["participants"]) and sum(plain["dropped_stale"]) > 0
 
 
+def test_partial_aggregation_with_patience_one_sends_every_client_the_model_every_round_and_uses_every_late_update():
+    """FedAvg with late updates carried over (the graph-filter scenarios' `fedavg-carry`): with
+    patience = 1 a straggler still training is asked again the next round, as FedAvg asks every
+    client; its late answers are mixed in, none is left unused (models still queued at a straggler
+    when the run ends are "unread")."""
+    params = AsyncFLParams(aggregation="sync", carry_late=True, round_time=2.5, patience=1)
+    buf = io.BytesIO()
+    _, _, _, metrics, world = emulate(params, 8, STRAGGLING, rounds=12, log=MessageLog(buf))
+    world.log.flush()
+    rows = records(buf)
+    asked = [sum(1 for r in rows if r.get("kind") == "model" and r.get("src") == "server" and r.get("round") == t and r.get("event") == "send")
+             for t in range(12)]
+    assert asked == [8] * 12
+    assert max(metrics["staleness"]) > 0 and sum(metrics["dropped_stale"]) == 0
+    unused = [r for r in rows if r.get("event") == "unused"]
+    assert unused and {(r["kind"], r["reason"]) for r in unused} == {("model", "unread")}
+
+
 @pytest.mark.parametrize(("values", "key"), [
     ({"aggregation": "fedprox"}, "aggregation"),
     ({"buffer": 0}, "buffer"),

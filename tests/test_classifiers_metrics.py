@@ -49,16 +49,16 @@ def _rows(world, names):
 def test_graphfl_reports_macro_scores_only_when_asked_and_leaves_accuracy_unchanged():
     from test_graphfl import setup
 
-    plain, _, _ = setup("graphfl-fedprox", rounds=3)
-    scored, _, _ = setup("graphfl-fedprox", rounds=3, metrics=("accuracy", "f1", "precision"))
+    plain, _, _ = setup("mean-filter", rounds=3)
+    scored, _, _ = setup("mean-filter", rounds=3, metrics=("accuracy", "f1", "precision"))
     plain.run()
     scored.run()
-    accuracies = {"accuracy_local", "accuracy_global"}
+    accuracies = {"accuracy_clients", "accuracy"}
     assert _rows(plain, accuracies) == _rows(scored, accuracies)
-    assert not _rows(plain, {"f1_local", "f1_global", "precision_local", "recall_local"})
-    assert len(_rows(scored, {"f1_local"})) == len(_rows(scored, {"precision_global"})) == 3
-    assert not _rows(scored, {"recall_local", "recall_global"})
-    assert all(0.0 <= v <= 1.0 for _, _, v in _rows(scored, {"f1_local", "f1_global", "precision_local"}))
+    assert not _rows(plain, {"f1_clients", "f1", "precision_clients", "recall_clients"})
+    assert len(_rows(scored, {"f1_clients"})) == len(_rows(scored, {"precision"})) == 3
+    assert not _rows(scored, {"recall_clients", "recall"})
+    assert all(0.0 <= v <= 1.0 for _, _, v in _rows(scored, {"f1_clients", "f1", "precision_clients"}))
 
 
 @pytest.mark.parametrize("bad", [("accuracy", "auc"), "f1", ()])
@@ -75,21 +75,31 @@ def test_graphfl_reports_the_task_metrics_asked_for_the_loss_among_them():
 
     from netemu.kernels.classifiers import cross_entropy
 
-    world, _, task = setup("graphfl-fedprox", rounds=2, metrics=("loss",))
+    world, _, task = setup("mean-filter", rounds=2, metrics=("loss",))
     world.run()
-    assert not _rows(world, {"accuracy_local", "accuracy_global"})
-    rows = _rows(world, {"loss_local", "loss_global"})
-    assert sorted((r, m) for r, m, _ in rows) == [(1, "loss_global"), (1, "loss_local"), (2, "loss_global"), (2, "loss_local")]
+    assert not _rows(world, {"accuracy_clients", "accuracy"})
+    rows = _rows(world, {"loss_clients", "loss"})
+    assert sorted((r, m) for r, m, _ in rows) == [(1, "loss"), (1, "loss_clients"), (2, "loss"), (2, "loss_clients")]
     server = world.actors["server"]
     st = server.state
     expected = np.mean([cross_entropy(st.model, row, *task.global_test) for row in server.Psi])
-    assert [v for r, m, v in rows if (r, m) == (2, "loss_global")] == [pytest.approx(expected, rel=1e-12)]
+    assert [v for r, m, v in rows if (r, m) == (2, "loss")] == [pytest.approx(expected, rel=1e-12)]
 
 
 def test_graphfl_evaluates_every_evaluate_every_rounds_and_after_the_last():
     from test_graphfl import setup
 
-    world, _, _ = setup("graphfl-fedprox", rounds=5, evaluate_every=2)
+    world, _, _ = setup("mean-filter", rounds=5, evaluate_every=2)
     world.run()
-    assert sorted(r for r, _, _ in _rows(world, {"accuracy_global"})) == [2, 4, 5]
+    assert sorted(r for r, _, _ in _rows(world, {"accuracy"})) == [2, 4, 5]
     assert sorted(r for r, _, _ in _rows(world, {"latency_s"})) == [1, 2, 3, 4, 5]  # the timing: every round
+
+
+@pytest.mark.parametrize(("on", "names"), [("server", {"accuracy"}), ("clients", {"accuracy_clients"}),
+                                           ("both", {"accuracy", "accuracy_clients"})])
+def test_graphfl_reports_where_the_task_evaluates_under_the_general_algorithms_names(on, names):
+    from test_graphfl import setup
+
+    world, _, _ = setup("fedpnp-soft", rounds=2, evaluate_on=on)
+    world.run()
+    assert {m for _, _, _, m, _ in world.metrics if m.startswith("accuracy")} == names

@@ -186,7 +186,7 @@ def test_fedavg_with_the_model_in_an_ideal_network_matches_a_plain_loop(model):
     statistics travelling inside θ and averaged like every other entry."""
     from test_graphfl import K, final_models, setup
 
-    world, p, task = setup("graphfl-fedprox", mu=0.0, model=model, rounds=3, **({"channels": 3} if model.startswith("cnn") else {}))
+    world, p, task = setup("mean-filter", mu=0.0, model=model, rounds=3, **({"channels": 3} if model.startswith("cnn") else {}))
     world.run()
     st = world.actors["server"].state
     assert type(st.model).__name__ == {"cnn_bn": "CNN", "mlp_bn": "MLPBN", "cnn": "CNN"}[model]

@@ -114,7 +114,7 @@ def test_rooms_setup_1_shares_labels_within_a_room_and_setup_2_does_not():
 
 @pytest.mark.parametrize("variant, overrides", [
     ("fedpnp-soft", {}), ("fedpnp-soft", {"nu0": 0.0, "beta1": 0.5, "beta2": 0.1}), ("fedpnp-hard", {"tau": 3}),
-    ("g-fedfilt", {"graph": "statistics", "beta1": 1.0}), ("graphfl-fedprox", {}), ("graphfl-fedprox", {"mu": 0.0}), ("local", {}),
+    ("g-fedfilt", {"graph": "statistics", "beta1": 1.0}), ("mean-filter", {}), ("mean-filter", {"mu": 0.0}), ("identity-filter", {}),
 ])
 def test_in_an_ideal_network_the_emulator_matches_the_reference(variant, overrides):
     world, params, task = setup(variant, **overrides)
@@ -135,10 +135,10 @@ def test_the_reference_comparison_can_fail():
 def test_fedpnp_limits_in_the_emulator():
     runs = {}
     for label, variant, overrides in [("pnp0", "fedpnp-soft", {"beta1": 0.0, "beta2": 0.0, "nu0": 0.0, "mu": 0.0}),
-                                      ("local", "local", {}),
+                                      ("local", "identity-filter", {}),
                                       ("pnp-inf", "fedpnp-soft", {"beta1": 1e9, "beta2": 1e9, "mu": 0.0}),
                                       ("hard1", "fedpnp-hard", {"tau": 1, "mu": 0.0}),
-                                      ("fedavg", "graphfl-fedprox", {"mu": 0.0})]:
+                                      ("fedavg", "mean-filter", {"mu": 0.0})]:
         world, _, _ = setup(variant, **overrides)
         world.run()
         runs[label] = final_models(world)
@@ -152,7 +152,7 @@ def test_late_updates_are_dropped_or_carried_over():
     slow = lambda g: {e: L.Link(L.Constant(5.0) if "client-0" in e else L.Constant(0.1)) for e in g.edges}
     out = {}
     for late in ("drop", "carry"):
-        world, _, _ = setup("graphfl-fedprox", links=slow, deadline=4.0, late=late, mu=0.0)
+        world, _, _ = setup("mean-filter", links=slow, deadline=4.0, late=late, mu=0.0)
         world.run()
         assert sum(v for _, _, _, m, v in world.metrics if m == "late") == R  # client-0 misses every deadline
         out[late] = final_models(world)
@@ -160,7 +160,7 @@ def test_late_updates_are_dropped_or_carried_over():
 
 
 def test_sparse_updates_travel_as_partial_models_and_keep_a_residual():
-    world, params, task = setup("graphfl-fedprox", sparsity=0.1, mu=0.0)
+    world, params, task = setup("mean-filter", sparsity=0.1, mu=0.0)
     sent = []
     send = world.network.send
     from netemu.wire.codec import decode
@@ -200,7 +200,7 @@ def test_emnist_named_idx_files_feed_digits_fl(tmp_path):
 def test_g_fedfilt_reaches_fedavg_and_local_training_at_its_limits():
     runs = {}
     for label, variant, overrides in [("inf", "g-fedfilt", {"beta1": 1e9}), ("zero", "g-fedfilt", {"beta1": 0.0}),
-                                      ("fedavg", "graphfl-fedprox", {"mu": 0.0}), ("local", "local", {})]:
+                                      ("fedavg", "mean-filter", {"mu": 0.0}), ("local", "identity-filter", {})]:
         world, _, _ = setup(variant, **{"graph": "statistics", **overrides} if variant == "g-fedfilt" else overrides)
         world.run()
         runs[label] = final_models(world)
@@ -247,7 +247,7 @@ def test_a_disconnected_graph_averages_each_component_on_its_own_or_is_joined():
     for label, variant, overrides in [("components", "g-fedfilt", {"beta1": 1e9, "d_max": 10.0}),
                                       ("join", "g-fedfilt", {"beta1": 1e9, "d_max": 10.0, "disconnected": "join"}),
                                       ("join0", "g-fedfilt", {"beta1": 0.0, "d_max": 10.0, "disconnected": "join"}),
-                                      ("fedavg", "graphfl-fedprox", {"mu": 0.0}), ("local", "local", {})]:
+                                      ("fedavg", "mean-filter", {"mu": 0.0}), ("local", "identity-filter", {})]:
         world, _, _ = setup(variant, data=ROOMS, **overrides)
         world.run()
         runs[label] = final_models(world)

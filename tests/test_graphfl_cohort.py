@@ -71,8 +71,8 @@ CASES = [
     ("g-fedfilt", {"system": "table3", "optimize": True}, True),  # per-device α, q (a subset of samples), z
     ("fedpnp-soft", {"system": "table3", "late": "carry"}, False),  # Table III devices, no P''
 
-    ("graphfl-fedprox", {"sparsity": 0.2, "late": "carry"}, False),
-    ("local", {}, False),
+    ("mean-filter", {"sparsity": 0.2, "late": "carry"}, False),
+    ("identity-filter", {}, False),
     ("pfedme", {}, False),  # the personal model θ̂ (probe) per client
     ("perfedavg", {"maml": "hf"}, False),
     ("fedbn", {"model": "mlp_bn"}, False),  # kept entries per client

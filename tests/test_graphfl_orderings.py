@@ -29,13 +29,13 @@ def final(tmp_path_factory):
 
 
 def test_fedpnp_soft_beats_fedavg_fedprox_and_the_hard_denoiser_on_dir_0_2(final):
-    r = final("fedpnp_table1_dir02", "accuracy_local")
+    r = final("fedpnp_table1_dir02", "accuracy_clients")
     for soft in ("fedpnp-soft-beta0.005", "fedpnp-soft-beta0.0005"):
         assert r[soft] > max(r["fedavg"], r["fedprox"], r["fedpnp-hard-tau2"])
 
 
 def test_g_fedfilt_trades_generalization_for_personalization(final):
-    local, glob = final("gfedfilt_table4_digits2", "accuracy_local"), final("gfedfilt_table4_digits2", "accuracy_global")
+    local, glob = final("gfedfilt_table4_digits2", "accuracy_clients"), final("gfedfilt_table4_digits2", "accuracy")
     assert local["g-fedfilt-mu0.1"] > local["fedavg"] and glob["g-fedfilt-mu0.1"] < glob["fedavg"]
     mus = ["g-fedfilt-mu0.1", "g-fedfilt-mu10.0", "g-fedfilt-mu100.0"]
     assert [local[m] for m in mus] == sorted((local[m] for m in mus), reverse=True)  # less personal as mu_s grows
@@ -44,7 +44,7 @@ def test_g_fedfilt_trades_generalization_for_personalization(final):
 
 
 def test_rooms_that_share_labels_help_g_fedfilt(final):
-    s1, s2 = final("gfedfilt_fig8_setup1", "accuracy_local"), final("gfedfilt_fig8_setup2", "accuracy_local")
+    s1, s2 = final("gfedfilt_fig8_setup1", "accuracy_clients"), final("gfedfilt_fig8_setup2", "accuracy_clients")
     assert s1["g-fedfilt-mu10"] > s2["g-fedfilt-mu10"]
     assert s1["g-fedfilt-mu10"] > s1["fedavg"] and s2["g-fedfilt-mu10"] > s2["fedavg"]
 
@@ -58,7 +58,7 @@ def test_the_optimized_schedule_cuts_desynchronization_and_latency_at_a_small_ac
         before, after = f"g-fedfilt-spread{spread}", f"g-fedfilt-opt-spread{spread}"
         assert final("gfedfilt_table7", "desync_s")[after] < 0.05 * final("gfedfilt_table7", "desync_s")[before]
         assert final("gfedfilt_table7", "latency_s")[after] < 0.5 * final("gfedfilt_table7", "latency_s")[before]
-        acc = final("gfedfilt_table7", "accuracy_global")
+        acc = final("gfedfilt_table7", "accuracy")
         assert acc[before] - 0.06 < acc[after] < acc[before]
 
 
@@ -66,7 +66,7 @@ def test_the_optimized_schedule_cuts_desynchronization_and_latency_at_a_small_ac
 # 0.69 points (Dir(0.5)), above pFedMe by 0.60 and 0.28 points.
 @pytest.mark.parametrize("scenario, margin", [("fedpnp_table1_dir02", 0.0088), ("fedpnp_table1_dir05", 0.0069)])
 def test_fedpnp_soft_beats_per_fedavg_by_the_papers_margin(final, scenario, margin):
-    r = final(scenario, "accuracy_local")
+    r = final(scenario, "accuracy_clients")
     assert r["fedpnp-soft-beta0.0005"] > r["perfedavg"] + margin
 
 
@@ -74,7 +74,7 @@ def test_at_the_printed_filter_scale_mu_s_personalizes_as_much_as_in_table_v(fin
     # Table V (MNIST_2): mu_s = 0.1 is 27 points below FedAvg globally, mu_s = 10 within 3
     # points of it.  Measured with the printed filter: -42.8 and -2.6 points (netemu's
     # row-normalized filter: -71.9 and -34.8).
-    glob = final("gfedfilt_table4_digits2_paper", "accuracy_global")
+    glob = final("gfedfilt_table4_digits2_paper", "accuracy")
     assert glob["g-fedfilt-mu0.1"] < glob["fedavg"] - 0.2
     assert glob["g-fedfilt-mu10.0"] > glob["fedavg"] - 0.05
     mus = ["g-fedfilt-mu0.1", "g-fedfilt-mu1.0", "g-fedfilt-mu10.0"]  # Table V rises to mu_s = 10, then falls

@@ -6,7 +6,7 @@ lr_decay, precision and recall, a default task for digits_fl)."""
 import numpy as np
 import pytest
 
-from netemu.kernels.classifiers import MLPBN, minibatch_steps, sgd
+from netemu.kernels.classifiers import MLPBN, cross_entropy, minibatch_steps, sgd
 from netemu.tasks.base import TaskSpec
 from netemu.tasks.supervised import SoftmaxParams, _classifier
 
@@ -76,7 +76,6 @@ def test_a_task_the_family_cannot_run_is_refused_in_one_line_naming_both(tmp_pat
 
 
 @pytest.mark.parametrize("task, key", [('[task]\nname = "mlp"\nsteps = 3', "task.steps"),
-                                       ('[task]\nname = "softmax"\nevaluate_on = "both"', "task.evaluate_on"),
                                        ('[task]\nname = "softmax"\nbatch = 0', "task.batch")])
 def test_task_keys_the_family_does_not_honour_are_refused_at_the_task_key(tmp_path, task, key):
     issues = problems(tmp_path, task=task)
@@ -140,22 +139,78 @@ def test_lr_decay_shrinks_the_step_of_each_later_local_round_of_a_client():
     np.testing.assert_allclose(second[0.5] - theta, 0.5 * (second[None] - theta), rtol=1e-12)  # round 2: lr / 2, one full-batch step
 
 
-@pytest.mark.parametrize("preset, general", [("graphfl-fedprox", "fedavg"), ("graphfl-fedprox", "fedprox")])
-def test_the_mean_filter_preset_and_the_general_fedavg_agree_with_whole_batch_steps(tmp_path, preset, general):
-    """The graph-filter family's FedAvg/FedProx preset and the general algorithm over the same task and
-    data, ideal network: with whole-batch steps (no mini-batch draws, whose streams differ) the models
-    agree to rounding (each step sums the same gradient over a permuted or an ordered batch)."""
+WHOLE_BATCH = '[task]\nname = "{model}"\nbatch = 30\nepochs = 3\nlr = 0.1\nwork_per_sample = 0.01\nmetrics = ["loss"]\nevaluate_on = "both"'
+
+
+def _ideal_runs(tmp_path, family, general, rounds=4, model="softmax"):
+    """One scenario, ideal network (every update in time), digits_fl data, whole-batch steps: the
+    graph-filter family's server with `family`'s keys and a general algorithm: the two worlds."""
     from netemu.scenario import load_scenario
     from netemu.scenario.build import build_world
 
-    task = '[task]\nname = "softmax"\nbatch = 30\nepochs = 3\nlr = 0.1\nwork_per_sample = 0.01\nmetrics = ["accuracy"]'
-    extra = f'mu = 0.05\ndeadline = 60.0\n[[algorithm]]\nname = "{general}"\nmu = 0.05\nround_time = 60.0'
+    extra = f"{family}\ndeadline = 60.0\n[[algorithm]]\n{general}\nround_time = 60.0"
     path = tmp_path / "s.toml"
-    path.write_text(SCENARIO.format(task=task, name=preset, extra=extra).replace("rounds = 2", "rounds = 4"))
+    path.write_text(SCENARIO.format(task=WHOLE_BATCH.format(model=model), name="fedpnp-soft", extra=extra).replace("rounds = 2", f"rounds = {rounds}"))
     sc = load_scenario(path)
     worlds = [build_world(sc, i, 0) for i in range(2)]
     for world in worlds:
         world.run()
-    Psi, w = worlds[0].actors["server"].Psi, worlds[1].actors["server"].w
-    assert np.max(np.abs(Psi - w[None, :])) <= 1e-12
-    assert np.max(np.abs(w - worlds[0].actors["server"].state.theta0)) > 0.1  # they learnt
+    return worlds
+
+
+def _reference(task, clients, rounds, mu, average):
+    """A vectorized NumPy reference of FedAvg/FedProx (McMahan et al. 2017, Algorithm 1; Li et al.
+    2020, eq. 2) with whole-batch gradient steps, or of local training (`average` false): every
+    client's model after `rounds` rounds, as a K × B array."""
+    X = [task.parts[k][0] for k in clients]
+    y = [task.parts[k][1] for k in clients]
+    n = np.array([v.size for v in y], dtype=float)
+    steps = int(task.p.epochs)  # one whole-batch step per epoch
+    models = np.tile(task.init(), (len(clients), 1))
+    for _ in range(rounds):
+        start = models.copy()
+        for _ in range(steps):
+            grads = np.stack([task.model.loss_grad(m, Xk, yk)[1] for m, Xk, yk in zip(models, X, y, strict=True)])
+            models = models - task.p.lr * (grads + mu * (models - start))
+        if average:
+            models = np.tile(n @ models / n.sum(), (len(clients), 1))
+    return models
+
+
+def _final(world, name):
+    return [v for *_, m, v in world.metrics if m == name][-1]
+
+
+@pytest.mark.parametrize("family, general, mu, average, model", [
+    ('filter = "mean"\nmu = 0.0', 'name = "fedavg"', 0.0, True, "softmax"),
+    ('filter = "mean"\nmu = 0.05', 'name = "fedprox"\nmu = 0.05', 0.05, True, "softmax"),
+    ('filter = "identity"\nmu = 0.0', 'name = "local-only"', 0.0, False, "softmax"),
+    ('filter = "mean"\nmu = 0.0', 'name = "fedavg"', 0.0, True, "mlp"),  # a drawn ω⁰, the task's for both
+])
+def test_the_general_arms_compute_what_the_family_server_with_its_limit_filters_computes(tmp_path, family, general, mu, average, model):
+    """FedAvg, FedProx and local training are the general algorithms in the graph-filter scenarios:
+    in an ideal network with whole-batch steps they match a vectorized NumPy reference and the
+    family's server with the mean (β → ∞) or identity (β = 0) filter to rounding — the models and
+    the losses on the global test set and each client's own (each client's model on its split).
+    Both start from the task's ω⁰."""
+    family_world, general_world = _ideal_runs(tmp_path, family, general, model=model)
+    server = family_world.actors["server"]
+    st = server.state
+    expected = _reference(st.learning, st.clients, 4, mu, average)
+    assert np.max(np.abs(server.Psi - expected)) <= 1e-12
+    if average:
+        assert np.max(np.abs(general_world.actors["server"].w - expected[0])) <= 1e-12
+    assert np.max(np.abs(expected - st.learning.init())) > 0.1  # they learnt
+    task = st.learning
+    own = np.mean([cross_entropy(task.model, expected[i], *task.local_tests[k]) for i, k in enumerate(st.clients)])
+    on_test = np.mean([cross_entropy(task.model, w, *task.test) for w in expected])
+    for name, value in (("loss", on_test), ("loss_clients", own)):  # the family's round 4 is the general algorithm's round 3
+        assert _final(general_world, name) == pytest.approx(value, rel=1e-12)
+        assert _final(family_world, name) == pytest.approx(value, rel=1e-12)
+
+
+def test_the_retired_presets_are_refused_naming_the_general_algorithm(tmp_path):
+    [fedprox] = problems(tmp_path, name="graphfl-fedprox")
+    assert "algorithm[0].name = 'graphfl-fedprox': use \"fedprox\" (mu = 0.01) or \"fedavg\" over the same [task]" in fedprox
+    [local] = problems(tmp_path, name="local")
+    assert "algorithm[0].name = 'local': use \"local-only\" over the same [task]" in local

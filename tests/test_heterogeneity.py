@@ -249,7 +249,7 @@ name = "softmax"
 epochs = 5
 work_per_sample = 0.002
 [[algorithm]]
-name = "graphfl-fedprox"
+name = "fedavg"
 """
 
 

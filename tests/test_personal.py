@@ -236,7 +236,7 @@ def test_fedbn_sends_fewer_bytes_than_fedavg(bias_kept):
         world.run()
         return total
 
-    fedbn, fedavg = bytes_of("fedbn"), bytes_of("graphfl-fedprox", mu=0.0)
+    fedbn, fedavg = bytes_of("fedbn"), bytes_of("mean-filter", mu=0.0)
     per_entry = 8 * 2 * K * R  # float64 entries, model and update, every client and round
     assert fedavg - fedbn == pytest.approx(10 * per_entry, abs=64 * K * R)  # 10 kept biases (msgpack headers differ)
 
@@ -247,7 +247,7 @@ def test_pfedme_and_perfedavg_cost_their_extra_gradients_in_compute_time():
         world.run()
         return sum(v for node, _, _, m, v in world.metrics if m == "compute_s" and node == "client-0")
 
-    base = compute("graphfl-fedprox", mu=0.0)  # E epochs of 50 samples each
+    base = compute("mean-filter", mu=0.0)  # E epochs of 50 samples each
     assert base > 0
     batch = 32 / 50  # pFedMe and Per-FedAvg: R = E rounds of one mini-batch of 32 of the 50 samples
     assert compute("pfedme", inner_steps=3) == pytest.approx(3 * batch * base)
@@ -273,7 +273,7 @@ def test_fedbn_refuses_a_task_without_batch_norm(task):
     with pytest.raises(ConfigError) as e:
         check_task(GraphFLParams(**VARIANTS["fedbn"]), task)
     assert e.value.field == "batchnorm"
-    check_task(GraphFLParams(**VARIANTS["graphfl-fedprox"]), task)  # FedAvg runs it
+    check_task(GraphFLParams(filter="mean", mu=0.01), task)  # the mean filter (FedAvg's rule) runs it
 
 
 def test_fedbn_with_the_batch_norm_mlp_keeps_its_batch_norm_entries_home():

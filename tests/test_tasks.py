@@ -200,6 +200,26 @@ def test_local_only_clients_never_see_each_other_and_the_metric_is_their_mean():
     assert server.p.aggregate is False
 
 
+def test_local_only_scores_each_clients_own_model_on_that_clients_own_split():
+    """Personalized evaluation: `accuracy_clients` is the mean over clients of client k's model on
+    client k's split (not every model on every split); `accuracy` the models' mean on the server's set."""
+    n, rounds = 6, 3
+    world = World(star(n), seed=11, behaviours={c: NodeBehaviour(speed=1e9) for c in clients(n)})
+    data = make_classification(ClassificationData(source="synthetic", samples=600, dim=8, classes=4, partition="dirichlet", alpha=0.3,
+                                                  min_size=20, client_test=0.25), clients(n), world.streams)
+    t = task("mlp").make(MLPParams(hidden=7, lr=LR, batch=BATCH, epochs=EPOCHS, metrics=("accuracy",), evaluate_on="both"), data, world.streams)
+    VARIANT["local-only"].build(world, VARIANT["local-only"].make_params({}), t, rounds)
+    world.run()
+    got = {name: v for *_, name, v in world.metrics}
+    alone = {f"client-{k}": reference_alone(t, world.streams, k, rounds) for k in range(n)}
+    own = [float(np.mean(np.argmax(t.model.logits(w, t.local_tests[k][0]), axis=1) == t.local_tests[k][1])) for k, w in alone.items()]
+    on_test = [float(np.mean(np.argmax(t.model.logits(w, t.test[0]), axis=1) == t.test[1])) for w in alone.values()]
+    assert got["accuracy_clients"] == pytest.approx(np.mean(own), abs=1e-12)
+    assert got["accuracy"] == pytest.approx(np.mean(on_test), abs=1e-12)
+    everyone = np.mean([t.evaluate(w)["accuracy_clients"] for w in alone.values()])  # each model on every split
+    assert abs(everyone - got["accuracy_clients"]) > 0.01  # skewed labels: one's own split is what a personal model knows
+
+
 def reference_alone(t, streams, k, rounds):
     x = t.init()
     for r in range(rounds):

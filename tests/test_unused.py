@@ -108,13 +108,23 @@ def test_a_run_without_unused_messages_writes_no_unused_rows(stragglers):
 
 
 def test_graph_filter_servers_mark_dropped_late_updates_and_use_carried_ones(tmp_path):
+    out = _run(tmp_path, "graphfl_stragglers.toml", ["fedpnp-soft-drop", "fedpnp-soft-carry"], "run.rounds=2", "run.runs=1")
+    log = _log(out)
+    late = _unused(log, "fedpnp-soft-drop", "late")
+    assert len(late) == 5 and {r["round"] for r in late} == {1}  # the five slow clients' round-1 updates, at 25 s
+    assert all(r["late"] == pytest.approx(5.0) for r in late)  # 25 s to compute, 20 s deadline
+    assert not _unused(log, "fedpnp-soft-carry", "late")
+    assert _metrics(out)["fedpnp-soft-drop"]["unused_late"] == {1: 5.0, 2: 0.0}  # rounds 1 and 2 (round 0: the statistics)
+
+
+def test_the_general_fedavg_beside_them_marks_late_updates_and_partial_aggregation_uses_them(tmp_path):
     out = _run(tmp_path, "graphfl_stragglers.toml", ["fedavg-drop", "fedavg-carry"], "run.rounds=2", "run.runs=1")
     log = _log(out)
     late = _unused(log, "fedavg-drop", "late")
-    assert len(late) == 5 and {r["round"] for r in late} == {1}  # the five slow clients' round-1 updates, at 25 s
+    assert len(late) == 5 and {r["round"] for r in late} == {0}  # the five slow clients' first updates, at 25 s
     assert all(r["late"] == pytest.approx(5.0) for r in late)  # 25 s to compute, 20 s deadline
-    assert not _unused(log, "fedavg-carry", "late")
-    assert _metrics(out)["fedavg-drop"]["unused_late"] == {1: 5.0, 2: 0.0}  # rounds 1 and 2 (round 0: the statistics)
+    assert not _unused(log, "fedavg-carry", "late") and not _unused(log, "fedavg-carry", "stale")
+    assert _metrics(out)["fedavg-drop"]["unused_late"] == {0: 5.0, 1: 0.0}  # its first round is round 0
 
 
 # ------------------------------------------------------------------ the port and the gather

@@ -157,29 +157,29 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("npflrl-6.3-rich", "thesis §6.3, Fig. 6.3", "the data-rich peer's τ (SAC) stabilizes around 0 (margin: 100 (0.01 − τ))",
           SYNTH_NPFL, "npflrl_fig6_3", ("npfl-rl-sac",), "tau_rich", "points", 1, margin=lambda v: 1.0 - v["npfl-rl-sac"]),
     Claim("gfedfilt-v-mu10", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter)",
-          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5),
+          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy", "points", 5),
     Claim("gfedfilt-vii-trend", "G-Fedfilt §IV-D, Table VII", "the optimized schedule's accuracy cost grows with H",
-          DIGITS, "gfedfilt_table7", T7[:1], "accuracy_global", "points", 5, margin=_table7_trend, extra=T7),
+          DIGITS, "gfedfilt_table7", T7[:1], "accuracy", "points", 5, margin=_table7_trend, extra=T7),
     Claim("fedpnp-1-fedavg-local", "FedPnP §4.2, Table 1", "FedAvg above local training (Dir(0.2))", DIGITS,
-          "fedpnp_table1_dir02", ("fedavg", "local"), "accuracy_local", "points", 5),
+          "fedpnp_table1_dir02", ("fedavg", "local"), "accuracy_clients", "points", 5),
     Claim("fedpnp-1-pfedme", "FedPnP §4.2, Table 1", "FedPnP_s (β = 0.0005) above pFedMe (Dir(0.2))", DIGITS,
-          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "pfedme"), "accuracy_local", "points", 5),
+          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "pfedme"), "accuracy_clients", "points", 5),
     Claim("fedpnp-1-perfedavg", "FedPnP §4.2, Table 1", "FedPnP_s (β = 0.0005) above Per-FedAvg (Dir(0.2))", DIGITS,
-          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_local", "points", 5),
+          "fedpnp_table1_dir02", ("fedpnp-soft-beta0.0005", "perfedavg"), "accuracy_clients", "points", 5),
 )
 # The convex-model cause of `gfedfilt-v-mu10` (docs/fidelity.md §10): the same claim with a
 # non-convex model, netemu's small CNN (the task `cnn`, lr 0.1 as in fedpnp_cnn_digits).
 ON_CNN = ("task.name=cnn", "task.lr=0.1")
 CLAIMS += (
     Claim("gfedfilt-v-mu10-cnn", "G-Fedfilt §IV-D, Table V", "μ_s = 10 above FedAvg globally (MNIST₂; printed filter; CNN)",
-          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy_global", "points", 5, ON_CNN,
+          DIGITS, "gfedfilt_table4_digits2_paper", ("g-fedfilt-mu10.0", "fedavg"), "accuracy", "points", 5, ON_CNN,
           seeds=5, by_default=False),  # 151-164 CPU-s a seed
 )
 # The integer-α cause of `gfedfilt-vii-trend` (docs/fidelity.md §12): P'' with a relaxed
 # (continuous) α, as the paper solves it, the clients training fractional epochs.
 CLAIMS += (
     Claim("gfedfilt-vii-trend-relaxed", "G-Fedfilt §IV-D, Table VII", "the optimized schedule's accuracy cost grows with H (relaxed α)",
-          DIGITS, "gfedfilt_table7", T7[:1], "accuracy_global", "points", 5, ("algorithm.opt_alpha=relaxed",),
+          DIGITS, "gfedfilt_table7", T7[:1], "accuracy", "points", 5, ("algorithm.opt_alpha=relaxed",),
           margin=_table7_trend, extra=T7),
 )
 # The same claims on the real MNIST digits (the papers' data; the 8×8 digits stand in above),

@@ -128,7 +128,7 @@ class _Server(Actor):
         return gone
 
     def report(self) -> None:
-        report_metrics(self, self.task, self.rounds, [self.w])
+        report_metrics(self, self.task, self.rounds, self.w)
         self.metric("participants", len(self.used))
         self.metric("staleness", float(np.mean(self.used)) if self.used else 0.0)
         self.metric("dropped_stale", self.dropped)

@@ -17,7 +17,7 @@ import networkx as nx
 
 from netemu.engine.world import World
 
-__all__ = ["CONNECTED_PEERS", "ONE_SERVER", "SERVERS_WITH_CLIENTS", "AlgorithmSpec", "Requirement", "Setting"]
+__all__ = ["CONNECTED_PEERS", "ONE_SERVER", "RETIRED", "SERVERS_WITH_CLIENTS", "AlgorithmSpec", "Requirement", "Setting"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,13 @@ class AlgorithmSpec:
             if not ok:
                 out.append(req)
         return out
+
+
+#: algorithm names that are no longer algorithms -> what to write instead (the unknown-name
+#: error says it): the graph-filter family's FedAvg/FedProx and local-training presets are the
+#: general algorithms over the same `[task]` (netemu.algorithms.fedavg)
+RETIRED: dict[str, str] = {
+    "graphfl-fedprox": 'use "fedprox" (mu = 0.01) or "fedavg" over the same [task]: the general FedAvg and FedProx '
+                       "(the graph-filter family's deadline is their round_time)",
+    "local": 'use "local-only" over the same [task]: local training without averaging',
+}

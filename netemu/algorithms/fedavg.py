@@ -17,8 +17,9 @@ with how many virtual seconds after the deadline it came (`coordination.gather`)
   pseudo-gradient x̄ − x_t (Reddi et al., ICLR 2021, Algorithm 2; netemu.kernels.server_opt)
   with `server_lr` η, `beta1`, `beta2`, `tau`.
 * `aggregate = false` — local-only training: the server keeps each client's own model, sends
-  it back to that client only, and never averages; metrics are the mean over clients of
-  their models' metrics.
+  it back to that client only, and never averages; on the server's test set the metrics are
+  the mean over the clients' models, on the clients' own test splits (`evaluate_on`) each
+  client is scored with its own model.
 
 Metrics per round: the task's (e.g. `accuracy`, `loss`; `mse` for linear regression), every
 `evaluate_every` rounds, then `participants`.
@@ -26,6 +27,7 @@ Metrics per round: the task's (e.g. `accuracy`, `loss`; `mse` for linear regress
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +73,13 @@ class FedAvgParams:
         require(self.aggregate or self.server_optimizer == "none", "server_optimizer", '"none" when aggregate = false (nothing is aggregated)')
 
 
-def report_metrics(actor: Actor, task: Task, rounds: int, models: list[np.ndarray]) -> None:
-    """The task's metrics of the model (one), or their mean over the clients' models (local-only)."""
+def report_metrics(actor: Actor, task: Task, rounds: int, model: np.ndarray | Mapping[str, np.ndarray]) -> None:
+    """The task's metrics of the model, or of each client's own model (local-only: client -> model;
+    the server's test set scores their mean, each client's split its own model: `Task.evaluate`)."""
     if not task.evaluates(actor.round, rounds):
         return
-    scores = [task.evaluate(w) for w in models]
-    for name in scores[0] if scores else ():
-        actor.metric(name, scores[0][name] if len(scores) == 1 else float(np.mean([s[name] for s in scores])))
+    for name, value in task.evaluate(model).items():
+        actor.metric(name, value)
 
 
 class FedAvgServer(Actor):
@@ -104,7 +106,7 @@ class FedAvgServer(Actor):
                 models = [m.payload["w"] for m in replies.messages]
                 mean = weighted_average(np.array(models), np.array([m.payload["n"] for m in replies.messages]))
                 self.w = mean if self.opt is None else self._step(mean)
-            report_metrics(self, self.task, self.rounds, [self.w] if self.p.aggregate else list(own.values()))
+            report_metrics(self, self.task, self.rounds, self.w if self.p.aggregate else own)
             self.metric("participants", len(replies))
 
     def _step(self, mean: np.ndarray) -> np.ndarray:

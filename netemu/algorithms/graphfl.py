@@ -1,5 +1,9 @@
-"""Graph-filter personalization on a star: FedPnP, G-Fedfilt, and FedAvg, FedProx and
-local training as the same server with other filters.
+"""Graph-filter personalization on a star: FedPnP, G-Fedfilt, and FedPnP's personalized
+baselines (pFedMe, Per-FedAvg, FedBN) as the same server with other filters and local steps.
+FedAvg, FedProx and local training are the general algorithms (`fedavg`, `fedprox`,
+`local-only`, netemu.algorithms.fedavg) over the same `[task]`: the scenarios run them beside
+these; in an ideal network they compute what this server does with the mean and identity
+filters below (tests/test_graphfl_task.py).
 
 Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfilt
 (`002_…`: eqs. 1, 12, 13, Algorithms 1–2).  A server keeps one model per client,
@@ -24,8 +28,9 @@ Sources: FedPnP (`001_…`: eqs. 9–16, Algorithm 1, appendix A.5) and G-Fedfil
      nu0 = 0 keeps β fixed, as G-Fedfilt does with β₁ = μ_s, β₂ = 0);
    * `"hard"`: keep the min(τ, t) smallest graph frequencies (FedPnP eq. 16; Fig. 4 grows
      the number kept over the rounds until it reaches τ);
-   * `"mean"`: the ζ-weighted mean for every client (FedAvg, FedProx);
-   * `"identity"`: Ψ = Ω̂ (local training).
+   * `"mean"`: the ζ-weighted mean for every client (FedAvg's rule: the server of pFedMe,
+     Per-FedAvg and FedBN, and the soft filter's β → ∞ limit on a connected graph);
+   * `"identity"`: Ψ = Ω̂ (no sharing: the soft filter's β = 0 limit).
 
 FedPnP's personalized baselines (its Table 1, settings of appendix A.4.3; the maths in
 `netemu.kernels.personal`) are parameters of the same server and client:
@@ -86,19 +91,19 @@ true` — and `lr`, `lr_decay`, `epochs` (E, or R for pFedMe and Per-FedAvg), `b
 `metrics`.  The CNNs read each sample as a square grey image, so the data's feature count
 must be a square (64 for the bundled digits, 784 for MNIST/EMNIST).  Batch-norm models
 train with the batch's statistics and are evaluated with running statistics that travel
-inside θ.  ω⁰ is drawn from the stream `model/init`.
+inside θ.  ω⁰ is the task's `init()` (stream `task/init`), as for every algorithm of the run.
 
-Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics):
-`accuracy_local` (each client's Ψ[k] on its local test set, mean over clients),
-`accuracy_global` (on the global test set), `loss_local` / `loss_global` (the mean
-cross-entropy, when the task's `metrics` list "loss"), `latency_s`
+Metrics, from the server, every round (`evaluate_every` rounds for the learning metrics), round
+t being the t-th round of training: the task's `metrics` of the model each client uses, as its
+`evaluate_on` says — `accuracy` (on the global test set, mean over clients), `accuracy_clients`
+(each client's model on its own test set, mean over clients; `evaluate_on = "both"` reports
+both), likewise `loss` (the mean cross-entropy) and the macro `precision`, `recall`, `f1`
+(G-Fedfilt Table VI) — then `latency_s`
 (from the round's start to the last update that made the deadline, or the deadline if
 one missed it), `desync_s` (the spread between the first and the last update to arrive,
 G-Fedfilt's desynchronization), `late` (updates that missed the deadline), and with a
 system model `heterogeneity` (H, eq. 34); from each client `compute_s`, its computation
-time in the round.  With "precision", "recall" or "f1" in the task's `metrics` the server
-also reports `f1_local` / `f1_global` etc.: macro scores, mean over clients (G-Fedfilt
-Table VI).
+time in the round.
 """
 
 from __future__ import annotations
@@ -115,7 +120,6 @@ from netemu.algorithms.graphfl_params import MOVED, TASK_CHECKS, TASKS, GraphFLP
 from netemu.algorithms.graphfl_state import GraphFLState
 from netemu.engine.cohort import add_clients
 from netemu.coordination import gather
-from netemu.kernels.classifiers import accuracy, cross_entropy, macro_prf, predictions
 from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel
 from netemu.engine.world import World
@@ -186,35 +190,18 @@ class GraphFLServer(Actor):
         st.set_graph({m.src: m.payload for m in got.messages})
 
     def used_models(self) -> np.ndarray:
-        """K × B: the model each client uses (`GraphFLState.used_model`; Ψ for FedAvg and FedPnP)."""
+        """K × B: the model each client uses (`GraphFLState.used_model`; Ψ for FedPnP and G-Fedfilt)."""
         st = self.state
         if st.p.local == "sgd" and st.kept is None:
             return self.Psi
         return np.stack([st.used_model(k, self.Psi[i]) for i, k in enumerate(st.clients)])
 
-    def report_scores(self, used: np.ndarray) -> None:
-        """The opt-in macro scores (`metrics`), mean over clients like the accuracies."""
-        st = self.state
-        for where, sets in (("local", [st.task.local_tests[k] for k in st.clients]),
-                            ("global", [st.task.global_test] * len(st.clients))):
-            scores = np.mean([macro_prf(y, predictions(st.model, used[i], X), st.task.classes)
-                              for i, (X, y) in enumerate(sets)], axis=0)
-            for name, value in zip(("precision", "recall", "f1"), scores, strict=True):
-                if name in st.training.metrics:
-                    self.metric(f"{name}_{where}", float(value))
-
     def report_learning(self) -> None:
-        """The task's `metrics` of the models the clients use, on their local test sets and the global one."""
-        st, want = self.state, self.state.training.metrics
-        used = self.used_models()
-        for name, score in (("accuracy", accuracy), ("loss", cross_entropy)):
-            if name in want:
-                local = [score(st.model, used[i], *st.task.local_tests[k]) for i, k in enumerate(st.clients)]
-                glob = [score(st.model, used[i], *st.task.global_test) for i in range(len(st.clients))]
-                self.metric(f"{name}_local", float(np.mean(local)))
-                self.metric(f"{name}_global", float(np.mean(glob)))
-        if {"precision", "recall", "f1"} & set(want):
-            self.report_scores(used)
+        """The task's `metrics` of the models the clients use (`Task.evaluate` of client -> model: the
+        mean over clients on the global test set, each client's own model on its own test set)."""
+        st = self.state
+        for name, value in st.learning.evaluate(dict(zip(st.clients, self.used_models(), strict=True))).items():
+            self.metric(name, value)
 
     def report(self, late: int, start: float, arrivals: list[float]) -> None:
         st = self.state
@@ -241,14 +228,12 @@ def build(world: World, params: GraphFLParams, task: ModelTask, rounds: int, *, 
     add_clients(world, lambda n, ms: GraphFLClients(n, state, ms), "graphfl-clients", state.clients, cohort=cohort)
 
 
-#: scenario algorithm names -> parameter presets.  FedAvg is `graphfl-fedprox` with mu = 0
-#: (scenarios label it "fedavg"; `fedavg` and `fedprox` are the task-learning family, netemu.algorithms.fedavg).
+#: scenario algorithm names -> parameter presets.  FedAvg, FedProx and local training are the
+#: general algorithms `fedavg`, `fedprox` and `local-only` over the same task (netemu.algorithms.fedavg).
 VARIANTS: dict[str, dict] = {
     "fedpnp-soft": {"filter": "soft", "mu": 0.2},
     "fedpnp-hard": {"filter": "hard", "mu": 0.2, "tau": 2},
     "g-fedfilt": {"filter": "soft", "share": "updates", "graph": "positions", "beta1": 10.0, "beta2": 0.0, "nu0": 0.0},
-    "graphfl-fedprox": {"filter": "mean", "mu": 0.01},
-    "local": {"filter": "identity"},
     # FedPnP's personalized baselines (Table 1; settings of its appendix A.4.3)
     "pfedme": {"filter": "mean", "mu": 0.0, "local": "pfedme"},
     "perfedavg": {"filter": "mean", "mu": 0.0, "local": "perfedavg"},

@@ -147,8 +147,6 @@ TASK_CHECKS: tuple[tuple[str, str, Callable[[GraphFLParams, Any], bool]], ...] =
      lambda p, t: p.local == "sgd" or float(t.epochs).is_integer()),
     ("batch", "an integer >= 1 (the graph-filter family's clients always take mini-batches)", lambda p, t: t.batch >= 1),
     ("steps", "0: the graph-filter family's local round is `epochs` passes (G-Fedfilt's α)", lambda p, t: t.steps == 0),
-    ("evaluate_on", '"server" (the default): the graph-filter family always reports both, as <metric>_local (each '
-     "client's test set, mean over clients) and <metric>_global (the global test set)", lambda p, t: t.evaluate_on == "server"),
 )
 
 

@@ -46,13 +46,14 @@ class GraphFLState:
     def __init__(self, world: World, p: GraphFLParams, learning: ModelTask) -> None:
         check_task(p, learning.p)
         self.p, self.training, self.model = p, learning.p, learning.model
+        self.learning = learning  # the task: its evaluation scores the models the clients use
         self.task: FederatedTask = learning.data
         task = self.task
         self.clients = [n for n, node in world.network.nodes.items() if node.role == "client"]
         require(set(self.clients) <= set(task.parts), "topology", "a star whose clients all have data")
-        # ω⁰ from the family's own stream (the task's θ⁰ comes from "task/init"): the runs of its
-        # scenarios stay what they were when the model was the family's parameter
-        self.theta0 = self.model.init(world.streams.generator("model/init"))
+        # ω⁰ is the task's θ⁰ (stream "task/init"): every algorithm of a run starts from the same
+        # model, the general FedAvg, FedProx and local-only beside this family among them
+        self.theta0 = learning.init()
         mask = getattr(self.model, "local_mask", None)
         require(not p.keep_local or mask is not None, "keep_local", "false with a model without batch-norm entries (FedBN keeps them local)")
         # FedBN: entries that stay on the clients (None: every entry travels)

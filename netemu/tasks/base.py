@@ -60,8 +60,9 @@ class Task(Protocol):
         """`steps` local steps of the client from `params` on the loss plus (mu/2)‖θ − params‖² (FedProx); new parameters."""
         ...
 
-    def evaluate(self, params: np.ndarray) -> dict[str, float]:
-        """The task's metrics of `params`, by name, in a fixed order."""
+    def evaluate(self, params: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, float]:
+        """The task's metrics, by name, in a fixed order: of one model `params`, or of each client's
+        own model (a mapping client -> params: local-only and personalized training), as `evaluated` says."""
         ...
 
     def evaluates(self, round: int, rounds: int) -> bool:
@@ -83,7 +84,7 @@ class Training:
     round's work is the samples processed × `work_per_sample` work units.  `metrics` are
     computed every `evaluate_every` rounds (and after the last) on the server's held-out test
     set (`evaluate_on = "server"`), the clients' own test splits (`"clients"`: metric names
-    gain `_clients`, the mean over clients), or both."""
+    gain `_clients`, the mean over clients, each client scored with the model it uses), or both."""
 
     lr: float = 0.05
     lr_decay: float | None = None  # None: a constant step (a key added later resolves to nothing)
@@ -110,16 +111,31 @@ class Training:
         return (round + 1) % self.evaluate_every == 0 or round == rounds - 1
 
 
-def evaluated(scores: Callable[[np.ndarray, np.ndarray], dict[str, float]], p: Training, test: tuple[np.ndarray, np.ndarray],
+def evaluated(scores: Callable[[np.ndarray, np.ndarray, np.ndarray], dict[str, float]], p: Training,
+              params: np.ndarray | Mapping[str, np.ndarray], test: tuple[np.ndarray, np.ndarray],
               local_tests: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
-    """`Task.evaluate` from a task's `scores(X, y)`: on the server's test set and/or (names + `_clients`)
-    the mean over the clients' own test splits, as `p.evaluate_on` says."""
+    """`Task.evaluate` from a task's `scores(θ, X, y)`, as `p.evaluate_on` says: on the server's test
+    set (`accuracy`, ...) and/or on the clients' own test splits (`accuracy_clients`, ...: the mean
+    over the clients whose split is not empty).
+
+    `params` is one model, or each client's own model (client -> θ, in the clients' order): then
+    the server's test set scores the mean over the clients' models, and each client's split is
+    scored with that client's own model (personalized evaluation; a client without a model of its
+    own is left out)."""
+    server, clients = p.evaluate_on in ("server", "both"), p.evaluate_on in ("clients", "both")
+    if isinstance(params, Mapping):
+        on_test = [scores(theta, *test) for theta in params.values()] if server else []
+        on_own = [scores(theta, *local_tests[k]) for k, theta in params.items()
+                  if clients and k in local_tests and local_tests[k][1].shape[0]]
+    else:
+        on_test = [scores(params, *test)] if server else []
+        on_own = [scores(params, X, y) for X, y in local_tests.values() if clients and y.shape[0]]
     out: dict[str, float] = {}
-    if p.evaluate_on in ("server", "both"):
-        out.update(scores(*test))
-    if p.evaluate_on in ("clients", "both"):
-        per = [scores(X, y) for X, y in local_tests.values() if y.shape[0]]
-        out.update({f"{name}_clients": float(np.mean([s[name] for s in per])) for name in p.metrics})
+    if server:
+        out.update(on_test[0] if not isinstance(params, Mapping)
+                   else {name: float(np.mean([s[name] for s in on_test])) for name in p.metrics})
+    if clients:
+        out.update({f"{name}_clients": float(np.mean([s[name] for s in on_own])) for name in p.metrics})
     return out
 
 

@@ -106,8 +106,8 @@ class ModelTask:
                 out[name] = macro_prf(y, predictions(self.model, theta, X), self.classes)[MACRO.index(name)]
         return out
 
-    def evaluate(self, params: np.ndarray) -> dict[str, float]:
-        return evaluated(lambda X, y: self._scores(params, X, y), self.p, self.test, self.local_tests)
+    def evaluate(self, params: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, float]:
+        return evaluated(self._scores, self.p, params, self.test, self.local_tests)
 
     def evaluates(self, round: int, rounds: int) -> bool:
         return self.p.evaluates(round, rounds)

@@ -144,9 +144,10 @@ class TorchCNNTask:
                 out[name] = macro_prf(y, pred, self.classes)[("precision", "recall", "f1").index(name)]
         return out
 
-    def evaluate(self, params: np.ndarray) -> dict[str, float]:
-        """`metrics` on the server's test set and/or (names + `_clients`) the mean over the clients' own test splits."""
-        return evaluated(lambda X, y: self._scores(params, X, y), self.p, self.test, self.local_tests)
+    def evaluate(self, params: np.ndarray | Mapping[str, np.ndarray]) -> dict[str, float]:
+        """`metrics` of one model, or of each client's own (client -> params), on the server's test set
+        and/or (names + `_clients`) the mean over the clients' own test splits (netemu.tasks.base.evaluated)."""
+        return evaluated(self._scores, self.p, params, self.test, self.local_tests)
 
     def evaluates(self, round: int, rounds: int) -> bool:
         return self.p.evaluates(round, rounds)
