@@ -132,8 +132,9 @@ class VirtualEnvironment(simpy.Environment):
     It keeps its own event queue: it implements an environment's `now`, `schedule`, `peek`
     and `step` as SimPy's `Environment` does, in the same order (time, priority, then
     scheduling order), and adds `schedule_at` (an event at an instant: ``now + (t - now)``
-    can miss `t` by a float step), `advance_to` (asyncio's timers move the clock) and
-    `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
+    can miss `t` by a float step), `reserve` / `schedule_reserved` (an event keyed where it
+    was made, queued later: netemu.engine.net.inflight's `Arrivals`), `advance_to` (asyncio's
+    timers move the clock) and `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
     """
 
     def __init__(self, initial_time: float = 0.0) -> None:
@@ -155,6 +156,15 @@ class VirtualEnvironment(simpy.Environment):
         if t < self._time:
             raise ValueError(f"cannot schedule an event at {t}, before the current time {self._time}")
         heapq.heappush(self._events, (t, priority, next(self._ids), event))
+
+    def reserve(self) -> int:
+        """The scheduling order an event scheduled now would get, taken for one scheduled later
+        with `schedule_reserved` (the arrivals of a send, queued as one run at its end)."""
+        return next(self._ids)
+
+    def schedule_reserved(self, event: Scheduled, t: float, order: int) -> None:
+        """Schedule `event` (NORMAL) at virtual time `t` (not before now) in the `order` `reserve` gave."""
+        heapq.heappush(self._events, (t, NORMAL, order, event))
 
     def peek(self) -> float:
         """The time of the next event (inf if there is none)."""

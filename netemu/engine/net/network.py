@@ -37,6 +37,7 @@ from netemu.errors import InputError
 from netemu.log import MessageLog
 from netemu.engine.net.fates import Fates, ManyFates, draw_now, fates_many
 from netemu.engine.net.inflight import Due as _Due
+from netemu.engine.net.inflight import Arrivals as _Arrivals
 from netemu.engine.net.inflight import Shared as _Shared
 from netemu.engine.net.links import Link
 from netemu.engine.net.message import Message
@@ -286,7 +287,7 @@ class Network(NodeDraws, Tallies):
         the three sequences may be `repeat`s of one value, and `payloads` one shared bytes object."""
         env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
         links, draws_of = self.links, self._draws
-        schedule = env.schedule  # what env.timeout does, without its object
+        schedule, reserve = env.schedule, env.reserve  # what env.timeout does, without its object
         link_draws = self._link_draws
         arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
@@ -295,61 +296,72 @@ class Network(NodeDraws, Tallies):
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
+        # this call's arrival events after its first (instant, order, batch), keyed as they are made and
+        # queued at the end as one column (`Arrivals`): not one entry of the event queue per message
+        due: list[tuple[float, int, list]] | None = None
         general = self._general
         each = cast("Iterable[bytes]", repeat(shared) if shared is not None else payloads)
-        for src, dst, round, payload in zip(srcs, dsts, rounds, each):
-            link = links.get((src, dst))
-            if link is None or general:
-                ids.append(self._send_general(src, dst, kind, round, payload, box, now))
-                continue
-            msg_id = self._next_id
-            self._next_id = msg_id + 1
-            ids.append(msg_id)
-            # the envelope is its header and the payload (its bytes are what the log counts); in
-            # flight a message keeps only the payload, which the messages of a broadcast share
-            nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
-            cls = link.link_class
-            index = link.next_index(round)
-            pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
-            tally = tallies.get(cls)
-            if tally is None:
-                tally = tallies[cls] = [0, 0, 0, 0]
-            tally[0] += 1
-            tally[1] += nbytes
-            tally[2] += len(payload)
-            record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
-            if link._outages and link.is_down(now):
-                self._drop(msg_id, "outage")
-                continue
-            if link.random:
-                draws = draws_of.get((src, dst)) or link_draws(src, dst)
-                if fates is draw_now:  # no trace: what draw_now would return, without the key and the closure
-                    reason, delay = link.draw_fate(draws, round, index)
+        try:
+            for src, dst, round, payload in zip(srcs, dsts, rounds, each):
+                link = links.get((src, dst))
+                if link is None or general:
+                    ids.append(self._send_general(src, dst, kind, round, payload, box, now))
+                    continue
+                msg_id = self._next_id
+                self._next_id = msg_id + 1
+                ids.append(msg_id)
+                # the envelope is its header and the payload (its bytes are what the log counts); in
+                # flight a message keeps only the payload, which the messages of a broadcast share
+                nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+                cls = link.link_class
+                index = link.next_index(round)
+                pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
+                tally = tallies.get(cls)
+                if tally is None:
+                    tally = tallies[cls] = [0, 0, 0, 0]
+                tally[0] += 1
+                tally[1] += nbytes
+                tally[2] += len(payload)
+                record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
+                if link._outages and link.is_down(now):
+                    self._drop(msg_id, "outage")
+                    continue
+                if link.random:
+                    draws = draws_of.get((src, dst)) or link_draws(src, dst)
+                    if fates is draw_now:  # no trace: what draw_now would return, without the key and the closure
+                        reason, delay = link.draw_fate(draws, round, index)
+                    else:
+                        reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
                 else:
-                    reason, delay = fates(("msg", src, dst, round, index), partial(link.draw_fate, draws, round, index))
-            else:
-                reason, delay = link.draw_fate(_NO_DRAWS, round, index)
-            busy = link.busy_until
-            tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
-            link.busy_until = tx_end
-            if reason is None or reason == "duplicate":
-                wait = tx_end + delay - now
-                at = now + wait  # the instant SimPy computes for the event
-                batch = batches.get(at)
-                if box is not None:
-                    box.left += 1
-                if batch is not None:
-                    batch.append((msg_id, payload, box))
+                    reason, delay = link.draw_fate(_NO_DRAWS, round, index)
+                busy = link.busy_until
+                tx_end = (now if now > busy else busy) + (0.0 if link.bandwidth is None else nbytes * 8.0 / link.bandwidth)
+                link.busy_until = tx_end
+                if reason is None or reason == "duplicate":
+                    wait = tx_end + delay - now
+                    at = now + wait  # the instant SimPy computes for the event
+                    batch = batches.get(at)
+                    if box is not None:
+                        box.left += 1
+                    if batch is not None:
+                        batch.append((msg_id, payload, box))
+                    else:
+                        batches[at] = batch = [(msg_id, payload, box)]
+                        if due is None:  # the first: = env.timeout(wait, batch), due at `at`
+                            schedule(_Due(arrive, batch), NORMAL, wait)
+                            due = []
+                        else:  # the same event, queued with the others at the end
+                            due.append((at, reserve(), batch))
+                    if reason == "duplicate":
+                        self.copy_at(at, msg_id, payload)
+                        batches.pop(at, None)  # later arrivals at that instant come after the copy
                 else:
-                    batches[at] = batch = [(msg_id, payload, box)]
-                    schedule(_Due(arrive, batch), NORMAL, wait)  # = env.timeout(wait, batch), due at `at`
-                if reason == "duplicate":
-                    self.copy_at(at, msg_id, payload)
-                    batches.pop(at, None)  # later arrivals at that instant come after the copy
-            else:
-                wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
-                batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
-                schedule(_Due(lose, (msg_id, reason)), NORMAL, wait)
+                    wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
+                    batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
+                    schedule(_Due(lose, (msg_id, reason)), NORMAL, wait)
+        finally:  # also when a destination raised: the messages before it were sent
+            if due:
+                _Arrivals(env, self._arrive, due)
         return ids
 
     def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes, box: _Shared | None, now: float) -> int:
