@@ -119,9 +119,9 @@ def evaluated(scores: Callable[[np.ndarray, np.ndarray, np.ndarray], dict[str, f
     over the clients whose split is not empty).
 
     `params` is one model, or each client's own model (client -> θ, in the clients' order): then
-    the server's test set scores the mean over the clients' models, and each client's split is
-    scored with that client's own model (personalized evaluation; a client without a model of its
-    own is left out)."""
+    the server's test set gives the mean of the scores of the clients' models (not the score of
+    their mean), and each client's split is scored with that client's own model (personalized
+    evaluation; a client without a model of its own is left out)."""
     server, clients = p.evaluate_on in ("server", "both"), p.evaluate_on in ("clients", "both")
     if isinstance(params, Mapping):
         on_test = [scores(theta, *test) for theta in params.values()] if server else []
