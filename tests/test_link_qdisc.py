@@ -74,3 +74,12 @@ def test_ns3_gets_each_direction_s_queue_discipline():
     up = 0 if router < server else 1  # router -> server is the server_uplink: the pair's first direction if router is lower
     assert discs[pair][up] == "fifo" and discs[pair][1 - up] == "fq_codel"
     assert not any(line.startswith("queue ") for line in lines)
+
+
+def test_a_link_s_qdisc_is_deterministic_so_the_trace_header_leaves_it_out(tmp_path):
+    """A trace records what was drawn; a queue discipline draws nothing, so a replay may change it (and a scenario
+    that does not set it hashes and traces as before)."""
+    from netemu.scenario.settings import network_model
+
+    sc = scenario(tmp_path, extra='[network]\nsharing = "max-min"\ntransport = "reliable"\n[links.uplink]\nqdisc = "fifo"')
+    assert "qdisc" not in network_model(sc.settings)["links"]["uplink"]

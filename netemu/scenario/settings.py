@@ -239,7 +239,7 @@ def settings(table: dict) -> Settings:
     )
 
 
-_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "clients_per_ap", "clients")  # not drawn, not in the trace: free to differ on replay
+_DETERMINISTIC_LINK_KEYS = ("bandwidth", "outages", "queue_bytes", "qdisc", "clients_per_ap", "clients")  # not drawn, not in the trace: free to differ on replay
 
 
 def network_model(s: Settings) -> dict:
@@ -247,7 +247,7 @@ def network_model(s: Settings) -> dict:
 
     Link latency, jitter and loss (per class and per-link overrides), and the nodes'
     participation, slowdown, speed model and completeness (with their groups).
-    Deterministic parts — bandwidth, outages, plain speeds, crashes, algorithms, rounds,
+    Deterministic parts — bandwidth, outages, queues, plain speeds, crashes, algorithms, rounds,
     the compute mode — are left out: a replay may change them (that is what a what-if
     replay is for).  A latency or speed read from a file is named by the file's name
     only, so a run folder replays on another machine.
