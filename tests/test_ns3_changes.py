@@ -14,6 +14,7 @@ from netemu.engine.net import topology as T
 from netemu.engine.net.model import NetModel
 from netemu.ns3 import Ns3Missing, Ns3Refused
 from netemu.ns3 import build as B
+from test_ns3_engine import SCENARIO as ENGINE_SCENARIO
 
 DELAY = 0.01
 WIRE = 1478  # bytes of a full UDP packet on the wire: 1448 of payload, UDP 8, IPv4 20, PPP 2
@@ -199,53 +200,9 @@ def test_a_datagram_to_or_from_a_crashed_node_is_dropped_as_crash(engine):
     assert (second["event"], second["reason"]) == ("drop", "crash") and 0.5 + DELAY < second["t"] < 0.5 + DELAY + 0.002
 
 
-SCENARIO = """
-script = "events.py"
-
-[run]
-name = "ns3_scripted"
-seed = 3
-rounds = 10
-
-[topology]
-kind = "star"
-clients = 3
-
-[network]
-engine = "ns3"
-qdisc = "fifo"
-transport = "reliable"
-
-[links.uplink]
-latency = { model = "constant", delay = 0.01 }
-bandwidth = 10e6
-
-[links.downlink]
-latency = { model = "constant", delay = 0.01 }
-bandwidth = 20e6
-
-[nodes]
-speed = 200.0
-
-[data]
-kind = "linear"
-dim = 10
-samples_min = 20
-samples_max = 80
-noise = 0.1
-
-[task]
-name = "linear"
-lr = 0.1
-steps = 5
-
-[[algorithm]]
-name = "fedavg"
-round_time = 5.0
-
-[output]
-plots = false
-"""
+# test_ns3_engine's star scenario, with a script, 3 clients and 10 rounds
+SCENARIO = 'script = "events.py"\n' + ENGINE_SCENARIO.replace('name = "ns3_star"', 'name = "ns3_scripted"').replace(
+    "rounds = 3", "rounds = 10").replace("clients = 4", "clients = 3")
 
 EVENTS = '''
 from netemu import Bernoulli, Constant
