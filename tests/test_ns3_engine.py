@@ -338,10 +338,12 @@ def test_a_link_s_own_queue_discipline_overrides_the_network_s(engine):
 def test_pcap_files_of_every_link_where_the_user_asks(engine, tmp_path, monkeypatch):
     monkeypatch.setenv("NETEMU_NS3_PCAP", str(tmp_path / "pcap"))
     assert datagrams(20_000)[0]["event"] == "deliver"
-    files = sorted(p.name for p in (tmp_path / "pcap").iterdir())
+    assert datagrams(20_000)[0]["event"] == "deliver"  # a second world: a folder of its own, nothing overwritten
+    assert sorted(p.name for p in (tmp_path / "pcap").iterdir()) == ["world-1", "world-2"]
+    files = sorted(p.name for p in (tmp_path / "pcap" / "world-1").iterdir())
     assert len(files) == 4 and all(f.endswith(".pcap") for f in files)  # two links, both ends
     assert any(f.startswith("client-0--router-") for f in files)
-    assert all((tmp_path / "pcap" / f).stat().st_size > 24 for f in files)  # more than a pcap header
+    assert all((tmp_path / "pcap" / "world-1" / f).stat().st_size > 24 for f in files)  # more than a pcap header
 
 
 def test_a_datagram_that_loses_a_packet_is_lost(engine):

@@ -87,6 +87,20 @@ class _Live:
     extra: dict
 
 
+def _world_folder(root: str) -> str:
+    """A new folder under `root` for one world's pcap files, `world-1`, `world-2`, ... in the order the
+    worlds start (a run's algorithms x Monte Carlo runs), so that no world overwrites another's files."""
+    os.makedirs(root, exist_ok=True)
+    k = 1
+    while True:
+        path = os.path.join(root, f"world-{k}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            k += 1
+
+
 class Ns3Engine:
     """The general message path of a `Network` under ``engine = "ns3"`` (see the module docstring)."""
 
@@ -98,7 +112,7 @@ class Ns3Engine:
         # the translation is checked now, so that what ns-3 cannot express is refused before the run starts
         pcap = os.environ.get("NETEMU_NS3_PCAP") or None  # a directory: every link's packets, as pcap files
         if pcap is not None:
-            os.makedirs(pcap, exist_ok=True)
+            pcap = _world_folder(pcap)
         self._pcap, self._seed = pcap, int(network.streams.generator("ns3").integers(1, 2**31))
         setup_lines(self._names, network.links, model, self._seed, pcap=pcap)
         #: what a script changes during the run, for ns-3 (netemu.ns3.changes)
