@@ -86,6 +86,14 @@ def test_a_link_model_that_is_not_a_table_is_refused_at_its_key(tmp_path, where,
     assert issue.key == f"{where}.{component}" and f"a {component} model table" in issue.accepts
 
 
+@pytest.mark.parametrize("key", ["speed", "participation", "completeness"])
+@pytest.mark.parametrize("model", ["[1, 2]", "{a = 1}", "3"])
+def test_a_node_model_whose_name_is_not_a_string_is_refused_at_its_key(tmp_path, key, model):
+    # a list or table there once reached a dict lookup and raised TypeError (unhashable) instead of one line
+    issue = issue_of(tmp_path, SCENARIO, [f"nodes.{key}={{model={model}}}"])
+    assert issue.key == f"nodes.{key}.model" and "model:" in issue.accepts
+
+
 @pytest.mark.parametrize("where", ["nodes", "group"])
 def test_a_uniform_completeness_without_its_low_bound_is_refused_at_validate(tmp_path, where):
     if where == "group":

@@ -135,7 +135,7 @@ def _number_or_model(plain: Field, models: dict[str, dict[str, str]], what: str,
             issues.add(key, value, f"expected {plain.describe()}, or a {what} model table {{model = {' | '.join(map(repr, models))}, ...}}")
             return value
         model = value.get("model", REQUIRED)
-        if model not in models:
+        if not isinstance(model, str) or model not in models:  # a list or table is no model name (and unhashable)
             issues.add(f"{key}.model", model, f"a {what} model: {', '.join(models)}")
             return value
         accepted = models[model]
