@@ -51,6 +51,7 @@
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 
+#include <cstdarg>
 #include <cstdio>
 #include <deque>
 #include <iostream>
@@ -124,6 +125,21 @@ struct LinkSpec
     std::string pcap;
 };
 
+// A line the engine cannot take: one "error ..." line on stdout, and the exit status (2) that
+// netemu.ns3.process reads as refused input.
+int
+Refuse(const char* format, ...)
+{
+    std::printf("error ");
+    va_list args;
+    va_start(args, format);
+    std::vprintf(format, args);
+    va_end(args);
+    std::printf("\n");
+    std::fflush(stdout);
+    return 2;
+}
+
 } // namespace
 
 int
@@ -148,9 +164,7 @@ main(int argc, char* argv[])
                                                             {"bbr", TcpBbr::GetTypeId()}, {"vegas", TcpVegas::GetTypeId()}};
             if (!in || !controls.count(cc))
             {
-                std::printf("error bad tcp line: %s\n", line.c_str());
-                std::fflush(stdout);
-                return 2;
+                return Refuse("bad tcp line: %s", line.c_str());
             }
             Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(controls.at(cc)));
             Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(sack != 0));
@@ -182,9 +196,7 @@ main(int argc, char* argv[])
             {
                 if (disc != "fifo" && disc != "fq_codel")
                 {
-                    std::printf("error a link's queue discipline must be fifo or fq_codel, not %s\n", disc.c_str());
-                    std::fflush(stdout);
-                    return 2;
+                    return Refuse("a link's queue discipline must be fifo or fq_codel, not %s", disc.c_str());
                 }
             }
             links.push_back(l);
@@ -221,9 +233,7 @@ main(int argc, char* argv[])
             }
             if (!found)
             {
-                std::printf("error %s names no link %u-%u\n", cmd.c_str(), a, b);
-                std::fflush(stdout);
-                return 2;
+                return Refuse("%s names no link %u-%u", cmd.c_str(), a, b);
             }
         }
         else if (cmd == "build")
@@ -232,9 +242,7 @@ main(int argc, char* argv[])
         }
         else if (!cmd.empty())
         {
-            std::printf("error unknown setup command %s\n", cmd.c_str());
-            std::fflush(stdout);
-            return 2;
+            return Refuse("unknown setup command %s", cmd.c_str());
         }
     }
 
@@ -363,9 +371,7 @@ main(int argc, char* argv[])
             in >> id >> src >> dst >> bytes >> key >> last;
             if (!in || src >= n || dst >= n || !addressed[dst])
             {
-                std::printf("error bad send: %s\n", line.c_str());
-                std::fflush(stdout);
-                return 2;
+                return Refuse("bad send: %s", line.c_str());
             }
             Send(id, src, dst, bytes, key, last != 0);
         }
@@ -376,9 +382,7 @@ main(int argc, char* argv[])
             in >> id >> src >> dst >> bytes;
             if (!in || src >= n || dst >= n || !addressed[dst])
             {
-                std::printf("error bad datagram: %s\n", line.c_str());
-                std::fflush(stdout);
-                return 2;
+                return Refuse("bad datagram: %s", line.c_str());
             }
             SendDatagram(id, src, dst, bytes);
         }
@@ -386,9 +390,7 @@ main(int argc, char* argv[])
         {
             if (!Change(cmd, in))
             {
-                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
-                std::fflush(stdout);
-                return 2;
+                return Refuse("bad %s: %s", cmd.c_str(), line.c_str());
             }
         }
         else if (cmd == "crash" || cmd == "recover")
@@ -397,9 +399,7 @@ main(int argc, char* argv[])
             in >> node;
             if (!in || node >= n)
             {
-                std::printf("error bad %s: %s\n", cmd.c_str(), line.c_str());
-                std::fflush(stdout);
-                return 2;
+                return Refuse("bad %s: %s", cmd.c_str(), line.c_str());
             }
             cmd == "crash" ? Crash(node) : Recover(node);
         }
@@ -415,9 +415,7 @@ main(int argc, char* argv[])
         }
         else if (!cmd.empty())
         {
-            std::printf("error unknown command %s\n", cmd.c_str());
-            std::fflush(stdout);
-            return 2;
+            return Refuse("unknown command %s", cmd.c_str());
         }
     }
     Simulator::Destroy();
