@@ -27,6 +27,10 @@ the order of everything — records, ids, timers — is that of the scheduled ca
 (An actor's task woken by its future gains nothing from it: measured, the bookkeeping
 costs what the loop iteration does.)
 
+Timers due at the same virtual time run in the order they were scheduled: every timer is a
+`netemu.engine.timers.Timer`, ordered by (time, then a sequence number from the loop's one
+counter), not by the history of asyncio's heap.
+
 That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
 handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
 do without them, at a price measured in docs/benchmarks.md: ×1.1–1.7 the CPU time of the
@@ -52,12 +56,10 @@ import os
 import selectors
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
-import simpy
-import simpy.core
-from simpy.core import NORMAL, URGENT
-
+from netemu.engine.simenv import Scheduled, VirtualEnvironment
+from netemu.engine.timers import Timer
 from netemu.errors import EXIT_FAILED, NetemuError
 
 __all__ = ["Deadlock", "Scheduled", "UntestedVersion", "VirtualEnvironment", "VirtualTimeLoop", "run", "running_loop", "untested_versions"]
@@ -115,94 +117,6 @@ def _check_versions() -> None:
         raise UntestedVersion(problem)
 
 
-class Scheduled(Protocol):
-    """What `VirtualEnvironment` processes: a SimPy event, or anything with callbacks that
-    cannot fail (e.g. the network's `Due`)."""
-
-    callbacks: Any  # a list of callables, or None once processed
-
-    @property
-    def ok(self) -> bool: ...
-
-
-class VirtualEnvironment(simpy.Environment):
-    """A SimPy environment whose clock can also be advanced by asyncio timers.
-
-    Time is a float from the start (SimPy's default is the int 0), so logs are uniform.
-    It keeps its own event queue: it implements an environment's `now`, `schedule`, `peek`
-    and `step` as SimPy's `Environment` does, in the same order (time, priority, then
-    scheduling order), and adds `schedule_at` (an event at an instant: ``now + (t - now)``
-    can miss `t` by a float step), `reserve` / `schedule_reserved` (an event keyed where it
-    was made, queued later: netemu.engine.net.inflight's `Arrivals`), `advance_to` (asyncio's
-    timers move the clock) and `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
-    """
-
-    def __init__(self, initial_time: float = 0.0) -> None:
-        super().__init__(float(initial_time))
-        self._time = float(initial_time)
-        self._events: list[tuple[float, int, int, Scheduled]] = []  # a heap
-        self._ids = itertools.count()  # scheduling order: ties of time and priority
-
-    @property
-    def now(self) -> float:
-        return self._time
-
-    def schedule(self, event: Scheduled, priority: int = NORMAL, delay: float = 0) -> None:
-        """Schedule `event` after `delay` with `priority` (URGENT before NORMAL at one instant)."""
-        heapq.heappush(self._events, (self._time + delay, priority, next(self._ids), event))
-
-    def schedule_at(self, event: Scheduled, t: float, priority: int = NORMAL) -> None:
-        """Schedule `event` at virtual time `t` exactly (not before now)."""
-        if t < self._time:
-            raise ValueError(f"cannot schedule an event at {t}, before the current time {self._time}")
-        heapq.heappush(self._events, (t, priority, next(self._ids), event))
-
-    def reserve(self) -> int:
-        """The scheduling order an event scheduled now would get, taken for one scheduled later
-        with `schedule_reserved` (the arrivals of a send, queued as one run at its end)."""
-        return next(self._ids)
-
-    def schedule_reserved(self, event: Scheduled, t: float, order: int) -> None:
-        """Schedule `event` (NORMAL) at virtual time `t` (not before now) in the `order` `reserve` gave."""
-        heapq.heappush(self._events, (t, NORMAL, order, event))
-
-    def peek(self) -> float:
-        """The time of the next event (inf if there is none)."""
-        events = self._events
-        return events[0][0] if events else math.inf
-
-    def step(self) -> None:
-        """Process the next event: SimPy's `Environment.step`."""
-        try:
-            self._time, _, _, event = heapq.heappop(self._events)
-        except IndexError:
-            raise simpy.core.EmptySchedule from None
-        callbacks, event.callbacks = event.callbacks, None
-        try:
-            for callback in callbacks:
-                callback(event)
-        except simpy.core.StopSimulation:  # resumed later: the rest of its callbacks first
-            event.callbacks = callbacks[callbacks.index(callback) + 1 :]
-            self.schedule(event, -1)
-            raise
-        if not event.ok and not event.defused:  # type: ignore[attr-defined]  # a failed SimPy event nobody handled
-            value = event.value  # type: ignore[attr-defined]
-            exc = type(value)(*value.args)
-            exc.__cause__ = value
-            raise exc
-
-    def urgent_due(self) -> bool:
-        """Whether the next event is an URGENT one due now (e.g. a process just started)."""
-        events = self._events
-        return bool(events) and events[0][1] == URGENT and events[0][0] <= self._time
-
-    def advance_to(self, t: float) -> None:
-        """Move the clock to `t` without processing events (none may be due before `t`)."""
-        if t < self._time or t > self.peek():
-            raise ValueError(f"cannot advance virtual time from {self._time} to {t} (next event at {self.peek()})")
-        self._time = t
-
-
 class _VirtualSelector(selectors.DefaultSelector):
     """A selector whose `select` steps SimPy instead of waiting for I/O."""
 
@@ -248,6 +162,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
         self._ran_now = False  # a callback ran during the SimPy step in progress
         self._running_now = False  # a callback is running at once (`run_now`)
+        self._seqs = itertools.count()  # scheduling order of timers: ties of time (netemu.engine.timers)
 
     def time(self) -> float:
         return self.env.now
@@ -259,6 +174,23 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     @_clock_resolution.setter
     def _clock_resolution(self, _value: float) -> None:
         """asyncio sets the wall clock's resolution in __init__; virtual time has its own."""
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+        """asyncio's `call_at` (which `call_later` calls), with a `Timer` ordered by (when, seq)."""
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()  # type: ignore[attr-defined]
+        if self._debug:
+            self._check_thread()  # type: ignore[attr-defined]
+            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+        timer = Timer(when, callback, args, self, context)
+        if timer._source_traceback:  # type: ignore[attr-defined]
+            del timer._source_traceback[-1]  # type: ignore[attr-defined]
+        timer._seq = next(self._seqs)
+        heapq.heappush(self._scheduled, timer)
+        timer._scheduled = True  # type: ignore[attr-defined]
+        return timer
 
     # ------------------------------------------------------------ one iteration
 
@@ -305,10 +237,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._scheduled = kept
             self._timer_cancelled_count = 0
         else:
-            while sched and sched[0]._cancelled:
-                self._timer_cancelled_count -= 1
-                handle = heapq.heappop(sched)
-                handle._scheduled = False  # type: ignore[attr-defined]
+            self._drop_cancelled_head(sched)
+
+    def _drop_cancelled_head(self, sched: list[asyncio.TimerHandle]) -> None:
+        """Pop the cancelled timers off the head of the heap."""
+        while sched and sched[0]._cancelled:
+            self._timer_cancelled_count -= 1
+            heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
 
     def _deadline(self, timeout: float | None) -> float:
         """Until when the wait of `timeout` seconds steps SimPy (inf: no timer at all)."""
@@ -360,9 +295,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if self._ready or self._stopping:
             return self.env.now
         sched = self._scheduled
-        while sched and sched[0]._cancelled:
-            self._timer_cancelled_count -= 1
-            heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
+        self._drop_cancelled_head(sched)
         return sched[0]._when if sched else math.inf  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------ running a callback at once
