@@ -155,16 +155,17 @@ def wake_per_message(wait):
      {f"client-{k}": NodeBehaviour(speed=100.0) for k in range(N)}, (30, 30)),
 ])
 def test_a_gather_woken_once_writes_what_a_loop_of_recv_writes(monkeypatch, links, nodes, samples):
+    from netemu.engine import gather
     from netemu.engine.port import NodePort
 
     woken = []
-    plain = NodePort._collect
+    plain = gather.collect
 
-    async def collecting(self, *args):
+    async def collecting(*args):
         woken.append(1)
-        return await plain(self, *args)
+        return await plain(*args)
 
-    monkeypatch.setattr(NodePort, "_collect", collecting)
+    monkeypatch.setattr(gather, "collect", collecting)
     woken_once = fedavg_run(True, links, nodes, samples=samples)
     assert woken  # the gathers were woken once each
     monkeypatch.setattr(NodePort, "wait", wake_per_message(NodePort.wait))

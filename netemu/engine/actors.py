@@ -157,9 +157,10 @@ class Actor:
 
     async def collect(self, kind: Kinds, handle: Callable[[Message], object], done: Callable[[], bool],
                       ends: Callable[[Message], bool] | None, *, until: float | None = None) -> None:
-        """Exactly `while not done() and (msg := await self.recv(kind, until=until)) is not None:
-        handle(msg)`; with `ends` (whether `done()` will hold after `handle(msg)`, said
-        without side effects) without a task wake-up per message (`NodePort.wait`)."""
+        """As `while not done() and (msg := await self.recv(kind, until=until)) is not None:
+        handle(msg)`, with one deadline timer at `until` for the whole gather (netemu.engine.gather);
+        with `ends` (whether `done()` will hold after `handle(msg)`, said without side effects)
+        without a task wake-up per message (`NodePort.wait`)."""
         await self.port.wait(kind, until=until, take=handle, done=done, ends=ends)
 
     # -------------------------------------------------------------- time

@@ -62,12 +62,11 @@ class Inbox:
         self._waiters.append((kind, fut, collect))
         return fut
 
-    def expire_after(self, fut: asyncio.Future, timeout: float) -> asyncio.Handle:
-        """One timer that resolves the waiter `fut` with None after `timeout`, scheduled
-        exactly as `asyncio.timeout(timeout)` schedules its own (same deadline, same loop
-        iterations), without building and unwinding a timeout context per call."""
+    def expire_at(self, fut: asyncio.Future, when: float) -> asyncio.Handle:
+        """One timer that resolves the waiter `fut` with None at virtual time `when`, scheduled
+        as `asyncio.timeout_at(when)` schedules its own (the next loop step if `when` is not
+        after now), without building and unwinding a timeout context per call."""
         loop = fut.get_loop()
-        when = loop.time() + timeout
         return loop.call_soon(self.expire, fut) if when <= loop.time() else loop.call_at(when, self.expire, fut)
 
     def expire(self, fut: asyncio.Future) -> None:

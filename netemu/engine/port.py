@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from itertools import compress
 from typing import TYPE_CHECKING, Any, Protocol
 
-from netemu.engine.clock import running_loop
+from netemu.engine import gather
 from netemu.engine.inbox import Inbox, Kinds
 from netemu.engine.net.links import RoundCounter
 from netemu.engine.net.network import Message
@@ -271,38 +271,40 @@ class NodePort:
         any), or None when `timeout` virtual seconds or the time `until` pass first.
 
         With `take`: every message of `kind` is handed to `take(msg)` as it comes, until
-        `done()` holds or `until` passes (then None), exactly as
+        `done()` holds or `until` passes (then None), as
         `while not done() and (msg := await wait(kind, until=until)) is not None: take(msg)`
-        would.  `ends(msg)`, when given, must say without side effects whether `done()`
+        would, with one deadline timer for the whole wait where that loop sets one per call
+        (netemu.engine.gather).  `ends(msg)`, when given, must say without side effects whether `done()`
         will hold after `take(msg)`: then a message that does not end the wait is taken
         where the woken task would have run, without waking it (the same steps, timers and
         records, one wake-up per wait instead of one per message)."""
         if take is None:
             return self._next(kind, until, timeout)
-        return self._gather(kind, take, done or _never, ends, until)
-
-    async def _gather(self, kind: Kinds, take: Callable[[Message], object], done: Callable[[], bool],
-                      ends: Callable[[Message], bool] | None, until: float | None) -> None:
         if ends is None:  # the end cannot be foreseen: wake for every message
-            while not done() and (msg := await self._next(kind, until, None)) is not None:
-                take(msg)
-        else:
-            await self._collect(kind, take, done, ends, until)
+            return gather.each(self, kind, take, done or _never, until)
+        return gather.collect(self, kind, take, done or _never, ends, until)
 
     async def _next(self, kind: Kinds, until: float | None, timeout: float | None) -> Message | None:
         msg = self.inbox.take(kind)
         if msg is not None:
             return msg
-        if until is not None:
-            timeout = until - self.engine.env.now if timeout is None else min(timeout, until - self.engine.env.now)
-        if timeout is not None and timeout <= 0:
+        now = self.engine.env.now
+        left: float | None
+        when: float | None
+        if until is not None and (timeout is None or until - now <= timeout):
+            left, when = until - now, until  # a deadline is a timer at `until` exactly
+        elif timeout is not None:
+            left, when = timeout, now + timeout
+        else:
+            left = when = None
+        if left is not None and left <= 0:
             return None
         inbox = self.inbox
         fut = inbox.waiter(kind)
         self.waiting_for = f"recv(kind={kind!r})"
         handle = None
-        if timeout is not None:
-            handle = inbox.expire_after(fut, timeout)
+        if when is not None:
+            handle = inbox.expire_at(fut, when)
         try:
             return await fut
         finally:
@@ -311,85 +313,6 @@ class NodePort:
                 handle.cancel()
             if not fut.done() or fut.cancelled():  # cancelled: stop waiting
                 inbox.discard(fut)
-
-    async def _collect(self, kind: Kinds, handle: Callable[[Message], object], done: Callable[[], bool],
-                       ends: Callable[[Message], bool], until: float | None) -> None:
-        """`wait` with `take` and `ends`: a message that does not end the collection is
-        handled where the woken task step would have run (by one loop callback, or at once
-        when that is the loop's very next step: `run_now`), and the deadline timer is
-        renewed there as `_next` renews it; the one that ends it (or arrives when `until`
-        has passed) wakes the task with it.  So the loop runs the same steps and timers in
-        the same order as the loop of `_next`: the same records."""
-        inbox = self.inbox
-        while not done():  # what was delivered before is taken without waiting
-            msg = inbox.take(kind)
-            if msg is None:
-                break
-            handle(msg)
-        if done():
-            return
-        loop = running_loop()
-        timer: list[asyncio.Handle | None] = [None]
-
-        def arm() -> bool:
-            """Set the deadline as `_next` sets its own; False when it has passed already."""
-            if until is None:
-                return True
-            timeout = until - loop.time()
-            if timeout <= 0:
-                return False
-            timer[0] = inbox.expire_after(fut, timeout)
-            return True
-
-        def step(msg: Message) -> None:  # where the task woken by `msg` would have run
-            if fut.done():
-                return
-            if timer[0] is not None:
-                timer[0].cancel()
-                timer[0] = None
-            try:
-                handle(msg)
-                finished = done() or not arm()
-            except Exception as exc:  # noqa: BLE001 - raised in the waiting task, which names the actor
-                inbox.discard(fut)
-                fut.set_exception(exc)
-                return
-            if finished:
-                inbox.discard(fut)
-                fut.set_result(None)
-
-        def offer(msg: Message) -> bool:
-            try:
-                last = ends(msg) or (until is not None and until - loop.time() <= 0)
-            except Exception as exc:  # noqa: BLE001 - raised in the waiting task, not in the network's delivery
-                inbox.discard(fut)
-                fut.set_exception(exc)
-                return True
-            if last:
-                inbox.discard(fut)
-                fut.set_result(msg)  # the task handles it, as `_next` would return it
-            else:
-                woke = loop.run_now(step, msg)  # now, if that is exactly where it would run scheduled
-                if woke is not None:
-                    return woke
-                loop.call_soon(step, msg)
-            return True
-
-        fut = inbox.waiter(kind, offer)
-        if not arm():
-            inbox.discard(fut)
-            return
-        self.waiting_for = f"recv(kind={kind!r})"
-        try:
-            last = await fut
-        finally:
-            self.waiting_for = None
-            if timer[0] is not None:
-                timer[0].cancel()
-            if not fut.done() or fut.cancelled():
-                inbox.discard(fut)
-        if last is not None:
-            handle(last)
 
     # ------------------------------------------------------------ time
 
