@@ -29,7 +29,9 @@ costs what the loop iteration does.)
 
 Timers due at the same virtual time run in the order they were scheduled: every timer is a
 `netemu.engine.timers.Timer`, ordered by (time, then a sequence number from the loop's one
-counter), not by the history of asyncio's heap.
+counter), not by the history of asyncio's heap.  A cohort's members' wake-ups draw their
+sequence numbers from the same counter and wait in a `Column` of their own, one entry in the
+loop's heap (netemu.engine.timers), which the loop expands as its timers fall due.
 
 That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
 handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
@@ -210,8 +212,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         sched = self._scheduled
         while sched and sched[0]._when < end:  # type: ignore[attr-defined]  # due timers join the run queue
             timer = heapq.heappop(sched)
-            timer._scheduled = False  # type: ignore[attr-defined]
-            ready.append(timer)
+            if type(timer) is Timer:
+                timer._scheduled = False  # type: ignore[attr-defined]
+                ready.append(timer)
+            else:  # a column's token: its head joins, the token goes back keyed by the next one
+                timer.column.expand(timer, ready)  # type: ignore[attr-defined]
         self._phase = 2
         try:
             for _ in range(len(ready)):
@@ -229,7 +234,11 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if n > _REBUILD_COUNT and self._timer_cancelled_count / n > _REBUILD_FRACTION:
             kept = []
             for handle in sched:
-                if handle._cancelled:
+                if type(handle) is not Timer:  # a column's token: its column drops its own cancelled timers
+                    token = handle.column.rebuilt(handle)  # type: ignore[attr-defined]
+                    if token is not None:
+                        kept.append(token)
+                elif handle._cancelled:
                     handle._scheduled = False  # type: ignore[attr-defined]
                 else:
                     kept.append(handle)
@@ -240,10 +249,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._drop_cancelled_head(sched)
 
     def _drop_cancelled_head(self, sched: list[asyncio.TimerHandle]) -> None:
-        """Pop the cancelled timers off the head of the heap."""
+        """Pop the cancelled timers off the head of the heap (a column's: off the head of its column)."""
         while sched and sched[0]._cancelled:
-            self._timer_cancelled_count -= 1
-            heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
+            handle = heapq.heappop(sched)
+            if type(handle) is Timer:
+                self._timer_cancelled_count -= 1
+                handle._scheduled = False  # type: ignore[attr-defined]
+            else:
+                handle.column.discard(handle)  # type: ignore[attr-defined]
 
     def _deadline(self, timeout: float | None) -> float:
         """Until when the wait of `timeout` seconds steps SimPy (inf: no timer at all)."""
