@@ -404,7 +404,7 @@ def echo_run(logic, *, cohort=True, behaviours=None):
     world = World(g, seed=3, links=links, behaviours=behaviours, log=MessageLog(buf))
     server = Broadcasts()
     world.add(server)
-    from netemu.engine.cohort import add_clients
+    from netemu.engine.solo import add_clients
     add_clients(world, lambda n, ms: logic(n, ms), "clients", [f"client-{k}" for k in range(5)], cohort=cohort)
     world.run()
     return buf.getvalue(), server.got
@@ -471,7 +471,7 @@ def test_a_batch_takes_no_step_ahead_of_what_one_message_at_a_time_would_run_fir
         buf = io.BytesIO()
         world = World(g, seed=3, links=links, log=MessageLog(buf))
         world.add(server("server"))
-        from netemu.engine.cohort import add_clients
+        from netemu.engine.solo import add_clients
         add_clients(world, lambda n, ms: Echo(n, ms), "clients", ["client-0", "client-1"], cohort=cohort)
         result = world.run()
         ids = sorted((r["id"], r["event"], r["src"]) for r in map(orjson.loads, buf.getvalue().splitlines()) if "id" in r)

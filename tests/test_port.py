@@ -105,7 +105,7 @@ class Busy(__import__("netemu").Cohort):
 
 @pytest.mark.parametrize("cohort", [True, False])
 def test_a_check_in_needs_the_clients_own_readiness_and_its_participation_draw(cohort):
-    from netemu.engine.cohort import add_clients
+    from netemu.engine.solo import add_clients
 
     behaviours = {f"client-{k}": NodeBehaviour(participation=0.5) for k in range(4)}
     world = World(star(4), seed=3, behaviours=behaviours)

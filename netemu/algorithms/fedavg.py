@@ -37,7 +37,8 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import deadline, require
 from netemu.coordination import gather
 from netemu.engine.actors import Actor
-from netemu.engine.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member
+from netemu.engine.solo import add_clients
 from netemu.engine.net.network import Message
 from netemu.engine.world import World
 from netemu.kernels.linear import weighted_average

@@ -118,7 +118,7 @@ from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.graphfl_client import GraphFLClients
 from netemu.algorithms.graphfl_params import MOVED, TASK_CHECKS, TASKS, GraphFLParams, square_ok
 from netemu.algorithms.graphfl_state import GraphFLState
-from netemu.engine.cohort import add_clients
+from netemu.engine.solo import add_clients
 from netemu.coordination import gather
 from netemu.engine.net.network import Message
 from netemu.wire.partial import PartialModel

@@ -47,7 +47,8 @@ import numpy as np
 from netemu.engine.actors import Actor
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec, Requirement
 from netemu.algorithms.online_state import OnlineFLParams, OnlineState
-from netemu.engine.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member
+from netemu.engine.solo import add_clients
 from netemu.config import require
 from netemu.coordination import gather, keep_each, participants, send_each
 from netemu.kernels.online import aggregate, lms_step, mse_db, stochastic_sign

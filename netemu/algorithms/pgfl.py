@@ -54,7 +54,8 @@ import numpy as np
 
 from netemu.engine.actors import Actor
 from netemu.algorithms.base import SERVERS_WITH_CLIENTS, AlgorithmSpec
-from netemu.engine.cohort import Cohort, Member, add_clients
+from netemu.engine.cohort import Cohort, Member
+from netemu.engine.solo import add_clients
 from netemu.config import deadline, require
 from netemu.coordination import Port, gather, gaussian_release, sample, send_each
 from netemu.kernels.admm import accuracy, contribution, inter_cluster, logistic_primal, nmsd, ridge_primal, ridge_system, sensitivity

@@ -13,19 +13,20 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from netemu.engine.actors import Actor
 from netemu.engine.clock import VirtualTimeLoop, running_loop
 from netemu.engine.net.links import RoundCounter
 from netemu.engine.net.network import Message
 from netemu.engine.inbox import Kinds, _matches
 from netemu.engine.port import Engine, NodePort
+from netemu.engine.timers import Column, Wake
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from netemu.engine.solo import Solo
     from netemu.engine.world import World
 
-__all__ = ["Cohort", "Member", "Solo", "add_clients"]
+__all__ = ["Cohort", "Member"]
 
 
 def _noop(*_: object) -> None:
@@ -45,7 +46,7 @@ class Member:
         self.incarnation = 0  # how many times it has recovered from a crash
         self.gen = 0  # bumped by every crash: work scheduled before it is dropped
         self.busy = False  # handling a message: what arrives now is queued
-        self.handle: asyncio.Handle | None = None  # its pending hop or compute timer
+        self.handle: asyncio.Handle | Wake | None = None  # its pending step, or compute or sleep
         self.waiting: str | None = None  # what it waits for while busy, for deadlock reports
         self.queue: deque[Message] | None = None  # created on first use: most members never queue
         self._computes: RoundCounter | None = None
@@ -78,8 +79,9 @@ class Cohort:
     without scheduling more, it is busy, and what arrives meanwhile waits in its queue
     (as in an actor's inbox) to be handled next, at once.  Messages of other kinds than
     `receives` stay queued.  Every step runs exactly where the per-client actor's task
-    step would have run (one timer per compute; a wake-up runs at once when that is the
-    loop's very next step, `VirtualTimeLoop.run_now`, else as one loop callback), so
+    step would have run (a compute's end is where its timer would be — the members' timers
+    wait in one `Column` of the loop, netemu.engine.timers; a wake-up runs at once when that is
+    the loop's very next step, `VirtualTimeLoop.run_now`, else as one loop callback), so
     both interleave with the rest of the run identically.
 
     A member that acts before it first receives (a client that speaks first) does so in
@@ -101,6 +103,7 @@ class Cohort:
     def __init__(self, name: str, members: Sequence[str]) -> None:
         self.name = name
         self._loop: VirtualTimeLoop | None = None  # the run's loop, once `run` started
+        self._wakes: Column | None = None  # the members' pending computes and sleeps
         self.members = [Member(m, i) for i, m in enumerate(members)]
         self.member = {m.name: m for m in self.members}
         if len(self.member) != len(self.members):
@@ -236,16 +239,21 @@ class Cohort:
 
     def sleep(self, m: Member, seconds: float, then: Callable[..., object], *args: Any) -> None:
         """Call `then(m, *args)` after `seconds` of virtual time (as `await asyncio.sleep`:
-        one timer, then one loop step)."""
+        one timer — here an entry of the cohort's column — then one loop step)."""
         if self._solo is not None:  # hosted as one actor: its task sleeps, then calls `then`
             self._solo.then = (seconds, then, args)
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop or running_loop()
         m.waiting = f"sleep({seconds:g})"
         if seconds <= 0:
             m.handle = loop.call_soon(self._step, m, m.gen, then, args)
-        else:
+        elif loop._debug:  # asyncio's own iteration knows no columns: one timer each
             m.handle = loop.call_later(seconds, self._wake, m, m.gen, then, args)
+        else:  # the members' timers, in one column: one entry of the loop's heap (netemu.engine.timers)
+            wakes = self._wakes
+            if wakes is None or wakes.loop is not loop:
+                wakes = self._wakes = Column(loop)
+            m.handle = wakes.call_at(loop.time() + seconds, self._wake, m, m.gen, then, args)
         m.busy = True
 
     # ------------------------------------------------------------ hosting (netemu.engine.port.Hosted)
@@ -406,63 +414,3 @@ class Cohort:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
-
-
-class Solo(Actor):
-    """A cohort's member logic run for one client as its own actor: one task and one inbox,
-    `await recv(receives)` then `on_message`, and a `compute` / `sleep` of the logic as
-    an `await` of this task.  One actor per client with the very logic the cohort runs for
-    many: `Solo(Clients("client-3", ["client-3"], ...))`.  The record order is the
-    actor's; the cohort's is made to equal it (tests/test_cohort.py)."""
-
-    daemon = True
-
-    def __init__(self, logic: Cohort) -> None:
-        if len(logic.members) != 1:
-            raise ValueError(f"Solo runs one member's logic; cohort {logic.name!r} has {len(logic.members)}")
-        super().__init__(logic.members[0].name)
-        self.logic, self.member = logic, logic.members[0]
-        self.then: tuple[float, Callable[..., object], tuple] | None = None  # what the logic does after a sleep
-        logic._solo = self
-
-    def host_attach(self, engine: Engine) -> None:
-        super().host_attach(engine)
-        self.logic.world, self.logic.engine = self.world, engine
-        self.logic._answers_check_in(engine)
-
-    async def run(self) -> None:
-        logic, m = self.logic, self.member
-        if logic._starts():
-            logic.on_member_start(m)
-            await self._follow()
-        while True:
-            msg = await self.recv(logic.receives)
-            logic.on_message(m, msg)
-            await self._follow()
-
-    async def _follow(self) -> None:
-        """The logic's computes and sleeps, each awaited, then its callback."""
-        while self.then is not None:
-            seconds, then, args = self.then
-            self.then = None
-            await self.sleep(seconds)
-            then(self.member, *args)
-
-    def on_crash(self) -> None:
-        self.then = None
-        self.logic.on_member_crash(self.member)
-
-    def on_recover(self) -> None:
-        self.member.incarnation += 1
-        self.logic.on_member_recover(self.member)
-
-
-def add_clients(world: World, make: Callable[[str, list[str]], Cohort], name: str, clients: Sequence[str], *,
-                cohort: bool = True) -> None:
-    """Add `clients` to `world` running the member logic `make(name, members)` builds: as one
-    cohort named `name` (`cohort=True`), or as one `Solo` actor each, `make(client, [client])`."""
-    if cohort:
-        world.add(make(name, list(clients)))
-    else:
-        for client in clients:
-            world.add(Solo(make(client, [client])))
