@@ -7,7 +7,7 @@ pushed and popped before them.  `VirtualTimeLoop` (netemu.engine.clock) makes ev
 timers due at the same virtual time run in the order they were scheduled (issue 40).
 
 A `Column` is many timers kept in a heap of their own — a cohort's members' computes and
-sleeps (netemu.engine.wakes) — with their sequence numbers drawn from the same counter.  The
+sleeps (netemu.engine.cohort) — with their sequence numbers drawn from the same counter.  The
 loop's heap holds one `Token` for a column, keyed by the column's head; as the loop moves due
 timers to its run queue it expands a token into the column's head `Wake` and puts the token
 back keyed by the next one, so every wake-up runs exactly where a timer of its own would
