@@ -136,6 +136,14 @@ def test_the_value_is_a_copy_the_sender_cannot_change(x):
     assert lazy.data == before
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.float64, ">i2"])
+def test_vectors_of_every_length_around_the_extension_boundaries(dtype):
+    """A vector is sized on a short path once its dtype was seen: both paths, every fixext, ext 8 / 16 / 32 edge."""
+    for n in [*range(0, 300), *range(8_150, 8_210), *range(65_450, 65_560)]:
+        for _ in range(2):
+            check(np.ones(n, dtype=dtype))
+
+
 def test_np_longlong_arrays_decode_as_int64_and_so_does_their_copy():
     lazy = check(np.arange(3, dtype=np.longlong))
     assert lazy.value.dtype.type is np.int64

@@ -87,8 +87,17 @@ class Unencoded:
 
 def unencoded(payload: Any) -> Unencoded | None:
     """`payload` as an `Unencoded`, or None when it is to be encoded now (module docstring)."""
+    if type(payload) is np.ndarray:  # a model: a vector of a dtype seen before is sized here, in a few steps
+        known, shape = _DTYPES.get(id(payload.dtype)), payload.shape
+        if known is not None and known[1] is None and len(shape) == 1:
+            d, n = shape[0], payload.nbytes
+            if n < _BIG:  # the body: header and dtype, the shape [d], the raw bytes
+                body = known[2] + (2 if d < 0x80 else 3 if d < 0x100 else 4 if d < 0x10000 else 6) \
+                    + n + (2 if n < 0x100 else 3 if n < 0x10000 else 5)
+                if 16 < body < _BIG:  # (not a fixext)
+                    return Unencoded(payload.copy(), body + (3 if body < 0x100 else 4 if body < 0x10000 else 6))
     try:
-        if type(payload) is np.ndarray:  # a model
+        if type(payload) is np.ndarray:
             value, size = _array(payload)
             return Unencoded(value, _ext(size))
         value, size = _walk(payload, 0)
@@ -139,36 +148,46 @@ def _ext(n: int) -> int:
     return n + (3 if n < 0x100 else 4 if n < 0x10000 else 6 if n < _BIG else _refuse())
 
 
-_DECODED: dict[str, np.dtype] = {}  # dtype.str -> the dtype decoding gives
+_DTYPES: dict[int, tuple[np.dtype, np.dtype | None, int]] = {}  # id(dtype) -> `_dtype(dtype)`
+_DTYPES_KEPT = 256  # (a run uses a handful)
 
 
-def _dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype an array of `dtype` decodes with: the same bytes, perhaps another type
-    (``np.longlong``'s arrays decode as ``int64``'s); a refused kind is `_Eager`."""
-    name = dtype.str
-    decoded = _DECODED.get(name)
-    if decoded is None:
-        if dtype.kind not in _KINDS or dtype.fields is not None or dtype.subdtype is not None:
-            raise _Eager
-        decoded = _DECODED[name] = np.dtype(name)
-    return decoded
+def _dtype(dtype: np.dtype) -> tuple[np.dtype, np.dtype | None, int]:
+    """(`dtype`, the dtype to copy an array of it into — None when ``copy()`` gives what decoding
+    gives; ``np.longlong``'s arrays decode as ``int64``'s —, the bytes of an extension body's
+    array header and dtype string); a refused kind is `_Eager`.  Kept by the dtype's id (what
+    makes it a few lookups, not ``dtype.str``'s new string): the entry holds the dtype, so its
+    id is not reused while it is kept."""
+    known = _DTYPES.get(id(dtype))
+    if known is not None:
+        return known
+    if dtype.kind not in _KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise _Eager
+    decoded = np.dtype(dtype.str)
+    known = (dtype, None if dtype.type is decoded.type else decoded, 2 + len(decoded.str))  # array of 3, fixstr
+    if len(_DTYPES) < _DTYPES_KEPT:
+        _DTYPES[id(dtype)] = known
+    return known
 
 
-def _body(dtype_str: str, shape: tuple[int, ...], nbytes: int) -> int:
-    """Bytes of an ndarray extension's body, ``[dtype.str, shape, raw bytes]``."""
+def _body(head: int, shape: tuple[int, ...], nbytes: int) -> int:
+    """Bytes of an ndarray extension's body, ``[dtype.str, shape, raw bytes]`` (`head`: the bytes before the shape)."""
     n = len(shape)
-    size = 2 + len(dtype_str) + (1 if n < 16 else _length(n)) + _bin(nbytes)  # array of 3, fixstr; the shape's header
-    for d in shape:
-        size += 1 if d < 0x80 else _int(d)
-    return size
+    if n == 1:  # a vector, the usual model
+        d = shape[0]
+        size = head + (2 if d < 0x80 else 1 + _int(d))
+    else:
+        size = head + (1 if n < 16 else _length(n))
+        for d in shape:
+            size += 1 if d < 0x80 else _int(d)
+    return size + nbytes + (2 if nbytes < 0x100 else 3 if nbytes < 0x10000 else 5 if nbytes < _BIG else _refuse())
 
 
 def _array(arr: np.ndarray) -> tuple[np.ndarray, int]:
     """A decoded copy of `arr` and its extension's body size."""
-    dtype = arr.dtype
-    decoded = _dtype(dtype)
-    copy = arr.copy() if dtype.type is decoded.type else arr.astype(decoded, order="C")  # (copy() is C-ordered)
-    return copy, _body(decoded.str, arr.shape, arr.nbytes)
+    _, convert, head = _dtype(arr.dtype)
+    copy = arr.copy() if convert is None else arr.astype(convert, order="C")  # (copy() is C-ordered)
+    return copy, _body(head, arr.shape, arr.nbytes)
 
 
 def _walk(obj: Any, depth: int) -> tuple[Any, int]:
@@ -225,8 +244,10 @@ def _walk(obj: Any, depth: int) -> tuple[Any, int]:
         return bytes(obj), _bin(len(obj))
     if t is PartialModel:
         return _partial(obj)
-    if isinstance(obj, np.generic) and type(obj) is _dtype(obj.dtype).type:  # a NumPy scalar (immutable)
-        return obj, _ext(_body(obj.dtype.str, (), obj.dtype.itemsize))
+    if isinstance(obj, np.generic):  # a NumPy scalar (immutable) of a type decoding gives
+        _, convert, head = _dtype(obj.dtype)
+        if convert is None:
+            return obj, _ext(_body(head, (), obj.dtype.itemsize))
     raise _Eager
 
 
