@@ -317,7 +317,8 @@ class Network(Delivery, NodeDraws, Tallies):
                 ids.append(msg_id)
                 # the envelope is its header and the payload (its encoded length is what the log counts,
                 # made or not); in flight a message keeps only the payload, which the messages of a broadcast share
-                nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+                size = len(payload)  # (an Unencoded payload's len() is a Python call: once)
+                nbytes = header_size(msg_id, src, dst, kind, round, now) + size
                 cls = link.link_class
                 index = link.next_index(round)
                 pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
@@ -326,8 +327,8 @@ class Network(Delivery, NodeDraws, Tallies):
                     tally = tallies[cls] = [0, 0, 0, 0]
                 tally[0] += 1
                 tally[1] += nbytes
-                tally[2] += len(payload)
-                record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
+                tally[2] += size
+                record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", size)
                 if link._outages and link.is_down(now):
                     self._drop(msg_id, "outage")
                     continue
@@ -376,7 +377,8 @@ class Network(Delivery, NodeDraws, Tallies):
         hops = self.hops(src, dst)
         msg_id = self._next_id
         self._next_id = msg_id + 1
-        nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+        size = len(payload)
+        nbytes = header_size(msg_id, src, dst, kind, round, now) + size
         cls = hops[0][2].link_class
         self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
         tally = self._tallies.get(cls)
@@ -384,8 +386,8 @@ class Network(Delivery, NodeDraws, Tallies):
             tally = self._tallies[cls] = [0, 0, 0, 0]
         tally[0] += 1
         tally[1] += nbytes
-        tally[2] += len(payload)
-        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": len(payload), "hops": len(hops)})
+        tally[2] += size
+        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": size, "hops": len(hops)})
         assert self._transfers is not None
         self._transfers.send(msg_id, hops, round, nbytes, payload, box)
         return msg_id
