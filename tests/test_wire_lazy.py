@@ -149,6 +149,13 @@ def test_np_longlong_arrays_decode_as_int64_and_so_does_their_copy():
     assert lazy.value.dtype.type is np.int64
 
 
+def test_a_dtype_s_metadata_is_lost_as_decoding_loses_it():
+    dtype = np.dtype(np.float64, metadata={"unit": "m"})
+    for x in (np.zeros(3, dtype=dtype), np.zeros(3, dtype=dtype), {"x": np.zeros((2, 2), dtype=dtype)}):  # (twice: both paths)
+        value = check(x).value
+        assert (value if type(value) is np.ndarray else value["x"]).dtype.metadata is None
+
+
 # -------------------------------------------------------------- what stays encoded at once
 
 def nested(depth):

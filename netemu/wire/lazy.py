@@ -154,17 +154,18 @@ _DTYPES_KEPT = 256  # (a run uses a handful)
 
 def _dtype(dtype: np.dtype) -> tuple[np.dtype, np.dtype | None, int]:
     """(`dtype`, the dtype to copy an array of it into — None when ``copy()`` gives what decoding
-    gives; ``np.longlong``'s arrays decode as ``int64``'s —, the bytes of an extension body's
-    array header and dtype string); a refused kind is `_Eager`.  Kept by the dtype's id (what
-    makes it a few lookups, not ``dtype.str``'s new string): the entry holds the dtype, so its
-    id is not reused while it is kept."""
+    gives; ``np.longlong``'s arrays decode as ``int64``'s, and a dtype's metadata is lost —,
+    the bytes of an extension body's array header and dtype string); a refused kind is `_Eager`.
+    Kept by the dtype's id (what makes it a few lookups, not ``dtype.str``'s new string): the
+    entry holds the dtype, so its id is not reused while it is kept."""
     known = _DTYPES.get(id(dtype))
     if known is not None:
         return known
     if dtype.kind not in _KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise _Eager
     decoded = np.dtype(dtype.str)
-    known = (dtype, None if dtype.type is decoded.type else decoded, 2 + len(decoded.str))  # array of 3, fixstr
+    same = dtype.type is decoded.type and dtype.metadata is None  # (decoding keeps no metadata)
+    known = (dtype, None if same else decoded, 2 + len(decoded.str))  # array of 3, fixstr
     if len(_DTYPES) < _DTYPES_KEPT:
         _DTYPES[id(dtype)] = known
     return known
