@@ -2,13 +2,14 @@
 digits, softmax model, 5 local epochs), emulated vs the vectorized NumPy reference
 (tests/references.py) in the same process.
 
-The emulated run is the real thing: every model and update encoded, routed over the
-star, logged to a file, every random fate recorded in a trace (as `netemu run` does; this
-network draws none), and the accuracies of every round evaluated; the reference runs all
-clients' SGD as batched array operations with BLAS `matmul` (no network, no per-round
-evaluation: the floor for the emulator, if anything too low).  Reported (min of --reps):
-CPU and wall time of both, their ratios, the messages sent, the trace entries and the
-largest difference between the model stacks.
+The emulated run is the real thing: every model and update put on the wire (sized as
+msgpack encodes it), routed over the star, logged to a file, every random fate recorded
+in a trace (as `netemu run` does; this network draws none), and the accuracies of every
+round evaluated; the reference runs all clients' SGD as batched array operations with
+BLAS `matmul` (no network, no per-round evaluation: the floor for the emulator, if
+anything too low).  Reported (min of --reps): CPU and wall time of both, their ratios,
+the messages sent, the trace entries and the largest difference between the model
+stacks.
 
     python tools/bench_graphfl.py [--rounds 20] [--reps 3]
 """

@@ -6,12 +6,15 @@ message draws its fate; every event is written to a real message log file.
 
 Reported against a floor measured in the same process: the bare per-message work no
 emulator can avoid — draw the message's fate (the same keyed loss and delay draws),
-size its envelope header (`header_size`, as the network does), decode its payload, and
-render two JSON log lines (send + deliver) — for the same number of messages.  The ratio emulator/floor is the
-emulation overhead.  CPU time (process_time) and wall time, min of --reps.  Each size
-runs in its own process so peak memory (max RSS) is per size.  The emulated time includes
-building the world; `us_per_msg_run_cpu` is the run alone (at 100,000 actors, two rounds,
-the build is a large part of it).
+size its envelope header (`header_size`, as the network does), size its payload and copy
+it for the receiver (`unencoded`: the receiver gets what a decode would give, a value of
+its own; since issue 40 no bytes are made for a payload nothing reads, so the floor
+neither encodes nor decodes), and render two JSON log lines (send + deliver) — for the
+same number of messages.  The ratio emulator/floor is the emulation overhead.  CPU time
+(process_time) and wall time, min of --reps.  Each size runs in its own process so peak
+memory (max RSS) is per size.  The emulated time includes building the world;
+`us_per_msg_run_cpu` is the run alone (at 100,000 actors, two rounds, the build is a large
+part of it).
 
     python tools/bench_net.py            # all sizes
     python tools/bench_net.py --sizes 10 256 --reps 3
@@ -34,8 +37,8 @@ with --cohort's exponential delays every delivery is at its own instant.
 With --batched the server broadcasts every second over constant-delay links to a cohort
 that only receives: each broadcast is one `send_many` and its messages arrive at one
 instant, in one event (issue 15, item 1).  No fates are drawn, so the floor draws none
-either: it sizes each message's envelope header, decodes its payload and renders its
-two log lines.
+either: it sizes each message's envelope header, sizes and copies its payload and renders
+its two log lines.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ from benchtime import timed  # noqa: E402
 from netemu import Actor, Bernoulli, Cohort, Constant, Exponential, Link, MessageLog, World, star  # noqa: E402
 from netemu.coordination import gather  # noqa: E402
 from netemu.engine.rng import Streams  # noqa: E402
-from netemu.wire.codec import decode, encode, header_size  # noqa: E402
+from netemu.wire.codec import header_size  # noqa: E402
+from netemu.wire.lazy import unencoded  # noqa: E402
 
 
 class Server(Actor):
@@ -162,9 +166,9 @@ def link(batched: bool, instant: bool, link_class: str = "link") -> Link:
 
 
 def reference(n_messages: int, n_links: int, log_path: str, batched: bool = False, instant: bool = False) -> None:
-    """The unavoidable work per message, without the emulator: its fate, its size, its decoded
-    payload, its two log lines (batched: no fate)."""
-    payload = encode(np.zeros(10))
+    """The unavoidable work per message, without the emulator: its fate, its size, its payload's
+    size and copy, its two log lines (batched: no fate)."""
+    model = np.zeros(10)
     fates = link(False, instant)
     streams = Streams(1)
     draws = [streams.keyed(f"link/client-{k}->server") for k in range(n_links)]
@@ -175,8 +179,7 @@ def reference(n_messages: int, n_links: int, log_path: str, batched: bool = Fals
                 delay = 0.01
             else:
                 reason, delay = fates.draw_fate(draws[k], round, 0)
-            nbytes = header_size(i, "client-1", "server", "update", 3, 1.5) + len(payload)
-            decode(payload)
+            nbytes = header_size(i, "client-1", "server", "update", 3, 1.5) + len(unencoded(model))  # sized and copied
             for ev in ("send", "deliver"):
                 f.write(orjson.dumps({"t": 1.5 + delay, "event": ev, "id": i, "src": "client-1", "dst": "server",
                                       "kind": "update", "round": 3, "bytes": nbytes, "link": "uplink"},

@@ -1,13 +1,13 @@
 """PAO-Fed-U1 on the default scenario (K = 256, 2000 iterations), emulated vs the
 vectorized NumPy reference (tests/references.py) in the same process.
 
-The emulated run is what `netemu run` does: every partial message encoded, routed
-through delaying links, logged to a file, and every random fate recorded in a trace
-file.  The floor computes the same algorithm on the same data as whole-array
-operations, without delays (it has no network), and draws the same availability
-fates inside its timer: the keyed draw of every client that has data, per iteration,
-as the emulated clients do (one vectorized `uniforms` call per iteration).  Reported
-(min of --reps): CPU and wall time of both and their ratios.
+The emulated run is what `netemu run` does: every partial message put on the wire (sized
+as msgpack encodes it), routed through delaying links, logged to a file, and every
+random fate recorded in a trace file.  The floor computes the same algorithm on the same
+data as whole-array operations, without delays (it has no network), and draws the same
+availability fates inside its timer: the keyed draw of every client that has data, per
+iteration, as the emulated clients do (one vectorized `uniforms` call per iteration).
+Reported (min of --reps): CPU and wall time of both and their ratios.
 
     python tools/bench_paofed.py [--iterations 2000] [--reps 3]
 """

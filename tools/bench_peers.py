@@ -4,11 +4,11 @@ vectorized NumPy references (tests/references.py) in the same process:
 * zCDP-NFL, elastic net with privacy noise (Fig. 3.1(a): 50 peers, 200 iterations);
 * NPFL-RL with the stochastic actor-critic (Fig. 6.2: 30 peers, 200 iterations).
 
-The emulated runs are the real thing: every model encoded, routed over the peer graph
-and logged to a file; the references compute the same iterations as whole-array
-operations (no network) — the floor for the emulator.  Reported per family (min of
---reps): CPU and wall time of both, their ratios, the messages sent and the largest
-difference between the models.
+The emulated runs are the real thing: every model put on the wire (sized as msgpack
+encodes it), routed over the peer graph and logged to a file; the references compute the
+same iterations as whole-array operations (no network) — the floor for the emulator.
+Reported per family (min of --reps): CPU and wall time of both, their ratios, the
+messages sent and the largest difference between the models.
 
     python tools/bench_peers.py [--iterations 200] [--reps 3]
 """

@@ -2,11 +2,11 @@
 every iteration, no privacy), emulated vs the vectorized NumPy reference
 (tests/references.py) in the same process.
 
-The emulated run is the real thing: every model encoded, routed over the multi-server
-graph, logged to a file.  The reference computes the same iterations as whole-array
-operations (it has no network) — the floor for the emulator.  Reported (min of
---reps): CPU and wall time of both, their ratios, and the largest difference between
-the two sets of client models.
+The emulated run is the real thing: every model put on the wire (sized as msgpack
+encodes it), routed over the multi-server graph, logged to a file.  The reference
+computes the same iterations as whole-array operations (it has no network) — the floor
+for the emulator.  Reported (min of --reps): CPU and wall time of both, their ratios,
+and the largest difference between the two sets of client models.
 
     python tools/bench_pgfl.py [--iterations 100] [--reps 3]
 """

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from netemu.engine.net.links import Link
     from netemu.engine.net.model import NetModel
     from netemu.engine.net.network import Network
+    from netemu.wire.codec import Unencoded
 
 __all__ = ["LATE", "Ns3Engine"]
 
@@ -82,7 +83,7 @@ class _Live:
     """A message ns-3 is carrying."""
 
     key: tuple
-    payload: bytes
+    payload: bytes | Unencoded
     box: Any
     extra: dict
 
@@ -129,7 +130,7 @@ class Ns3Engine:
 
     # ------------------------------------------------------------ sending
 
-    def send(self, msg_id: int, hops: tuple[tuple[str, str, Link], ...], round: int, nbytes: int, payload: bytes, box: Any) -> None:
+    def send(self, msg_id: int, hops: tuple[tuple[str, str, Link], ...], round: int, nbytes: int, payload: bytes | Unencoded, box: Any) -> None:
         """Start message `msg_id` (its send record written) from the first hop's tail to the last hop's head, now."""
         net, now = self.net, self.net.env.now
         src, dst = hops[0][0], hops[-1][1]
@@ -267,7 +268,7 @@ class Ns3Engine:
                 net.fates(live.key, partial(_known, (reason, at)))
             self._outcome(msg_id, live.payload, live.box, live.extra, at, reason)
 
-    def _outcome(self, msg_id: int, payload: bytes, box: Any, extra: dict, at: float, reason: str | None) -> None:
+    def _outcome(self, msg_id: int, payload: bytes | Unencoded, box: Any, extra: dict, at: float, reason: str | None) -> None:
         """Deliver or drop the message at `at`; `reason` is ns-3's: None; under TCP ``timeout`` (its connection
         delivered nothing for `connect_timeout`) or ``reset`` (TCP gave the connection up: a ``timeout`` whose record
         says ``last: "reset"``); under UDP ``loss``, ``outage`` or ``queue`` (a packet of it was lost there); ``crash``

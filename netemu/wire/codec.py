@@ -26,10 +26,11 @@ import msgpack
 import numpy as np
 
 from netemu.errors import InputError
+from netemu.wire.lazy import Unencoded, fresh, unencoded
 from netemu.wire.partial import PartialModel
 
-__all__ = ["ENVELOPE_FIELDS", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from", "fresh",
-           "header_size"]
+__all__ = ["ENVELOPE_FIELDS", "Unencoded", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from",
+           "fresh", "header_size"]
 
 EXT_NDARRAY, EXT_SCALAR, EXT_PARTIAL = 1, 2, 3
 _REFUSED_KINDS = {"O": "object", "V": "structured/void"}
@@ -231,9 +232,14 @@ def encode(payload: Any, *, context: str = "payload") -> bytes:
         raise WireError(f"{context}: field {path}: {reason}") from None
 
 
-def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) -> bytes:
-    """`encode` for an actor's message: a refusal names the sender, kind and field
-    (the context string is only built on that error path)."""
+def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) -> bytes | Unencoded:
+    """An actor's payload for the network: `Unencoded` (its exact size now, its bytes only if
+    read: `netemu.wire.lazy`) when it is made only of types whose encoding can be sized and
+    copied exactly, else its encoded bytes, made now.  A refusal names the sender, kind and
+    field (the context string is only built on that error path)."""
+    lazy = unencoded(payload)
+    if lazy is not None:
+        return lazy
     try:
         return _pack(payload)
     except (WireError, TypeError, ValueError, OverflowError):
@@ -241,8 +247,11 @@ def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) ->
         return encode(payload, context=f"{sender} sending {kind!r}{to}")
 
 
-def decode(data: bytes) -> Any:
-    """The payload encoded in `data`; malformed or crafted bytes are a `WireError`."""
+def decode(data: bytes | Unencoded) -> Any:
+    """The payload encoded in `data` (an `Unencoded` payload's bytes are made for it); malformed
+    or crafted bytes are a `WireError`."""
+    if isinstance(data, Unencoded):
+        data = data.data
     try:
         ext = _ext_body(data)
         if ext is not None and ext[0] == EXT_NDARRAY:  # a model: read without the outer unpacker
@@ -255,34 +264,13 @@ def decode(data: bytes) -> Any:
         raise WireError(f"cannot decode {len(data)} bytes: {type(exc).__name__}: {str(exc)[:120]}") from None
 
 
-def fresh(obj: Any) -> Any:
-    """A copy of a decoded payload that shares no mutable object with it: what decoding
-    the same bytes again would give (equal values, dtypes and shapes; writable arrays of
-    its own).  The network decodes a broadcast's shared payload once and hands each
-    receiver `fresh` of it — a copy costs a fraction of a decode.  Decoded values are
-    only these types; the others (str, bytes, numbers, None, NumPy scalars, ExtType)
-    are immutable and shared."""
-    t = type(obj)
-    if t is np.ndarray:
-        return obj.copy()
-    if t is dict:
-        return {k: fresh(v) for k, v in obj.items()}
-    if t is list:
-        return [fresh(v) for v in obj]
-    if t is PartialModel:
-        copy = object.__new__(PartialModel)  # already checked when decoded: no second validation
-        object.__setattr__(copy, "dim", obj.dim)
-        object.__setattr__(copy, "indices", obj.indices.copy())
-        object.__setattr__(copy, "values", obj.values.copy())
-        return copy
-    return obj
-
-
 _HEADER = msgpack.Packer(use_bin_type=True)
 
 
-def encode_envelope(msg_id: int, src: str, dst: str, kind: str, round: int, sent_at: float, payload: bytes) -> bytes:
-    """Encoded envelope; `payload` is the already-encoded payload (shared by a broadcast)."""
+def encode_envelope(msg_id: int, src: str, dst: str, kind: str, round: int, sent_at: float, payload: bytes | Unencoded) -> bytes:
+    """Encoded envelope; `payload` is the encoded payload (shared by a broadcast), or an `Unencoded` one: its bytes are made."""
+    if isinstance(payload, Unencoded):
+        payload = payload.data
     pack = _HEADER.pack
     return b"".join(
         (_HEADER.pack_array_header(7), pack(msg_id), pack(src), pack(dst), pack(kind), pack(round), pack(sent_at), payload)

@@ -10,10 +10,11 @@ from simpy.core import URGENT
 from netemu.engine.clock import VirtualEnvironment, running_loop
 from netemu.engine.net.inflight import Due as _Due
 from netemu.engine.net.inflight import Shared as _Shared
+from netemu.engine.net.inflight import received
 from netemu.engine.net.message import Message
 from netemu.engine.net.nodes import Node
 from netemu.log import MessageLog
-from netemu.wire.codec import decode
+from netemu.wire.codec import Unencoded
 
 __all__ = ["Delivery"]
 
@@ -29,13 +30,16 @@ class Delivery:
     _tallies: dict[str, list[int]]
     _drops: Counter
 
-    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: _Shared | None, extra: dict) -> None:
+    def arrive_at(self, t: float, msg_id: int, payload: bytes | Unencoded, box: _Shared | None, extra: dict) -> None:
         """Deliver general message `msg_id` at `t`, its deliver record with `extra` fields."""
         self._extras[msg_id] = extra
         self.env.schedule_at(_Due((self._arrive,), [(msg_id, payload, box)]), t)
 
-    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None:
-        """A duplicate of message `msg_id` arrives at `t`, right after the message itself (netem's duplicate)."""
+    def copy_at(self, t: float, msg_id: int, payload: bytes | Unencoded) -> None:
+        """A duplicate of message `msg_id` arrives at `t`, right after the message itself (netem's duplicate).
+        Called before the message is delivered: an `Unencoded` payload's copy is made now, of the value as sent."""
+        if type(payload) is Unencoded:
+            payload = payload.copy()
         self.env.schedule_at(_Due((self._arrive_copy,), (msg_id, payload, self._pending[msg_id])), t)
 
     def _arrive_copy(self, event: _Due) -> bool | None:
@@ -50,7 +54,7 @@ class Delivery:
             return False
         self.emit(t=now, event="deliver", id=msg_id, src=src, dst=dst, kind=kind, round=round, bytes=nbytes, link=cls,
                   delay=now - sent_at, duplicate=True)
-        return node.receiver(Message(msg_id, src, dst, kind, round, decode(data), sent_at, now, nbytes))
+        return node.receiver(Message(msg_id, src, dst, kind, round, received(data), sent_at, now, nbytes))
 
     def drop_at(self, t: float, msg_id: int, reason: str, box: _Shared | None, extra: dict) -> None:
         """Drop general message `msg_id` at `t` with `reason`, its record with `extra` fields (the hop)."""
@@ -124,11 +128,11 @@ class Delivery:
                 self.env.schedule(_Due((self._arrive,), batch[i:]), URGENT)
                 return
 
-    def _message(self, node: Node, msg_id: int, data: bytes, box: _Shared | None) -> Message | None:
+    def _message(self, node: Node, msg_id: int, data: bytes | Unencoded, box: _Shared | None) -> Message | None:
         """The delivered Message `msg_id` for `node`, its deliver record written and counted; or
         None: the node is down (or has no receiver), and the message is dropped (``crash``).
-        `data` is its encoded payload: the envelope's header was encoded and counted when it was
-        sent, and the receiver needs only the payload.  A payload that a broadcast's messages
+        `data` is its payload, encoded or `Unencoded`: the envelope's header was sized and counted when
+        it was sent, and the receiver needs only the payload.  A payload that a broadcast's messages
         share (`box`) is decoded once."""
         if not node.up or node.receiver is None:
             if box is not None:
@@ -143,5 +147,5 @@ class Delivery:
             self.emit.message(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, "delay", now - sent_at)
         else:
             self.emit.message_with(now, "deliver", msg_id, src, dst, kind, round, nbytes, cls, {"delay": now - sent_at, **extra})
-        payload = decode(data) if box is None else box.payload(data)
+        payload = received(data) if box is None else box.payload(data)
         return Message(msg_id, src, dst, kind, round, payload, sent_at, now, nbytes)

@@ -3,7 +3,7 @@
 `Due` is the scheduled arrival (of a batch) or loss, in the place of a SimPy `Timeout` at a
 tenth of its size; `Arrivals` are the further arrival events of one send call, kept as one
 time-ordered column in a single entry of the event queue; `Shared` is the payload that the messages of one
-broadcast share until the last of them is delivered.  Used by
+broadcast share until the last of them is delivered, `received` a message's payload for its one receiver.  Used by
 `netemu.engine.net.network.Network`'s message path.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from netemu.wire.codec import decode, fresh
+from netemu.wire.codec import Unencoded, decode, fresh
 
 if TYPE_CHECKING:
     from netemu.engine.clock import VirtualEnvironment
 
-__all__ = ["Arrivals", "Due", "Shared"]
+__all__ = ["Arrivals", "Due", "Shared", "received"]
 
 _time = itemgetter(0)
 
@@ -81,10 +81,17 @@ class Arrivals:
         self._callback(self)
 
 
+def received(data: bytes | Unencoded) -> Any:
+    """The payload of a message for its one receiver: decoded from its bytes, or the value an
+    `Unencoded` payload holds (already what a decode gives, a copy of the sender's)."""
+    return data.take() if type(data) is Unencoded else decode(data)
+
+
 class Shared:
     """The payload shared by the messages of a broadcast still to be delivered: decoded at
-    the first delivery; every receiver but the last gets a `fresh` copy (equal to a decode
-    of the same bytes, at a fraction of its cost), the last one the decoded value itself."""
+    the first delivery (an `Unencoded` one needs no decoding); every receiver but the last
+    gets a `fresh` copy (equal to a decode of the same bytes, at a fraction of its cost),
+    the last one the decoded value itself."""
 
     __slots__ = ("decoded", "left")
 
@@ -100,8 +107,12 @@ class Shared:
         decoded, self.decoded = self.decoded, _MISSING
         return decoded
 
-    def payload(self, data: bytes) -> Any:
+    def payload(self, data: bytes | Unencoded) -> Any:
         if self.decoded is _MISSING:
-            self.decoded = decode(data)
+            self.decoded = data.value if type(data) is Unencoded else decode(data)
         decoded = self.decoded
-        return fresh(decoded) if self.take() is _MISSING else decoded
+        if self.take() is _MISSING:
+            return fresh(decoded)
+        if type(data) is Unencoded:
+            data.take()  # handed out: no bytes can be made from it any more
+        return decoded

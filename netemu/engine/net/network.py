@@ -50,7 +50,7 @@ from netemu.engine.net.routing import ROUTER_ROLES, Routes, talks_to
 from netemu.engine.net.tallies import Tallies
 from netemu.engine.net.transfers import Transfers
 from netemu.engine.rng import KeyedDraws, Streams
-from netemu.wire.codec import header_size
+from netemu.wire.codec import Unencoded, header_size
 
 __all__ = ["ManyFates", "Message", "Network", "NetworkError", "Node", "NodeBehaviour", "draw_now", "fates_many"]
 
@@ -63,6 +63,7 @@ class NetworkError(InputError):
 
 
 _MISSING = object()
+_ONE = (bytes, bytearray, memoryview, Unencoded)  # one payload shared by a call's messages (a broadcast)
 
 
 def _same_length(node: str, ends: Sequence[str], each: Sequence[object]) -> None:
@@ -254,28 +255,30 @@ class Network(Delivery, NodeDraws, Tallies):
                 self._node(end)
             raise NetworkError(f"{src!r} cannot send to {dst!r}: they are not neighbours (no link {src}->{dst})") from None
 
-    def send(self, src: str, dst: str, kind: str, round: int, payload: bytes) -> int:
-        """Send an already-encoded payload; returns the message id.  Never blocks."""
+    def send(self, src: str, dst: str, kind: str, round: int, payload: bytes | Unencoded) -> int:
+        """Send a payload, encoded or `Unencoded` (its size is what the log counts either way);
+        returns the message id.  Never blocks."""
         return self._send((src,), (dst,), kind, (round,), (payload,))[0]
 
     def send_many(
-        self, src: str, dsts: Sequence[str], kind: str, round: int, payloads: Sequence[bytes] | bytes
+        self, src: str, dsts: Sequence[str], kind: str, round: int, payloads: Sequence[bytes | Unencoded] | bytes | Unencoded
     ) -> list[int]:
         """Send one message per destination in one call; returns their ids, in order.
 
-        `payloads` is one already-encoded payload per destination, or one bytes object
-        shared by all (a broadcast).  Each message gets exactly what `send` would give
+        `payloads` is one payload (encoded, or `Unencoded`) per destination, or one shared
+        by all (a broadcast).  Each message gets exactly what `send` would give
         it, in the same order: its own id, envelope, fate (keyed by its link, round and
         index), log records and counts — so a batch and the same sends one by one
         produce identical logs and traces.  The per-call work (clock, lookups, hooks)
         is done once.  A destination that is not a neighbour raises `NetworkError`
         after the messages before it were sent, as a loop of `send` would.
         """
-        if not isinstance(payloads, (bytes, bytearray, memoryview)):
+        if not isinstance(payloads, _ONE):
             _same_length(src, dsts, payloads)
         return self._send(repeat(src), dsts, kind, repeat(round), payloads)
 
-    def send_from(self, srcs: Sequence[str], dst: str, kind: str, rounds: Sequence[int], payloads: Sequence[bytes]) -> list[int]:
+    def send_from(self, srcs: Sequence[str], dst: str, kind: str, rounds: Sequence[int],
+                  payloads: Sequence[bytes | Unencoded]) -> list[int]:
         """One message from each of `srcs` (in round `rounds[i]`) to `dst`, in one call: what
         `send` from each source in turn gives — ids, envelopes, fates, records, counts — with
         the per-call work done once (a cohort's members answering at one instant)."""
@@ -284,17 +287,17 @@ class Network(Delivery, NodeDraws, Tallies):
         return self._send(srcs, repeat(dst), kind, rounds, payloads)
 
     def _send(self, srcs: Iterable[str], dsts: Iterable[str], kind: str, rounds: Iterable[int],
-              payloads: Sequence[bytes] | bytes) -> list[int]:
+              payloads: Sequence[bytes | Unencoded] | bytes | Unencoded) -> list[int]:
         """The messages (srcs[i] -> dsts[i], rounds[i], payloads[i]), sent in order (see `send_many`);
-        the three sequences may be `repeat`s of one value, and `payloads` one shared bytes object."""
+        the three sequences may be `repeat`s of one value, and `payloads` one shared payload."""
         env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
         links, draws_of = self.links, self._draws
         schedule, reserve = env.schedule, env.reserve  # what env.timeout does, without its object
         link_draws = self._link_draws
         arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
-        # one bytes-like payload shared by all, or one per destination
-        shared = cast("bytes | None", payloads if isinstance(payloads, (bytes, bytearray, memoryview)) else None)
+        # one payload shared by all, or one per destination
+        shared = cast("bytes | Unencoded | None", payloads if isinstance(payloads, _ONE) else None)
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
@@ -302,7 +305,7 @@ class Network(Delivery, NodeDraws, Tallies):
         # queued at the end as one column (`Arrivals`): not one entry of the event queue per message
         due: list[tuple[float, int, list]] | None = None
         general = self._general
-        each = cast("Iterable[bytes]", repeat(shared) if shared is not None else payloads)
+        each = cast("Iterable[bytes | Unencoded]", repeat(shared) if shared is not None else payloads)
         try:
             for src, dst, round, payload in zip(srcs, dsts, rounds, each):
                 link = links.get((src, dst))
@@ -312,9 +315,10 @@ class Network(Delivery, NodeDraws, Tallies):
                 msg_id = self._next_id
                 self._next_id = msg_id + 1
                 ids.append(msg_id)
-                # the envelope is its header and the payload (its bytes are what the log counts); in
-                # flight a message keeps only the payload, which the messages of a broadcast share
-                nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+                # the envelope is its header and the payload (its encoded length is what the log counts,
+                # made or not); in flight a message keeps only the payload, which the messages of a broadcast share
+                size = len(payload)  # (an Unencoded payload's len() is a Python call: once)
+                nbytes = header_size(msg_id, src, dst, kind, round, now) + size
                 cls = link.link_class
                 index = link.next_index(round)
                 pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
@@ -323,8 +327,8 @@ class Network(Delivery, NodeDraws, Tallies):
                     tally = tallies[cls] = [0, 0, 0, 0]
                 tally[0] += 1
                 tally[1] += nbytes
-                tally[2] += len(payload)
-                record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", len(payload))
+                tally[2] += size
+                record(now, "send", msg_id, src, dst, kind, round, nbytes, cls, "payload_bytes", size)
                 if link._outages and link.is_down(now):
                     self._drop(msg_id, "outage")
                     continue
@@ -366,13 +370,15 @@ class Network(Delivery, NodeDraws, Tallies):
                 _Arrivals(env, self._arrive, due)
         return ids
 
-    def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes, box: _Shared | None, now: float) -> int:
+    def _send_general(self, src: str, dst: str, kind: str, round: int, payload: bytes | Unencoded, box: _Shared | None,
+                      now: float) -> int:
         """One message on the general path (netemu.engine.net.transfers): the same id, envelope, record
         (with the number of hops) and counts as `send_many` gives a direct one."""
         hops = self.hops(src, dst)
         msg_id = self._next_id
         self._next_id = msg_id + 1
-        nbytes = header_size(msg_id, src, dst, kind, round, now) + len(payload)
+        size = len(payload)
+        nbytes = header_size(msg_id, src, dst, kind, round, now) + size
         cls = hops[0][2].link_class
         self._pending[msg_id] = (src, dst, kind, round, nbytes, cls, now)
         tally = self._tallies.get(cls)
@@ -380,8 +386,8 @@ class Network(Delivery, NodeDraws, Tallies):
             tally = self._tallies[cls] = [0, 0, 0, 0]
         tally[0] += 1
         tally[1] += nbytes
-        tally[2] += len(payload)
-        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": len(payload), "hops": len(hops)})
+        tally[2] += size
+        self.emit.message_with(now, "send", msg_id, src, dst, kind, round, nbytes, cls, {"payload_bytes": size, "hops": len(hops)})
         assert self._transfers is not None
         self._transfers.send(msg_id, hops, round, nbytes, payload, box)
         return msg_id

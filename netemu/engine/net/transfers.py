@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netemu.engine.net.connections import Connection
 from netemu.engine.net.fates import draw_now
@@ -44,6 +44,9 @@ from netemu.engine.net.queues import Burst, Bursts
 from netemu.engine.net.sharing import MaxMin
 from netemu.engine.net.tcp import FAST_RETRANSMIT_SEGMENTS, loss_given_hit, path_loss, pftk_rate, segments
 from netemu.engine.net.transit import Capacity, Carrier, Transit
+
+if TYPE_CHECKING:
+    from netemu.wire.codec import Unencoded
 
 __all__ = ["Carrier", "Transfers"]
 
@@ -79,7 +82,7 @@ class Transfers:
 
     # ------------------------------------------------------------ sending
 
-    def send(self, msg_id: int, hops: tuple[tuple[str, str, Link], ...], round: int, nbytes: int, payload: bytes, box: Any) -> None:
+    def send(self, msg_id: int, hops: tuple[tuple[str, str, Link], ...], round: int, nbytes: int, payload: bytes | Unencoded, box: Any) -> None:
         """Start message `msg_id` (its send record written) on `hops` at the current instant."""
         now = self.net.env.now
         indices = [link.next_index(round) for _, _, link in hops]

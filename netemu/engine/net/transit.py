@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from netemu.engine.clock import VirtualEnvironment
     from netemu.engine.net.fates import Fates
     from netemu.engine.rng import KeyedDraws
+    from netemu.wire.codec import Unencoded
     from netemu.log import MessageLog
 
 __all__ = ["Capacity", "Carrier", "Transit"]
@@ -29,11 +30,11 @@ class Carrier(Protocol):
 
     def hop_draws(self, src: str, head: str) -> KeyedDraws: ...
 
-    def arrive_at(self, t: float, msg_id: int, payload: bytes, box: Any, extra: dict) -> None: ...
+    def arrive_at(self, t: float, msg_id: int, payload: bytes | Unencoded, box: Any, extra: dict) -> None: ...
 
     def drop_at(self, t: float, msg_id: int, reason: str, box: Any, extra: dict) -> None: ...
 
-    def copy_at(self, t: float, msg_id: int, payload: bytes) -> None: ...
+    def copy_at(self, t: float, msg_id: int, payload: bytes | Unencoded) -> None: ...
 
 
 
@@ -58,7 +59,7 @@ class Transit:
     __slots__ = ("attempt", "box", "cap", "conn", "delay", "fates", "first", "holds", "hops", "id", "indices", "joined", "left", "nbytes",
                  "owed", "payload", "round", "segments", "seq")
 
-    def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes, box: Any, now: float,
+    def __init__(self, id: int, hops: tuple, indices: list[int], round: int, nbytes: int, payload: bytes | Unencoded, box: Any, now: float,
                  segments: int = 1) -> None:
         self.id, self.hops, self.indices, self.round, self.nbytes = id, hops, indices, round, nbytes
         self.payload, self.box, self.first = payload, box, now
