@@ -1,0 +1,231 @@
+"""The Arrow message log (`[output] log_format = "arrow"`): the records `MessageLog` writes, as
+Arrow IPC record batches in one stream (`messages.arrows`), and `read_arrow`, which yields them
+back equal, field for field and in the same order, to what messages.jsonl holds.
+
+Schema (docs/formats.md): one column per field of `netemu.logschema.FIELDS` — the fields and
+types of `netemu log export`'s tables, `t` and `event` first — null where a record has no such
+field; `extra`, a JSON object of the fields no column holds exactly (a field no table names, a
+null, a list, a string where a number is expected) or null; and `keys`, dictionary-encoded: the
+record's fields in order, as a JSON list whose items are a column's name, `[name, "int"]` (an
+integer kept in a float64 column, read back as an integer) or `[name, "extra"]`.  The stream
+carries no time stamp: the same run writes the same bytes.
+
+Records are kept per layout (their keys and bound context) as tuples, one append each, and
+written as one record batch every `BATCH` records and at every `flush` (the run flushes on every
+exit path), so a run that fails keeps what it logged; an IPC stream cut after its last whole
+batch is read to there.  Needs pyarrow (`pip install 'netemu[export]'`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+import orjson
+
+from netemu.errors import InputError, LogError
+from netemu.logschema import BOOL, FIELDS, FLOAT, INT, STR
+
+__all__ = ["BATCH", "FILE_NAME", "ArrowSink", "Layout", "is_arrow", "pyarrow", "read_arrow"]
+
+BATCH = 32_768  # records per record batch: ~6 MB of tuples held at most; a failing run loses none of them (flushed)
+FILE_NAME = "messages.arrows"  # .arrows: the Arrow IPC stream format's file extension
+_MAGIC = b"\xff\xff\xff\xff"  # an IPC stream's first message starts with the continuation marker
+_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
+_OK: dict[str, frozenset[type]] = {INT: frozenset((int, np.int64, np.int32)), FLOAT: frozenset((float, np.float64)),
+                                   STR: frozenset((str,)), BOOL: frozenset((bool, np.bool_))}
+_EXACT = 1 << 53  # integers up to this are exact in float64
+_INT64 = (-(1 << 63), 1 << 63)
+_POS = {k: i for i, k in enumerate(FIELDS)}
+
+
+def pyarrow() -> Any:
+    """pyarrow, or an `InputError` saying how to install it."""
+    try:
+        import pyarrow
+        import pyarrow.ipc  # noqa: F401
+    except ImportError:
+        raise InputError("the Arrow message log needs pyarrow: pip install 'netemu[export]' (or output.log_format = \"jsonl\")") from None
+    return pyarrow
+
+
+class Layout:
+    """Records with the same keys in the same order and the same bound context (`const`, the values
+    of keys[2 : 2 + len(const)]): their other values, one tuple per record, in key order."""
+
+    __slots__ = ("code", "const", "keys", "rows")
+
+    def __init__(self, code: int, keys: tuple[str, ...], const: tuple) -> None:
+        self.code, self.keys, self.const = code, keys, const
+        self.rows: list[tuple] = []
+
+
+class ArrowSink:
+    """An Arrow IPC stream on a binary file: `MessageLog` appends records to its layouts and their
+    codes to `order`, and calls `spill` when `order` holds `batch` records."""
+
+    def __init__(self, file: IO[bytes], batch: int = BATCH) -> None:
+        pa = pyarrow()
+        self.pa, self.file, self.batch = pa, file, batch
+        self.name = getattr(file, "name", "the message log")
+        types = {INT: pa.int64(), FLOAT: pa.float64(), STR: pa.string(), BOOL: pa.bool_()}
+        self.types = [types[t] for t in FIELDS.values()]
+        self.schema = pa.schema([*(pa.field(k, ty) for k, ty in zip(FIELDS, self.types)), pa.field("extra", pa.string()),
+                                 pa.field("keys", pa.dictionary(pa.int32(), pa.string()))],
+                                metadata={"netemu.log": "message log", "netemu.schema": "1"})
+        self.order: list[int] = []  # the layout code of each record not yet written, in log order
+        self.layouts: list[Layout] = []
+        self._by_key: dict[tuple, Layout] = {}
+        self._writer = pa.ipc.new_stream(file, self.schema)
+        self._ended = False
+
+    def layout(self, keys: tuple[str, ...], const: tuple = ()) -> Layout:
+        """The layout of records with these keys (and bound context values `const`, which must be hashable)."""
+        lay = self._by_key.get((keys, const))
+        if lay is None:
+            lay = self._by_key[(keys, const)] = Layout(len(self.layouts), keys, const)
+            self.layouts.append(lay)
+        return lay
+
+    def add(self, record: dict) -> None:
+        """One record given as a dict (the keyword path): its own layout, no bound context."""
+        lay = self.layout(tuple(record))
+        lay.rows.append(tuple(record.values()))
+        self.order.append(lay.code)
+
+    def spill(self) -> None:
+        """Write the records held as one record batch (nothing if none)."""
+        if not self.order:
+            return
+        pa = self.pa
+        codes = np.array(self.order, dtype=np.int32)
+        self.order.clear()
+        used = [lay for lay in self.layouts if lay.rows]
+        parts: list[list[Any]] = [[] for _ in range(len(FIELDS) + 1)]  # per column, its piece of each layout
+        names: list[str] = []
+        local = np.zeros(len(self.layouts), dtype=np.int32)
+        for i, lay in enumerate(used):
+            names.append(self._pieces(lay, parts))
+            local[lay.code] = i
+            lay.rows.clear()
+        perm = np.argsort(codes, kind="stable")  # row j of the layouts' pieces, concatenated, is record perm[j]
+        take = np.empty_like(perm)
+        take[perm] = np.arange(len(perm))
+        take_arr = pa.array(take)
+        arrays = [pa.concat_arrays(p).take(take_arr) for p in parts]
+        keys = pa.DictionaryArray.from_arrays(pa.array(local[codes]), pa.array(names, pa.string()))
+        self._writer.write_batch(pa.record_batch([*arrays, keys], schema=self.schema))
+
+    def _pieces(self, lay: Layout, parts: list[list[Any]]) -> str:
+        """Append `lay`'s records, column by column, to `parts`; return its `keys` entry."""
+        pa, n, k0, k1 = self.pa, len(lay.rows), 2, 2 + len(lay.const)
+        values = list(zip(*lay.rows))
+        where: dict[str, Any] = {}  # key -> its values (a tuple, or one value for every record)
+        for i, key in enumerate(lay.keys):
+            where[key] = (lay.const[i - k0],) * n if k0 <= i < k1 else values[i if i < k0 else i - len(lay.const)]
+        entries: list[Any] = []
+        extra: dict[str, tuple] = {}
+        arrays: dict[str, Any] = {}
+        for key, vals in where.items():
+            kind = FIELDS.get(key)
+            if kind is not None:
+                seen = set(map(type, vals))
+                if seen <= _OK[kind] and (kind != INT or (_INT64[0] <= min(vals) and max(vals) < _INT64[1])):
+                    arrays[key] = pa.array(vals, self.types[_POS[key]])
+                    entries.append(key)
+                    continue
+                if kind == FLOAT and seen == {int} and -_EXACT <= min(vals) and max(vals) <= _EXACT:
+                    arrays[key] = pa.array(vals, pa.float64())
+                    entries.append([key, "int"])
+                    continue
+            extra[key] = vals
+            entries.append([key, "extra"])
+        for j, (key, ty) in enumerate(zip(FIELDS, self.types)):
+            arr = arrays.get(key)
+            parts[j].append(pa.nulls(n, ty) if arr is None else arr)
+        if extra:
+            ks = tuple(extra)
+            parts[-1].append(pa.array([orjson.dumps(dict(zip(ks, row)), option=_OPTIONS).decode() for row in zip(*extra.values())],
+                                      pa.string()))
+        else:
+            parts[-1].append(pa.nulls(n, pa.string()))
+        return orjson.dumps(entries).decode()
+
+    def flush(self) -> None:
+        """Write what is held and flush the file."""
+        self.spill()
+        self.file.flush()
+
+    def close(self) -> None:
+        """Write what is held and end the stream (idempotent; the file stays open: its owner closes it)."""
+        if not self._ended:
+            self.spill()
+            self._ended = True
+            self._writer.close()
+            self.file.flush()
+
+
+def is_arrow(path: Any) -> bool:
+    """Whether the file at `path` starts as an Arrow IPC stream does (a JSON-lines log starts with `{`)."""
+    with open(path, "rb") as f:
+        return f.read(4) == _MAGIC
+
+
+def read_arrow(path: Any) -> Iterator[tuple[int, dict]]:
+    """(record number, record) of an Arrow message log, the records as messages.jsonl would give them."""
+    pa = pyarrow()
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise LogError(f"{path}: cannot read ({exc.strerror})") from None
+    with f:
+        try:
+            reader = pa.ipc.open_stream(f)
+        except pa.ArrowInvalid as exc:
+            raise LogError(f"{path}: not an Arrow IPC stream ({exc})") from None
+        names = reader.schema.names
+        if names[-2:] != ["extra", "keys"] or any(k not in names for k in ("t", "event")):
+            raise LogError(f"{path}: an Arrow stream that is not a netemu message log (no `extra` and `keys` columns)")
+        n = 0
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise LogError(f"{path}: the Arrow stream is cut or damaged after record {n} ({exc})") from None
+            for r in _records(batch, names):
+                n += 1
+                yield n, r
+
+
+def _records(batch: Any, names: list[str]) -> Iterator[dict]:
+    """The records of one record batch, in order."""
+    keys = batch.column(len(names) - 1)
+    layouts = [orjson.loads(s) for s in keys.dictionary.to_pylist()]
+    index = {name: i for i, name in enumerate(names)}
+    cols: dict[str, list] = {}
+    nulls = [None] * len(batch)  # what an `extra` entry's plan reads: its value comes from `extra`
+    plans: list[tuple[list[tuple[str, list]], bool]] = []
+    for entries in layouts:
+        plan, special = [], False
+        for e in entries:
+            name = e if isinstance(e, str) else e[0]
+            special = special or not isinstance(e, str)
+            if isinstance(e, str) or e[1] == "int":
+                if name not in cols:
+                    cols[name] = batch.column(index[name]).to_pylist()
+            plan.append((name, cols.get(name, nulls) if isinstance(e, str) or e[1] == "int" else nulls))
+        plans.append((plan, special))
+    extra_col = batch.column(len(names) - 2)
+    extras = extra_col.to_pylist() if extra_col.null_count < len(extra_col) else None
+    specials = [[(e[0], e[1]) for e in entries if not isinstance(e, str)] for entries in layouts]
+    for i, code in enumerate(keys.indices.to_pylist()):
+        plan, special = plans[code]
+        r = {k: col[i] for k, col in plan}
+        if special:
+            extra = orjson.loads(extras[i]) if extras is not None and extras[i] is not None else {}
+            for k, how in specials[code]:
+                r[k] = int(r[k]) if how == "int" else extra[k]
+        yield r
