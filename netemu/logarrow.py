@@ -65,9 +65,9 @@ class ArrowSink:
     """An Arrow IPC stream on a binary file: `MessageLog` appends records to its layouts and their
     codes to `order`, and calls `spill` when `order` holds `batch` records."""
 
-    def __init__(self, file: IO[bytes], batch: int = BATCH) -> None:
+    def __init__(self, file: IO[bytes], batch: int | None = None) -> None:
         pa = pyarrow()
-        self.pa, self.file, self.batch = pa, file, batch
+        self.pa, self.file, self.batch = pa, file, batch or BATCH
         self.name = getattr(file, "name", "the message log")
         types = {INT: pa.int64(), FLOAT: pa.float64(), STR: pa.string(), BOOL: pa.bool_()}
         self.types = [types[t] for t in FIELDS.values()]
