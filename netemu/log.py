@@ -18,6 +18,7 @@ records are kept as tuples per layout, one append each, and written as Arrow rec
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import call
 from typing import IO, Any
 
 import orjson
@@ -43,6 +44,7 @@ class MessageLog:
         # retransmissions, for summary.json's `network` (counted whether or not the log is written)
         self.attempts: dict[str, list[int]] = {}
         self._templates: dict[Any, Any] = {}  # record templates (a dict, or an ArrowSink's Layout): `message`'s by its last field's key, `message_with`'s by its fields' names
+        self._layouts: dict[tuple[str, ...], Any] = {}  # an ArrowSink's Layout of keyword records, by their fields' names
         self._failed = [] if _failed is None else _failed  # the sink's refused write, shared by every log bound to it
 
     def bind(self, **context: Any) -> MessageLog:
@@ -67,8 +69,17 @@ class MessageLog:
             except OSError as exc:
                 self._refused(exc)
         elif self._arrow is not None and not self._failed:
-            self._arrow.add({"t": t, "event": event, **self._context, **fields})
-            self._spill_if_full()
+            names = tuple(fields)
+            layout = self._layouts.get(names)
+            if layout is None:
+                layout = self._keyword_layout(names)
+            if layout is False:  # the context binds t or event, a field takes a context key's place, or it is not hashable
+                self._arrow.add({"t": t, "event": event, **self._context, **fields})
+            else:
+                any(map(call, layout.put, (t, event, *fields.values())))  # append each value to its column (None)
+                self._arrow.order.append(layout.code)
+            if len(self._arrow.order) >= self._arrow.batch:
+                self._spill()
 
     def message(self, t: float, event: str, id: int, src: str, dst: str, kind: str, round: int, nbytes: int, link: str,
                 key: str, value: Any) -> None:
@@ -89,10 +100,22 @@ class MessageLog:
                 return
         self.records += 1
         if self._write is None:
-            if self._arrow is not None and not self._failed:  # the template is the records' Layout
-                template.rows.append((t, event, id, src, dst, kind, round, nbytes, link, value))
-                self._arrow.order.append(template.code)
-                self._spill_if_full()
+            if self._arrow is not None and not self._failed:  # the template is the records' Layout: a value per column
+                p0, p1, p2, p3, p4, p5, p6, p7, p8, p9 = template.put
+                p0(t)
+                p1(event)
+                p2(id)
+                p3(src)
+                p4(dst)
+                p5(kind)
+                p6(round)
+                p7(nbytes)
+                p8(link)
+                p9(value)
+                order = self._arrow.order
+                order.append(template.code)
+                if len(order) >= self._arrow.batch:
+                    self._spill()
             return
         record = template.copy()
         record["t"] = t
@@ -127,9 +150,11 @@ class MessageLog:
             self._attempts(link, fields["attempts"])
         if self._write is None:
             if self._arrow is not None and not self._failed:
-                template.rows.append((t, event, id, src, dst, kind, round, nbytes, link, *fields.values()))
+                for put, v in zip(template.put, (t, event, id, src, dst, kind, round, nbytes, link, *fields.values())):
+                    put(v)
                 self._arrow.order.append(template.code)
-                self._spill_if_full()
+                if len(self._arrow.order) >= self._arrow.batch:
+                    self._spill()
             return
         record = template.copy()
         record["t"] = t
@@ -181,12 +206,26 @@ class MessageLog:
         self._templates[key] = template
         return template
 
-    def _spill_if_full(self) -> None:
-        if len(self._arrow.order) >= self._arrow.batch:  # type: ignore[union-attr]
+    def _keyword_layout(self, names: tuple[str, ...]) -> Any:
+        """The `Layout` of keyword records (`__call__`) with the fields `names` after the context, kept;
+        False when their keys are not t, event, the context's and `names`, each once, or the
+        context cannot be a dict key: those records go to `ArrowSink.add` whole."""
+        keys = ("t", "event", *self._context, *names)
+        layout: Any = False
+        if len(set(keys)) == len(keys):
             try:
-                self._arrow.spill()  # type: ignore[union-attr]
-            except OSError as exc:
-                self._refused(exc)
+                layout = self._arrow.layout(keys, tuple(self._context.values()))  # type: ignore[union-attr]
+            except TypeError:
+                pass
+        self._layouts[names] = layout
+        return layout
+
+    def _spill(self) -> None:
+        """Write an Arrow sink's full batch."""
+        try:
+            self._arrow.spill()  # type: ignore[union-attr]
+        except OSError as exc:
+            self._refused(exc)
 
     def flush(self) -> None:
         """Write what is held (an Arrow sink's pending records) and flush the file."""

@@ -33,10 +33,11 @@ BATCH = 32_768  # records per record batch: ~6 MB of tuples held at most; a fail
 FILE_NAME = "messages.arrows"  # .arrows: the Arrow IPC stream format's file extension
 _MAGIC = b"\xff\xff\xff\xff"  # an IPC stream's first message starts with the continuation marker
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-_OK: dict[str, frozenset[type]] = {INT: frozenset((int, np.int64, np.int32)), FLOAT: frozenset((float, np.float64)),
-                                   STR: frozenset((str,)), BOOL: frozenset((bool, np.bool_))}
+_NONE = type(None)  # a field present with the value None: null in its column, None again when read
+_OK: dict[str, frozenset[type]] = {INT: frozenset((int, np.int64, np.int32, _NONE)), FLOAT: frozenset((float, np.float64, _NONE)),
+                                   BOOL: frozenset((bool, np.bool_, _NONE))}
+_INTS = frozenset((int,))
 _EXACT = 1 << 53  # integers up to this are exact in float64
-_INT64 = (-(1 << 63), 1 << 63)
 _POS = {k: i for i, k in enumerate(FIELDS)}
 
 
@@ -52,13 +53,15 @@ def pyarrow() -> Any:
 
 class Layout:
     """Records with the same keys in the same order and the same bound context (`const`, the values
-    of keys[2 : 2 + len(const)]): their other values, one tuple per record, in key order."""
+    of keys[2 : 2 + len(const)]): their other values column by column (`cols`, in key order), each
+    appended by its list's bound `append` (`put`): no tuple per record to build and transpose."""
 
-    __slots__ = ("code", "const", "keys", "rows")
+    __slots__ = ("code", "cols", "const", "keys", "put")
 
     def __init__(self, code: int, keys: tuple[str, ...], const: tuple) -> None:
         self.code, self.keys, self.const = code, keys, const
-        self.rows: list[tuple] = []
+        self.cols: list[list] = [[] for _ in range(len(keys) - len(const))]
+        self.put = tuple(c.append for c in self.cols)
 
 
 class ArrowSink:
@@ -91,7 +94,8 @@ class ArrowSink:
     def add(self, record: dict) -> None:
         """One record given as a dict (the keyword path): its own layout, no bound context."""
         lay = self.layout(tuple(record))
-        lay.rows.append(tuple(record.values()))
+        for put, v in zip(lay.put, record.values()):
+            put(v)
         self.order.append(lay.code)
 
     def spill(self) -> None:
@@ -101,44 +105,58 @@ class ArrowSink:
         pa = self.pa
         codes = np.array(self.order, dtype=np.int32)
         self.order.clear()
-        used = [lay for lay in self.layouts if lay.rows]
+        used = [lay for lay in self.layouts if lay.cols[0]]
         parts: list[list[Any]] = [[] for _ in range(len(FIELDS) + 1)]  # per column, its piece of each layout
         names: list[str] = []
         local = np.zeros(len(self.layouts), dtype=np.int32)
         for i, lay in enumerate(used):
             names.append(self._pieces(lay, parts))
             local[lay.code] = i
-            lay.rows.clear()
-        perm = np.argsort(codes, kind="stable")  # row j of the layouts' pieces, concatenated, is record perm[j]
-        take = np.empty_like(perm)
-        take[perm] = np.arange(len(perm))
-        take_arr = pa.array(take)
-        arrays = [pa.concat_arrays(p).take(take_arr) for p in parts]
+            for c in lay.cols:
+                c.clear()
+        if len(used) == 1:  # one layout: its records are in log order
+            arrays = [p[0] for p in parts]
+        else:
+            perm = np.argsort(codes, kind="stable")  # row j of the layouts' pieces, concatenated, is record perm[j]
+            take = np.empty_like(perm)
+            take[perm] = np.arange(len(perm))
+            take_arr = pa.array(take)
+            arrays = [pa.concat_arrays(p).take(take_arr) for p in parts]
         keys = pa.DictionaryArray.from_arrays(pa.array(local[codes]), pa.array(names, pa.string()))
         self._writer.write_batch(pa.record_batch([*arrays, keys], schema=self.schema))
 
     def _pieces(self, lay: Layout, parts: list[list[Any]]) -> str:
         """Append `lay`'s records, column by column, to `parts`; return its `keys` entry."""
-        pa, n, k0, k1 = self.pa, len(lay.rows), 2, 2 + len(lay.const)
-        values = list(zip(*lay.rows))
-        where: dict[str, Any] = {}  # key -> its values (a tuple, or one value for every record)
+        pa, n, k0, k1 = self.pa, len(lay.cols[0]), 2, 2 + len(lay.const)
+        where: dict[str, list] = {}  # key -> its values, one per record
         for i, key in enumerate(lay.keys):
-            where[key] = (lay.const[i - k0],) * n if k0 <= i < k1 else values[i if i < k0 else i - len(lay.const)]
+            where[key] = [lay.const[i - k0]] * n if k0 <= i < k1 else lay.cols[i if i < k0 else i - len(lay.const)]
         entries: list[Any] = []
-        extra: dict[str, tuple] = {}
+        extra: dict[str, list] = {}
         arrays: dict[str, Any] = {}
         for key, vals in where.items():
             kind = FIELDS.get(key)
             if kind is not None:
-                seen = set(map(type, vals))
-                if seen <= _OK[kind] and (kind != INT or (_INT64[0] <= min(vals) and max(vals) < _INT64[1])):
-                    arrays[key] = pa.array(vals, self.types[_POS[key]])
-                    entries.append(key)
-                    continue
-                if kind == FLOAT and seen == {int} and -_EXACT <= min(vals) and max(vals) <= _EXACT:
-                    arrays[key] = pa.array(vals, pa.float64())
-                    entries.append([key, "int"])
-                    continue
+                if kind == STR:  # pyarrow refuses what is not a string (or None: a null the record has)
+                    try:
+                        arrays[key] = pa.array(vals, pa.string())
+                        entries.append(key)
+                        continue
+                    except (pa.ArrowTypeError, pa.ArrowInvalid):
+                        pass
+                else:  # pyarrow would turn 1.5 into an int64 1 and 1 into a float64 1.0: types checked here
+                    seen = set(map(type, vals))
+                    if seen <= _OK[kind]:
+                        try:
+                            arrays[key] = pa.array(vals, self.types[_POS[key]])
+                            entries.append(key)
+                            continue
+                        except OverflowError:  # an integer beyond int64
+                            pass
+                    elif kind == FLOAT and seen <= _INTS and -_EXACT <= min(vals) and max(vals) <= _EXACT:
+                        arrays[key] = pa.array(vals, pa.float64())
+                        entries.append([key, "int"])
+                        continue
             extra[key] = vals
             entries.append([key, "extra"])
         for j, (key, ty) in enumerate(zip(FIELDS, self.types)):
