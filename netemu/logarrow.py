@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 
 from netemu.errors import InputError, LogError
+from netemu.logcolumns import Column, utf8
 from netemu.logschema import BOOL, FIELDS, FLOAT, INT, STR
 
 __all__ = ["BATCH", "FILE_NAME", "ArrowSink", "Layout", "is_arrow", "pyarrow", "read_arrow"]
@@ -33,11 +34,6 @@ BATCH = 32_768  # records per record batch: ~6 MB of tuples held at most; a fail
 FILE_NAME = "messages.arrows"  # .arrows: the Arrow IPC stream format's file extension
 _MAGIC = b"\xff\xff\xff\xff"  # an IPC stream's first message starts with the continuation marker
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-_NONE = type(None)  # a field present with the value None: null in its column, None again when read
-_OK: dict[str, frozenset[type]] = {INT: frozenset((int, np.int64, np.int32, _NONE)), FLOAT: frozenset((float, np.float64, _NONE)),
-                                   BOOL: frozenset((bool, np.bool_, _NONE))}
-_INTS = frozenset((int,))
-_EXACT = 1 << 53  # integers up to this are exact in float64
 _POS = {k: i for i, k in enumerate(FIELDS)}
 
 
@@ -72,9 +68,10 @@ class ArrowSink:
         pa = pyarrow()
         self.pa, self.file, self.batch = pa, file, batch or BATCH
         self.name = getattr(file, "name", "the message log")
-        types = {INT: pa.int64(), FLOAT: pa.float64(), STR: pa.string(), BOOL: pa.bool_()}
+        text = pa.dictionary(pa.int32(), pa.string())  # strings dictionary-encoded per batch
+        types = {INT: pa.int64(), FLOAT: pa.float64(), STR: text, BOOL: pa.bool_()}
         self.types = [types[t] for t in FIELDS.values()]
-        self.schema = pa.schema([*(pa.field(k, ty) for k, ty in zip(FIELDS, self.types)), pa.field("extra", pa.string()),
+        self.schema = pa.schema([*(pa.field(k, ty) for k, ty in zip(FIELDS, self.types)), pa.field("extra", text),
                                  pa.field("keys", pa.dictionary(pa.int32(), pa.string()))],
                                 metadata={"netemu.log": "message log", "netemu.schema": "1"})
         self.order: list[int] = []  # the layout code of each record not yet written, in log order
@@ -106,68 +103,49 @@ class ArrowSink:
         codes = np.array(self.order, dtype=np.int32)
         self.order.clear()
         used = [lay for lay in self.layouts if lay.cols[0]]
-        parts: list[list[Any]] = [[] for _ in range(len(FIELDS) + 1)]  # per column, its piece of each layout
+        columns = [Column(kind) for kind in FIELDS.values()]
+        extra = Column(STR)
         names: list[str] = []
         local = np.zeros(len(self.layouts), dtype=np.int32)
         for i, lay in enumerate(used):
-            names.append(self._pieces(lay, parts))
+            names.append(self._pieces(lay, columns, extra))
             local[lay.code] = i
             for c in lay.cols:
                 c.clear()
-        if len(used) == 1:  # one layout: its records are in log order
-            arrays = [p[0] for p in parts]
-        else:
-            perm = np.argsort(codes, kind="stable")  # row j of the layouts' pieces, concatenated, is record perm[j]
+        take = None
+        if len(used) > 1:  # record perm[j] is row j of the layouts' pieces, concatenated
+            perm = np.argsort(codes, kind="stable")
             take = np.empty_like(perm)
             take[perm] = np.arange(len(perm))
-            take_arr = pa.array(take)
-            arrays = [pa.concat_arrays(p).take(take_arr) for p in parts]
-        keys = pa.DictionaryArray.from_arrays(pa.array(local[codes]), pa.array(names, pa.string()))
-        self._writer.write_batch(pa.record_batch([*arrays, keys], schema=self.schema))
+        arrays = [c.array(pa, ty, take) for c, ty in zip(columns, self.types)]
+        keys = pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(local[codes])]),
+                                              utf8(pa, names))
+        self._writer.write_batch(pa.RecordBatch.from_arrays([*arrays, extra.array(pa, None, take), keys], schema=self.schema))
 
-    def _pieces(self, lay: Layout, parts: list[list[Any]]) -> str:
-        """Append `lay`'s records, column by column, to `parts`; return its `keys` entry."""
-        pa, n, k0, k1 = self.pa, len(lay.cols[0]), 2, 2 + len(lay.const)
-        where: dict[str, list] = {}  # key -> its values, one per record
-        for i, key in enumerate(lay.keys):
-            where[key] = [lay.const[i - k0]] * n if k0 <= i < k1 else lay.cols[i if i < k0 else i - len(lay.const)]
+    def _pieces(self, lay: Layout, columns: list[Column], extra: Column) -> str:
+        """Add `lay`'s records to the columns; return its `keys` entry."""
+        n, k0, k1 = len(lay.cols[0]), 2, 2 + len(lay.const)
         entries: list[Any] = []
-        extra: dict[str, list] = {}
-        arrays: dict[str, Any] = {}
-        for key, vals in where.items():
-            kind = FIELDS.get(key)
-            if kind is not None:
-                if kind == STR:  # pyarrow refuses what is not a string (or None: a null the record has)
-                    try:
-                        arrays[key] = pa.array(vals, pa.string())
-                        entries.append(key)
-                        continue
-                    except (pa.ArrowTypeError, pa.ArrowInvalid):
-                        pass
-                else:  # pyarrow would turn 1.5 into an int64 1 and 1 into a float64 1.0: types checked here
-                    seen = set(map(type, vals))
-                    if seen <= _OK[kind]:
-                        try:
-                            arrays[key] = pa.array(vals, self.types[_POS[key]])
-                            entries.append(key)
-                            continue
-                        except OverflowError:  # an integer beyond int64
-                            pass
-                    elif kind == FLOAT and seen <= _INTS and -_EXACT <= min(vals) and max(vals) <= _EXACT:
-                        arrays[key] = pa.array(vals, pa.float64())
-                        entries.append([key, "int"])
-                        continue
-            extra[key] = vals
-            entries.append([key, "extra"])
-        for j, (key, ty) in enumerate(zip(FIELDS, self.types)):
-            arr = arrays.get(key)
-            parts[j].append(pa.nulls(n, ty) if arr is None else arr)
-        if extra:
-            ks = tuple(extra)
-            parts[-1].append(pa.array([orjson.dumps(dict(zip(ks, row)), option=_OPTIONS).decode() for row in zip(*extra.values())],
-                                      pa.string()))
+        out: dict[str, list] = {}  # the fields no column holds exactly: to `extra`, as JSON
+        held = set()
+        for i, key in enumerate(lay.keys):
+            vals = [lay.const[i - k0]] * n if k0 <= i < k1 else lay.cols[i if i < k0 else i - len(lay.const)]
+            j = _POS.get(key)
+            how = columns[j].piece(vals) if j is not None else None
+            if how is None:
+                out[key] = vals
+                entries.append([key, "extra"])
+            else:
+                held.add(j)
+                entries.append([key, how] if how else key)
+        for j, c in enumerate(columns):
+            if j not in held:
+                c.absent(n)
+        if out:
+            ks = tuple(out)
+            extra.piece([orjson.dumps(dict(zip(ks, row)), option=_OPTIONS).decode() for row in zip(*out.values())])
         else:
-            parts[-1].append(pa.nulls(n, pa.string()))
+            extra.absent(n)
         return orjson.dumps(entries).decode()
 
     def flush(self) -> None:
