@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 from netemu.errors import InputError, LogError
-from netemu.logcolumns import Column, utf8
+from netemu.logcolumns import Column, pylist, utf8
 from netemu.logschema import BOOL, FIELDS, FLOAT, INT, STR
 
 __all__ = ["BATCH", "COMPRESSION", "FILE_NAME", "ArrowSink", "Layout", "is_arrow", "pyarrow", "read_arrow"]
@@ -197,7 +197,7 @@ def read_arrow(path: Any) -> Iterator[tuple[int, dict]]:
             except (pa.ArrowInvalid, OSError) as exc:
                 raise LogError(f"{path}: the Arrow stream is cut or damaged after record {n} ({exc})") from None
             try:
-                records = list(_records(batch, names))
+                records = list(_records(pa, batch, names))
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
                 raise LogError(f"{path}: a record batch after record {n} is not a netemu message log's ({type(exc).__name__}: {exc})") from None
             for r in records:
@@ -205,7 +205,7 @@ def read_arrow(path: Any) -> Iterator[tuple[int, dict]]:
                 yield n, r
 
 
-def _records(batch: Any, names: list[str]) -> Iterator[dict]:
+def _records(pa: Any, batch: Any, names: list[str]) -> Iterator[dict]:
     """The records of one record batch, in order."""
     keys = batch.column(len(names) - 1)
     layouts = [orjson.loads(s) for s in keys.dictionary.to_pylist()]
@@ -220,13 +220,13 @@ def _records(batch: Any, names: list[str]) -> Iterator[dict]:
             special = special or not isinstance(e, str)
             if isinstance(e, str) or e[1] == "int":
                 if name not in cols:
-                    cols[name] = batch.column(index[name]).to_pylist()
+                    cols[name] = pylist(pa, batch.column(index[name]))
             plan.append((name, cols.get(name, nulls) if isinstance(e, str) or e[1] == "int" else nulls))
         plans.append((plan, special))
     extra_col = batch.column(len(names) - 2)
-    extras = extra_col.to_pylist() if extra_col.null_count < len(extra_col) else None
+    extras = pylist(pa, extra_col) if extra_col.null_count < len(extra_col) else None
     specials = [[(e[0], e[1]) for e in entries if not isinstance(e, str)] for entries in layouts]
-    for i, code in enumerate(keys.indices.to_pylist()):
+    for i, code in enumerate(pylist(pa, keys.indices)):
         plan, special = plans[code]
         r = {k: col[i] for k, col in plan}
         if special:

@@ -138,3 +138,41 @@ def utf8(pa: Any, strings: list[str]) -> Any:
     if data:
         np.cumsum(np.fromiter(map(len, data), np.int64, len(data)), out=offsets[1:], dtype=np.int32)
     return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
+def pylist(pa: Any, arr: Any) -> list:
+    """The values of an Arrow column (int64, float64, bool or dictionary-encoded strings) as a
+    Python list, None for a null, read from its buffers through NumPy: pyarrow's `to_pylist` makes an
+    Arrow scalar per value (~1 µs each) and its `to_numpy` imports pandas on first use."""
+    n = len(arr)
+    if arr.null_count == n:
+        return [None] * n
+    if isinstance(arr, pa.DictionaryArray):
+        words = np.array([*arr.dictionary.to_pylist(), None], dtype=object)  # a null reads the None at the end
+        idx = _values(arr.indices, np.int32)
+        nulls = _nulls(arr.indices)
+        return words[idx if nulls is None else np.where(nulls, len(words) - 1, idx)].tolist()
+    values = _bits(arr.buffers()[1], arr.offset, n) if pa.types.is_boolean(arr.type) else \
+        _values(arr, np.dtype(f"i{arr.type.bit_width // 8}") if pa.types.is_integer(arr.type) else np.float64)
+    nulls = _nulls(arr)
+    if nulls is None:
+        return values.tolist()
+    out = values.astype(object)
+    out[nulls] = None
+    return out.tolist()
+
+
+def _values(arr: Any, dtype: Any) -> np.ndarray:
+    """A primitive array's values buffer, as NumPy sees it (no copy)."""
+    return np.frombuffer(arr.buffers()[1], dtype, count=len(arr), offset=arr.offset * np.dtype(dtype).itemsize)
+
+
+def _bits(buf: Any, offset: int, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(buf, np.uint8), count=offset + n, bitorder="little")[offset:].astype(np.bool_)
+
+
+def _nulls(arr: Any) -> np.ndarray | None:
+    """Where `arr` is null (None when nothing is)."""
+    if not arr.null_count:
+        return None
+    return ~_bits(arr.buffers()[0], arr.offset, len(arr))
