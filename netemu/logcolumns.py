@@ -79,6 +79,10 @@ class Column:
             arr = np.array(vals, dtype)
         except OverflowError:  # an integer beyond int64
             return None
+        if self.kind == FLOAT and not how:
+            finite = np.isfinite(arr)
+            if not finite.all():  # NaN and ±inf are null, as the JSON lines write them (orjson: null)
+                valid = finite if valid is None else valid & finite
         self.pieces.append(arr)
         self.valid.append(valid)
         self.held = True

@@ -169,6 +169,8 @@ def test_records_no_column_holds_exactly_read_back_as_written(tmp_path):
         {"t": 0, "event": "compute", "actor": "c", "round": 1, "work": 140, "duration": 0.5},
         {"t": 0.5, "event": "compute", "actor": "c", "round": 1, "work": 140.5, "duration": np.float64(0.25)},
         {"t": 1.0, "event": "metric", "actor": "s", "round": 2, "metric": "mse", "value": None},
+        {"t": 1.2, "event": "metric", "actor": "s", "round": 2, "metric": "mse", "value": float("nan")},  # null, as JSON writes it
+        {"t": 1.2, "event": "metric", "actor": "s", "round": 2, "metric": "mse", "value": float("-inf")},
         {"t": 1.5, "event": "metric", "actor": "s", "round": np.int64(3), "metric": "acc", "value": [0.1, 0.2]},
         {"t": 2.0, "event": "flower", "note": "free text", "nested": {"a": [1, 2]}, "id": 2**64 - 1},
         {"t": 2.5, "event": "outage", "src": "a", "dst": "b", "link": "x", "until": 2**60 + 1},
@@ -185,7 +187,9 @@ def test_records_no_column_holds_exactly_read_back_as_written(tmp_path):
             log.message_with(4.0, "deliver", 9, "a", "b", "model", 1, 10, "x", {"delay": 0.1, "hops": 2})
             log.message_with(4.5, "deliver", 9, "a", "b", "model", 1, 10, "x", {"run": 5})  # a field named like the context
             log.close()
-        written[fmt] = dumped(read(tmp_path / f"m.{fmt}"))
+        back = list(read(tmp_path / f"m.{fmt}"))
+        assert [r["value"] for r in back if r["t"] == 1.2] == [None] * 4  # NaN and inf read back as null, as JSON writes them
+        written[fmt] = dumped(back)
     assert len(written["jsonl"]) == 2 * len(records) + 2
     assert written["arrows"] == written["jsonl"]
 
