@@ -218,3 +218,17 @@ def test_the_default_log_format_leaves_the_resolved_scenario_as_before(both):
     assert "log_format" not in (jsonl / "scenario.toml").read_text()
     assert 'log_format = "arrow"' in (arrow / "scenario.toml").read_text()
     assert Path(jsonl / "messages.jsonl").is_file()
+
+
+def test_an_arrow_log_on_a_full_disk_stops_the_run_in_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    from helpers import small_disk
+
+    monkeypatch.setattr(logarrow, "BATCH", 200)  # batches written during the run, not only at its end
+    (tmp_path / "s.toml").write_text(SCENARIO.replace("rounds = 6", "rounds = 400").replace("runs = 2", "runs = 1"))
+    with small_disk(tmp_path / "disk", "16k") as disk:
+        code = main(["run", str(tmp_path / "s.toml"), "--out", str(disk / "out"), "--quiet", "--set", "output.trace=false",
+                     "--set", "output.plots=false", "--set", 'output.log_format="arrow"'])
+        err = capsys.readouterr().err
+        assert code == EXIT_FAILED, err
+        assert err.startswith(f"netemu: cannot write {disk / 'out' / 'messages.arrows'}") and err.count("\n") == 1, err
+        assert "No space left on device (ENOSPC)" in err and "Traceback" not in err
