@@ -12,7 +12,8 @@ same sink then write nothing more, so the run stops on that one error.  Record s
 docs/formats.md.
 
 With an `ArrowSink` as the sink (`[output] log_format = "arrow"`, netemu.logarrow) the same
-records are kept as tuples per layout, one append each, and written as Arrow record batches.
+records are kept in columns per record layout, one list append per value (a message record's
+template is its `Layout`), and written as Arrow record batches.
 """
 
 from __future__ import annotations

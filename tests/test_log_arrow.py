@@ -175,6 +175,7 @@ def test_records_no_column_holds_exactly_read_back_as_written(tmp_path):
         {"t": 2.0, "event": "flower", "note": "free text", "nested": {"a": [1, 2]}, "id": 2**64 - 1},
         {"t": 2.5, "event": "outage", "src": "a", "dst": "b", "link": "x", "until": 2**60 + 1},
         {"t": 3.0, "event": "send", "id": 1, "src": "a", "dst": "b", "kind": "model", "round": "three", "bytes": 7, "link": "x"},
+        {"t": 3.4, "event": "recover", "actor": None},  # a null string, beside the other crash records' names
         {"t": 3.5, "event": "crash", "actor": "c", "algorithm": "other", "duplicate": True, "extra": "x", "keys": ["k"]},
     ]
     written = {}
