@@ -10,16 +10,22 @@ path): no processor chain and no system call per event.  A write the machine ref
 full, read-only, I/O error) raises `WriteFailed` naming the file, once: the logs bound to the
 same sink then write nothing more, so the run stops on that one error.  Record schemas are in
 docs/formats.md.
+
+With an `ArrowSink` as the sink (`[output] log_format = "arrow"`, netemu.logarrow) the same
+records are kept in columns per record layout, one list append per value (a message record's
+template is its `Layout`), and written as Arrow record batches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import call
 from typing import IO, Any
 
 import orjson
 
 from netemu.errors import WRITE_ERRNOS, WriteFailed
+from netemu.logarrow import ArrowSink
 
 __all__ = ["MessageLog"]
 
@@ -27,17 +33,19 @@ _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 
 
 class MessageLog:
-    """Writes records to a binary file object (or nowhere, when `sink` is None)."""
+    """Writes records to a binary file object as JSON lines, to an `ArrowSink`, or nowhere (`sink` None)."""
 
-    def __init__(self, sink: IO[bytes] | None, _failed: list[WriteFailed] | None = None, **context: Any) -> None:
+    def __init__(self, sink: IO[bytes] | ArrowSink | None, _failed: list[WriteFailed] | None = None, **context: Any) -> None:
         self.sink = sink
         self._context = context
-        self._write: Callable[[bytes], Any] | None = sink.write if sink is not None else None
+        self._arrow = sink if isinstance(sink, ArrowSink) else None
+        self._write: Callable[[bytes], Any] | None = None if sink is None or isinstance(sink, ArrowSink) else sink.write
         self.records = 0
         # per link class: [records with `attempts`, their attempts, the most]: the reliable transport's
         # retransmissions, for summary.json's `network` (counted whether or not the log is written)
         self.attempts: dict[str, list[int]] = {}
-        self._templates: dict[Any, dict[str, Any]] = {}  # record templates: `message`'s by its last field's key, `message_with`'s by its fields' names
+        self._templates: dict[Any, Any] = {}  # record templates (a dict, or an ArrowSink's Layout): `message`'s by its last field's key, `message_with`'s by its fields' names
+        self._layouts: dict[tuple[str, ...], Any] = {}  # an ArrowSink's Layout of keyword records, by their fields' names
         self._failed = [] if _failed is None else _failed  # the sink's refused write, shared by every log bound to it
 
     def bind(self, **context: Any) -> MessageLog:
@@ -61,6 +69,18 @@ class MessageLog:
                 self._write(orjson.dumps({"t": t, "event": event, **self._context, **fields}, option=_OPTIONS))
             except OSError as exc:
                 self._refused(exc)
+        elif self._arrow is not None and not self._failed:
+            names = tuple(fields)
+            layout = self._layouts.get(names)
+            if layout is None:
+                layout = self._keyword_layout(names)
+            if layout is False:  # the context binds t or event, a field takes a context key's place, or it is not hashable
+                self._arrow.add({"t": t, "event": event, **self._context, **fields})
+            else:
+                any(map(call, layout.put, (t, event, *fields.values())))  # append each value to its column (None)
+                self._arrow.order.append(layout.code)
+            if len(self._arrow.order) >= self._arrow.batch:
+                self._spill()
 
     def message(self, t: float, event: str, id: int, src: str, dst: str, kind: str, round: int, nbytes: int, link: str,
                 key: str, value: Any) -> None:
@@ -81,6 +101,22 @@ class MessageLog:
                 return
         self.records += 1
         if self._write is None:
+            if self._arrow is not None and not self._failed:  # the template is the records' Layout: a value per column
+                p0, p1, p2, p3, p4, p5, p6, p7, p8, p9 = template.put
+                p0(t)
+                p1(event)
+                p2(id)
+                p3(src)
+                p4(dst)
+                p5(kind)
+                p6(round)
+                p7(nbytes)
+                p8(link)
+                p9(value)
+                order = self._arrow.order
+                order.append(template.code)
+                if len(order) >= self._arrow.batch:
+                    self._spill()
             return
         record = template.copy()
         record["t"] = t
@@ -114,6 +150,12 @@ class MessageLog:
         if "attempts" in fields:
             self._attempts(link, fields["attempts"])
         if self._write is None:
+            if self._arrow is not None and not self._failed:
+                for put, v in zip(template.put, (t, event, id, src, dst, kind, round, nbytes, link, *fields.values())):
+                    put(v)
+                self._arrow.order.append(template.code)
+                if len(self._arrow.order) >= self._arrow.batch:
+                    self._spill()
             return
         record = template.copy()
         record["t"] = t
@@ -140,21 +182,65 @@ class MessageLog:
         if k > a[2]:
             a[2] = k
 
-    def _template(self, key: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+    def _template(self, key: Any, names: tuple[str, ...]) -> Any:
         """The record template of a message record whose fields after `link` are `names`, kept
         under `key` (`message` keeps its own unrolled fill for speed); None when the context
-        binds ``t`` or ``event``: such records take the keyword path."""
+        binds ``t`` or ``event``: such records take the keyword path.  For an `ArrowSink` the
+        template is the records' `Layout` (the context its constant part), and the keyword path
+        is also taken when a field is named like a context key or the context is not hashable."""
         if "t" in self._context or "event" in self._context:
             return None
-        template = self._templates[key] = {
+        template = {
             "t": None, "event": None, **self._context, "id": None, "src": None, "dst": None, "kind": None,
             "round": None, "bytes": None, "link": None, **dict.fromkeys(names),
         }
+        if self._arrow is not None:
+            const = tuple(self._context.values())
+            if len(template) != 9 + len(const) + len(names):  # a field named like a context key takes its place
+                return None
+            try:
+                layout = self._arrow.layout(tuple(template), const)
+            except TypeError:  # a context value that cannot be a dict key: the keyword path
+                return None
+            self._templates[key] = layout
+            return layout
+        self._templates[key] = template
         return template
 
+    def _keyword_layout(self, names: tuple[str, ...]) -> Any:
+        """The `Layout` of keyword records (`__call__`) with the fields `names` after the context, kept;
+        False when their keys are not t, event, the context's and `names`, each once, or the
+        context cannot be a dict key: those records go to `ArrowSink.add` whole."""
+        keys = ("t", "event", *self._context, *names)
+        layout: Any = False
+        if len(set(keys)) == len(keys):
+            try:
+                layout = self._arrow.layout(keys, tuple(self._context.values()))  # type: ignore[union-attr]
+            except TypeError:
+                pass
+        self._layouts[names] = layout
+        return layout
+
+    def _spill(self) -> None:
+        """Write an Arrow sink's full batch."""
+        try:
+            self._arrow.spill()  # type: ignore[union-attr]
+        except OSError as exc:
+            self._refused(exc)
+
     def flush(self) -> None:
+        """Write what is held (an Arrow sink's pending records) and flush the file."""
         if self.sink is not None and not self._failed:
             try:
                 self.sink.flush()
+            except OSError as exc:
+                self._refused(exc)
+
+    def close(self) -> None:
+        """`flush`, and end an Arrow sink's stream (its file stays open: its owner closes it)."""
+        self.flush()
+        if self._arrow is not None and not self._failed:
+            try:
+                self._arrow.close()
             except OSError as exc:
                 self._refused(exc)

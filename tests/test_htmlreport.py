@@ -588,8 +588,8 @@ def test_a_folder_without_a_message_log_still_reports_its_curves_and_outcome(tmp
     run_dir = _run(SCENARIOS / "quickstart.toml", tmp_path / "quiet", ["run.rounds=3", "run.runs=1", "output.log=false"])
     folder = collect(run_dir)
     assert folder["curves"]["fedavg"]["mse"]["round"] == [0, 1, 2]
-    assert folder["traffic"] == {} and folder["timeline"]["empty"] and "no messages.jsonl" in folder["log"]
-    assert "no messages.jsonl in this run folder" in render([folder])
+    assert folder["traffic"] == {} and folder["timeline"]["empty"] and "no message log (messages.jsonl or messages.arrows)" in folder["log"]
+    assert "no message log (messages.jsonl or messages.arrows) in this run folder" in render([folder])
 
 
 def test_the_timeline_marks_crashes_recoveries_and_outages(tmp_path):

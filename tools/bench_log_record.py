@@ -8,9 +8,13 @@ N times into the same buffered file (/dev/null) by:
 - structlog, lean: the message log as it was before it left structlog (a bound logger with
   one processor ordering the record and rendering it with orjson, a buffered sink);
 - structlog, usual: `wrap_logger(..., processors=[JSONRenderer(serializer=orjson.dumps)])`
-  and `.info(event, **fields)`, what structlog's documentation shows.
+  and `.info(event, **fields)`, what structlog's documentation shows;
+- arrow: `MessageLog.message` into an `ArrowSink` (`output.log_format = "arrow"`): the record
+  kept as a tuple, written as Arrow record batches of `netemu.logarrow.BATCH` records (the
+  batches' conversion and the stream's end are in the time), and its keyword path.
 
-All three write the same bytes for each record (checked).  CPU time (`process_time`), min of --reps.
+All write the same bytes for each record (checked; the Arrow log's record is read back and
+rendered as JSON).  CPU time (`process_time`), min of --reps.
 
     python tools/bench_log_record.py [--records 200000] [--reps 3]
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import tempfile
 import time
 from typing import Any
 
@@ -27,6 +32,7 @@ import orjson
 import structlog
 
 from netemu.log import MessageLog
+from netemu.logarrow import ArrowSink, read_arrow
 
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE
 FIELDS = {"id": 0, "src": "server", "dst": "client-0", "kind": "model", "round": 0, "bytes": 126, "link": "downlink", "payload_bytes": 92}
@@ -76,14 +82,30 @@ def structlog_usual(file: io.BufferedWriter):
     return lambda t: log.info("send", t=t, **FIELDS)
 
 
+def arrow_path(file: io.BufferedWriter):
+    log = MessageLog(ArrowSink(file)).bind(algorithm="fedavg", run=0)
+    write = lambda t: log.message(t, "send", 0, "server", "client-0", "model", 0, 126, "downlink", "payload_bytes", 92)
+    write.finish = log.close  # type: ignore[attr-defined]
+    return write
+
+
+def arrow_keywords(file: io.BufferedWriter):
+    log = MessageLog(ArrowSink(file)).bind(algorithm="fedavg", run=0)
+    write = lambda t: log(t=t, event="send", **FIELDS)
+    write.finish = log.close  # type: ignore[attr-defined]
+    return write
+
+
 def cpu_per_record(make, records: int, reps: int) -> float:
     best = float("inf")
     for _ in range(reps):
         with open("/dev/null", "wb") as file:
             write = make(file)
+            finish = getattr(write, "finish", lambda: None)
             start = time.process_time()
             for i in range(records):
                 write(i * 0.5)
+            finish()
             best = min(best, time.process_time() - start)
     return best / records * 1e6
 
@@ -92,6 +114,12 @@ def same_bytes(make) -> bytes:
     buffer = io.BytesIO()
     write = make(buffer)
     write(1.5)
+    if hasattr(write, "finish"):  # an Arrow stream: its record read back, as JSON
+        write.finish()
+        with tempfile.NamedTemporaryFile(suffix=".arrows") as f:
+            f.write(buffer.getvalue())
+            f.flush()
+            return b"".join(orjson.dumps(r) for _, r in read_arrow(f.name))
     return buffer.getvalue().rstrip(b"\n")
 
 
@@ -101,7 +129,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     paths = {"orjson (MessageLog.message)": orjson_path, "orjson (MessageLog keywords)": orjson_keywords,
-             "structlog, lean": structlog_lean, "structlog, usual": structlog_usual}
+             "structlog, lean": structlog_lean, "structlog, usual": structlog_usual,
+             "arrow (MessageLog.message)": arrow_path, "arrow (MessageLog keywords)": arrow_keywords}
     reference = same_bytes(orjson_path)
     for name, make in paths.items():
         if same_bytes(make) != reference:

@@ -13,9 +13,14 @@ of clients is a ratio measured on the same machine in the same invocation.
     python tools/bench_scale.py --clients 1000000 --rounds 1
     python tools/bench_scale.py --actors               # clients as one actor each, not one cohort
     python tools/bench_scale.py --profile 15           # + the 15 functions whose cost grows most
+    python tools/bench_scale.py --clients 20000 --log-format both --reps 3   # JSON lines vs Arrow log, side by side
 
 The clients run as one `Cohort` (what `netemu run` does); --actors runs them as one actor
 each, the engine's other path, which writes the same log and trace.
+
+--log-format arrow writes the message log as Arrow record batches (`output.log_format`); `both`
+runs the two formats alternately, rep by rep, one fresh process each (no --small run), and
+prints each one's best and the ratio of their CPU times.
 
 --profile N samples where the CPU time of both runs goes, by function, and prints the N
 functions whose cost per client-round grows most from --small to --clients: the running
@@ -63,7 +68,7 @@ class _Sampler:
         return {name: cpu_s * n / total for name, n in self.samples.items()}
 
 
-def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) -> dict:
+def one(clients: int, rounds: int, actors: bool = False, profile: bool = False, log_format: str = "jsonl") -> dict:
     """One run in this process (the parent starts a fresh process per measurement)."""
     from netemu.algorithms import fedavg
     from netemu.run.runner import execute
@@ -73,17 +78,17 @@ def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) 
         fedavg.build.__kwdefaults__["cohort"] = False
 
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
-        f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false"])
+        f"topology.clients={clients}", f"run.rounds={rounds}", "run.runs=1", "output.plots=false", f'output.log_format="{log_format}"'])
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     sampler = _Sampler()
     t0 = time.perf_counter()
     c0 = time.process_time()
     with sampled(sampler.sample) if profile else nullcontext(), tempfile.TemporaryDirectory() as tmp:
         summary = execute(sc, Path(tmp) / "run", quiet=True)
-        log_mib = (Path(tmp) / "run" / "messages.jsonl").stat().st_size / 2**20
+        log_mib = (Path(tmp) / "run" / ("messages.arrows" if log_format == "arrow" else "messages.jsonl")).stat().st_size / 2**20
     cpu_s, wall_s = time.process_time() - c0, time.perf_counter() - t0
     return {
-        "clients": clients, "rounds": rounds, "clients_as": "actors" if actors else "cohort",
+        "clients": clients, "rounds": rounds, "clients_as": "actors" if actors else "cohort", "log_format": log_format,
         "cpu_s": cpu_s, "wall_s": wall_s,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_run_mib": base_rss,
         "messages": summary["messages"]["fedavg"]["sent"], "log_mib": round(log_mib, 1),
@@ -91,11 +96,13 @@ def one(clients: int, rounds: int, actors: bool = False, profile: bool = False) 
     }
 
 
-def measure(clients: int, rounds: int, reps: int, actors: bool = False, profile: bool = False) -> dict:
-    runs = []
-    for _ in range(max(1, reps)):
+def measure(clients: int, rounds: int, reps: int, actors: bool = False, profile: bool = False, log_format: str = "jsonl",
+            runs: list[dict] | None = None) -> dict:
+    """The best of `reps` runs, each in a fresh process (and of `runs`, measured already)."""
+    runs = list(runs or [])
+    for _ in range(max(1, reps) - len(runs)):
         out = subprocess.run([sys.executable, __file__, "--one", str(clients), "--rounds", str(rounds), *(["--actors"] * actors),
-                              *(["--profile", "1"] * profile)], capture_output=True, text=True, check=True)
+                              *(["--profile", "1"] * profile), "--log-format", log_format], capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout))
     best = dict(runs[0])
     if profile:  # µs of CPU per client-round by function, the mean over the runs
@@ -121,17 +128,30 @@ def main() -> None:
     parser.add_argument("--actors", action="store_true", help="the clients as one actor each (not one cohort)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the N functions whose CPU per client-round grows most from --small to --clients")
+    parser.add_argument("--log-format", choices=("jsonl", "arrow", "both"), default="jsonl",
+                        help="the message log's format (output.log_format); both: the two alternately, side by side")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: one run in this process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.rounds, args.actors, args.profile > 0)))
+        print(json.dumps(one(args.one, args.rounds, args.actors, args.profile > 0, args.log_format)))
+        return
+    if args.log_format == "both":
+        runs: dict[str, list[dict]] = {"jsonl": [], "arrow": []}
+        for _ in range(max(1, args.reps)):  # alternately: both formats meet the same load on a shared machine
+            for fmt in runs:
+                runs[fmt].append(measure(args.clients, args.rounds, 1, args.actors, log_format=fmt))
+        best = {fmt: measure(args.clients, args.rounds, len(r), args.actors, log_format=fmt, runs=r) for fmt, r in runs.items()}
+        for b in best.values():
+            print(json.dumps(b))
+        print(json.dumps({"arrow_cpu_vs_jsonl": round(best["arrow"]["cpu_s"] / best["jsonl"]["cpu_s"], 3),
+                          "arrow_log_mib_vs_jsonl": round(best["arrow"]["log_mib"] / best["jsonl"]["log_mib"], 3)}))
         return
     profile = args.profile > 0
     if profile and not args.small:
         parser.error("--profile compares two sizes: give --small > 0")
-    big = measure(args.clients, args.rounds, args.reps, args.actors, profile)
+    big = measure(args.clients, args.rounds, args.reps, args.actors, profile, args.log_format)
     if args.small:
-        small = measure(args.small, args.rounds, max(args.reps, 20 if profile else 3), args.actors, profile)
+        small = measure(args.small, args.rounds, max(args.reps, 20 if profile else 3), args.actors, profile, args.log_format)
         small_profile, big_profile = small.pop("profile", {}), big.pop("profile", {})
         print(json.dumps(small))
         big["cpu_per_client_round_vs_small"] = round(big["us_cpu_per_client_round"] / small["us_cpu_per_client_round"], 2)

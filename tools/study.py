@@ -18,11 +18,15 @@ import argparse
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import orjson
 from scipy import stats
+
+from netemu.logarrow import is_arrow
+from netemu.report.logtools import log_path, read
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -45,18 +49,26 @@ def curves(folder: Path, metric: str) -> dict[tuple[str, int], list[tuple[float,
     return out
 
 
+def _sends(path: Path) -> Iterator[dict]:
+    """The send records of a message log, either format; of JSON lines only the sends are parsed."""
+    if is_arrow(path):  # output.log_format = "arrow"
+        yield from (r for r in read(path) if r["event"] == "send")
+        return
+    with open(path, "rb") as f:
+        for line in f:
+            if b'"event":"send"' in line:
+                yield orjson.loads(line)
+
+
 def sends(folder: Path) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
     """(algorithm, run) -> (send times, cumulative bytes sent), from the message log."""
     times: dict[tuple[str, int], list[float]] = defaultdict(list)
     sizes: dict[tuple[str, int], list[int]] = defaultdict(list)
-    with open(folder / "messages.jsonl", "rb") as f:
-        for line in f:
-            if b'"event":"send"' not in line:
-                continue
-            r = orjson.loads(line)
-            key = (r["algorithm"], r["run"])
-            times[key].append(r["t"])
-            sizes[key].append(r["bytes"])
+    path = log_path(folder)
+    for r in _sends(path):
+        key = (r["algorithm"], r["run"])
+        times[key].append(r["t"])
+        sizes[key].append(r["bytes"])
     return {k: (np.asarray(times[k]), np.cumsum(sizes[k])) for k in times}
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    log = sub.add_parser("log", help="inspect a message log (a run folder or a messages.jsonl)")
+    log = sub.add_parser("log", help="inspect a message log (a run folder, a messages.jsonl or a messages.arrows)")
     log_sub = log.add_subparsers(dest="log_command", required=True, metavar="SUBCOMMAND")
     summary = log_sub.add_parser("summary", help="traffic per message kind and link class, delay percentiles, slowest links and actors")
-    summary.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    summary.add_argument("log", type=Path, help="run folder, messages.jsonl or messages.arrows")
     summary.add_argument("--json", action="store_true", help="print JSON instead of a table")
     summary.add_argument("--top", type=int, default=5, help="how many slowest links and actors (default 5)")
     summary.add_argument("--algorithm", help="only this algorithm's records")
@@ -19,14 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     summary.add_argument("--per-run", action="store_true", help="an actor table per algorithm and run (default: the mean over them)")
     summary.set_defaults(func=cmd_log_summary)
     filt = log_sub.add_parser("filter", help="print the records matching every condition given")
-    filt.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    filt.add_argument("log", type=Path, help="run folder, messages.jsonl or messages.arrows")
     for name, kind in (("src", str), ("dst", str), ("kind", str), ("round", int), ("since", float), ("until", float),
                        ("event", str), ("actor", str), ("algorithm", str), ("run", int)):
         filt.add_argument(f"--{name}", type=kind, help="an actor as src, dst or actor" if name == "actor" else None)
     filt.add_argument("--table", action="store_true", help="a readable table instead of JSON lines")
     filt.set_defaults(func=cmd_log_filter)
     tl = log_sub.add_parser("timeline", help="a swim-lane PNG: arrows from send to delivery, crosses for drops, compute spans")
-    tl.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    tl.add_argument("log", type=Path, help="run folder, messages.jsonl or messages.arrows")
     tl.add_argument("--out", type=Path, default=Path("timeline.png"), help="image file (default timeline.png)")
     tl.add_argument("--actors", nargs="+", help="only these actors' lanes")
     tl.add_argument("--since", type=float, help="start of the time window")
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     diff.add_argument("b", type=Path)
     diff.set_defaults(func=cmd_log_diff)
     ex = log_sub.add_parser("export", help="the log as tables with a fixed schema (Parquet, Arrow, CSV), or metrics.csv for TensorBoard")
-    ex.add_argument("log", type=Path, help="run folder or messages.jsonl")
+    ex.add_argument("log", type=Path, help="run folder, messages.jsonl or messages.arrows")
     ex.add_argument("--format", choices=("parquet", "arrow", "csv", "tensorboard"), default="parquet",
                     help="parquet (default), arrow (IPC file), csv: one file per table; tensorboard: metrics.csv as event files")
     ex.add_argument("--out", type=Path, help="folder to write into (default: export/ beside the log, tensorboard/ for tensorboard)")

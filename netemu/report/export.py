@@ -29,65 +29,18 @@ from typing import Any
 import orjson
 
 from netemu.errors import WRITE_ERRNOS, ExportError, LogError, WriteFailed
+from netemu.logschema import BOOL, FLOAT, INT, STR, TABLES, Column, columns, table_of
 from netemu.report.logtools import _numbered, log_path
 
 __all__ = ["BATCH_ROWS", "FORMATS", "TABLES", "ExportedTable", "columns", "export_log", "export_tensorboard", "table_of"]
 
 BATCH_ROWS = 65_536  # rows per Parquet row group / Arrow record batch: ~1-3 MB of Python objects per table buffered
 
-INT, FLOAT, STR, BOOL = "int64", "float64", "string", "bool"
 _PY_TYPE: dict[str, Any] = {INT: int, FLOAT: float, STR: str, BOOL: bool}
 _INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
-
-
-@dataclass(frozen=True)
-class Column:
-    """A column: its name (the log's field name), its type and whether every record of its table has it."""
-
-    name: str
-    type: str
-    required: bool = False
-
-
-def _cols(spec: str) -> tuple[Column, ...]:
-    """Columns from 'name:type' words; a trailing '!' marks a field every record of the table must have."""
-    out = []
-    for word in spec.split():
-        name, kind = word.split(":")
-        out.append(Column(name, kind.rstrip("!"), kind.endswith("!")))
-    return tuple(out)
-
-
-_CONTEXT = "algorithm:string run:int64 t:float64! "
-TABLES: dict[str, tuple[Column, ...]] = {
-    "messages": _cols(_CONTEXT + "event:string! id:int64! src:string! dst:string! kind:string! round:int64! bytes:int64! link:string! "
-                      "payload_bytes:int64 delay:float64 reason:string duplicate:bool sent_at:float64 hops:int64 hop:string "
-                      "attempts:int64 last:string extra:string"),
-    "compute": _cols(_CONTEXT + "actor:string! round:int64 work:float64 duration:float64! extra:string"),
-    "lifecycle": _cols(_CONTEXT + "event:string! actor:string! extra:string"),
-    "outages": _cols(_CONTEXT + "src:string! dst:string! link:string until:float64! extra:string"),
-    "load": _cols(_CONTEXT + "src:string! dst:string! link:string bps:float64! capacity:float64 extra:string"),
-    "metric_events": _cols(_CONTEXT + "actor:string round:int64 metric:string! value:float64 extra:string"),
-    "unused": _cols(_CONTEXT + "id:int64! src:string! dst:string! kind:string! round:int64! reason:string! late:float64 extra:string"),
-    "other": _cols(_CONTEXT + "event:string! extra:string"),
-}
-_TABLE_OF_EVENT = {"send": "messages", "deliver": "messages", "drop": "messages", "in_flight": "messages", "compute": "compute",
-                   "crash": "lifecycle", "recover": "lifecycle", "outage": "outages", "load": "load", "metric": "metric_events",
-                   "unused": "unused"}
 _FILL = {("deliver", "duplicate"): False, ("drop", "duplicate"): False}  # applies to arrivals: absent means false
 FORMATS = ("parquet", "arrow", "csv")
 _EXT = {"parquet": "parquet", "arrow": "arrow", "csv": "csv"}
-
-
-def table_of(event: str) -> str:
-    """The table a record of `event` goes to (`other` for an event the schema does not know, e.g. `flower`)."""
-    return _TABLE_OF_EVENT.get(event, "other")
-
-
-def columns(table: str) -> dict[str, str]:
-    """Column name -> type name ("int64", "float64", "string", "bool") of a table, in order:
-    what a CSV reader should be told (e.g. pandas' `dtype=`, polars' `schema=`)."""
-    return {c.name: c.type for c in TABLES[table]}
 
 
 @dataclass(frozen=True)

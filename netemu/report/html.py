@@ -3,7 +3,7 @@
 The page needs no network access: its styles, its small hand-written script (inline SVG
 charts with hover and zoom; netemu/report/_assets.py) and its data are inline.  It stays
 usable for big runs because everything is aggregated here, in Python, in one streaming
-pass over each messages.jsonl: only summaries (curves, traffic per link class, delay
+pass over each message log: only summaries (curves, traffic per link class, delay
 histograms, per-actor figures, privacy) and one bounded timeline window are embedded.
 
 Everything that comes from a run folder (scenario names and descriptions, actor names,
@@ -245,7 +245,7 @@ def _collect(run_dir: str | Path, window: Window, keep: Callable[[str], bool] | 
     try:
         log = log_path(d)
     except LogError:
-        folder["log"] = "no messages.jsonl in this run folder (output.log = false?)"
+        folder["log"] = "no message log (messages.jsonl or messages.arrows) in this run folder (output.log = false?)"
         folder["timeline"] = {"empty": "no message log"}
         folder["algorithms"] = algorithms
         return folder

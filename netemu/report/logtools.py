@@ -7,6 +7,11 @@ accuracy, netemu/report/traffic.py), never from a list of every delay; the timel
 by netemu/report/timeline.py from what is collected here.  A line longer than `MAX_LINE` bytes, or
 a record without a number `t` and a string `event`, or an event without the fields
 its kind needs (docs/formats.md), is refused with a `LogError` naming file and line.
+
+Every reader here (and `netemu log export`, `netemu report`) reads either format of the log:
+JSON lines (messages.jsonl) or an Arrow IPC stream (messages.arrows, `output.log_format =
+"arrow"`, netemu.logarrow), told apart by the file's first bytes; `read` yields the same
+records from both, and an Arrow log's "line" in an error is its record number.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 import orjson
 
 from netemu.errors import LogError
+from netemu.logarrow import FILE_NAME as ARROW_NAME
+from netemu.logarrow import is_arrow, read_arrow
 from netemu.report.timeline import draw_timeline
 from netemu.report.traffic import Mean, Quantiles, Traffic, percentiles
 
@@ -30,22 +37,27 @@ MAX_LINE = 1 << 20  # bytes: a message log's records are a few hundred bytes; re
 
 
 def log_path(path: str | Path) -> Path:
-    """A run folder's messages.jsonl, or the file itself."""
+    """A run folder's messages.jsonl (or messages.arrows), or the file itself."""
     p = Path(path)
     if p.is_dir():
-        p = p / "messages.jsonl"
+        p = p / "messages.jsonl" if (p / "messages.jsonl").is_file() or not (p / ARROW_NAME).is_file() else p / ARROW_NAME
     if not p.is_file():
-        raise LogError(f"{path}: no message log (expected a run folder with messages.jsonl, or a .jsonl file)")
+        raise LogError(f"{path}: no message log (expected a run folder with messages.jsonl or {ARROW_NAME}, or one of those files)")
     return p
 
 
 def _numbered(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """(line number, record) of a log; every record a JSON object with a number `t` and a string `event`."""
+    """(line number, record) of a log; every record a JSON object with a number `t` and a string `event`.
+    An Arrow log gives (record number, record)."""
     p = log_path(path)
     try:
         f = open(p, "rb")
     except OSError as exc:
         raise LogError(f"{p}: cannot read ({exc.strerror})") from None
+    if is_arrow(p):
+        f.close()
+        yield from read_arrow(p)
+        return
     with f:
         n = 0
         while True:

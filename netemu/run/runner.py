@@ -2,7 +2,7 @@
 
 Runs are the outer loop, algorithms the inner one; all algorithms of a run share one
 environment realization.  The folder (docs/formats.md) holds scenario.toml,
-messages.jsonl, trace.msgpack, metrics.csv, summary.json and curves_*.png.  Whatever
+messages.jsonl (or messages.arrows), trace.msgpack, metrics.csv, summary.json and curves_*.png.  Whatever
 stops the run — the end, Ctrl-C, a failing actor, a deadlock — the folder is written
 with what was done, and summary.json says whether it is complete: per algorithm and
 run, the rounds planned and done and what stopped it (`run_outcome`).  A run's lifecycle
@@ -29,6 +29,8 @@ from netemu.version import __version__
 from netemu.diagnostics import event
 from netemu.errors import InputError, NetemuError, RunStopped, WriteFailed, writing
 from netemu.log import MessageLog
+from netemu.logarrow import FILE_NAME as ARROW_LOG
+from netemu.logarrow import ArrowSink
 from netemu.engine.net.network import draw_now
 from netemu.run.outcome import Results, run_outcome, stop_reason
 from netemu.engine.rng import Streams
@@ -151,9 +153,10 @@ def execute(
             trace_header = header(version=__version__, scenario=sc.name, scenario_hash=scenario_hash(text), seed=s.run.seed,
                                   algorithms=labels, runs=[(run_seed(s.run.seed, r), f) for r, f in enumerate(fingerprints)],
                                   network=network_model(s), calibration=calibration)
-            log_file = stack.enter_context(open(out / "messages.jsonl", "wb")) if s.output.log else None
-            base_log = MessageLog(log_file)
-            stack.callback(base_log.flush)
+            arrow = s.output.log_format == "arrow"  # messages.arrows: Arrow record batches (netemu.logarrow)
+            log_file = stack.enter_context(open(out / (ARROW_LOG if arrow else "messages.jsonl"), "wb")) if s.output.log else None
+            base_log = MessageLog(ArrowSink(log_file) if arrow and log_file is not None else log_file)
+            stack.callback(base_log.close)  # on every exit path: what is held is written, an Arrow stream ended
             writer = TraceWriter(stack.enter_context(open(out / "trace.msgpack", "wb")), trace_header) if s.output.trace else None
             population = csv.writer(stack.enter_context(open(out / "nodes.csv", "w", newline=""))) if s.nodes.population else None
             if population is not None:

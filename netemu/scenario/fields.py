@@ -8,6 +8,7 @@ plug-in tables are checked by netemu.scenario.specs."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import inspect
 from typing import Any
 
@@ -19,7 +20,7 @@ from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
 from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
 
-__all__ = ["MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
+__all__ = ["LOG_FORMATS", "MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
@@ -98,6 +99,18 @@ def _outages(value: Any, key: str, issues: Issues) -> Any:
 def _qdisc(value: Any, key: str, issues: Issues) -> Any:
     if value not in QDISCS:
         issues.add(key, value, f"one of {', '.join(QDISCS)}: how this link serves the flows crossing it (absent: the [network]'s qdisc)")
+    return value
+
+
+LOG_FORMATS = ("jsonl", "arrow")
+
+
+def _log_format(value: Any, key: str, issues: Issues) -> Any:
+    """`output.log_format`: one of LOG_FORMATS; "arrow" needs pyarrow, refused here rather than when the run starts."""
+    if not isinstance(value, str) or value not in LOG_FORMATS:
+        issues.add(key, value, 'one of "jsonl" (JSON lines, messages.jsonl) and "arrow" (Arrow IPC record batches, messages.arrows)')
+    elif value == "arrow" and importlib.util.find_spec("pyarrow") is None:
+        issues.add(key, value, "the Arrow message log needs pyarrow: pip install 'netemu[export]' (or log_format = \"jsonl\")")
     return value
 
 
@@ -367,7 +380,8 @@ SCHEMA = Section(
                 "bandwidth": Field(bool, True, accepts="(set the clients' link bandwidth from the devices)"),
             }
         ),
-        "output": Section({"plots": Field(bool, True), "log": Field(bool, True), "trace": Field(bool, True)}),
+        "output": Section({"plots": Field(bool, True), "log": Field(bool, True), "trace": Field(bool, True),
+                           "log_format": Custom(_log_format, None)}),  # absent (None) = "jsonl": the resolved scenario as before
         "netemu": Section({"version": Field(str, "", accepts="(written by netemu into run folders)")}),
     }
 )

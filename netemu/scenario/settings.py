@@ -58,6 +58,7 @@ class Output:
     plots: bool
     log: bool
     trace: bool
+    log_format: str = "jsonl"  # or "arrow" (netemu.logarrow)
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def settings(table: dict) -> Settings:
         task=_task(table),
         algorithms=tuple(map(_algorithm, table["algorithm"])),
         devices=Devices(table["devices"]["file"], table["devices"]["bandwidth"]),
-        output=Output(**table["output"]),
+        output=Output(**{**table["output"], "log_format": table["output"]["log_format"] or "jsonl"}),
         script=table["script"],
         network=_frozen(table["network"]),
     )
