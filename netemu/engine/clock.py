@@ -357,9 +357,13 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._running_now = False
         if phase == 2:
             return True
-        self._prune()  # the start of the iteration that would have run the callback's successors
+        sched = self._scheduled
+        if sched and (sched[0]._cancelled or len(sched) > _REBUILD_COUNT):  # else `_prune` has nothing to do
+            self._prune()  # the start of the iteration that would have run the callback's successors
+            sched = self._scheduled  # (rebuilt, maybe)
         self._ran_now = True
-        return self._timeout() == 0
+        # `self._timeout() == 0`, inline (this runs at every delivery run at once)
+        return bool(self._ready or self._stopping) or (bool(sched) and not sched[0]._when - self.env._time > 0)  # type: ignore[attr-defined]
 
 
     def _nothing_due(self, phase: int) -> bool:

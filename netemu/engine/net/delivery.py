@@ -99,13 +99,13 @@ class Delivery:
         the rest after what is due (docs/formats.md, "Order of records").
         """
         batch = event._value  # our own event
-        nodes, pending, message = self.nodes, self._pending, self._message
+        nodes, pending, message, now = self.nodes, self._pending, self._message, self.env.now  # (one instant: a SimPy step's)
         i, n = 0, len(batch)
         while i < n:
             msg_id, payload, box = batch[i]
             node = nodes[pending[msg_id][1]]
             i += 1
-            msg = message(node, msg_id, payload, box)
+            msg = message(node, msg_id, payload, box, now)
             if msg is None:  # dropped (the node is down): nothing woken
                 continue
             many = node.batch
@@ -120,7 +120,7 @@ class Delivery:
                         break
                     seen.add(node.name)
                     i += 1
-                    msg = message(node, msg_id, payload, box)
+                    msg = message(node, msg_id, payload, box, now)
                     if msg is not None:
                         msgs.append(msg)
                 woke = many(msgs)
@@ -128,8 +128,8 @@ class Delivery:
                 self.env.schedule(_Due((self._arrive,), batch[i:]), URGENT)
                 return
 
-    def _message(self, node: Node, msg_id: int, data: bytes | Unencoded, box: _Shared | None) -> Message | None:
-        """The delivered Message `msg_id` for `node`, its deliver record written and counted; or
+    def _message(self, node: Node, msg_id: int, data: bytes | Unencoded, box: _Shared | None, now: float) -> Message | None:
+        """The delivered Message `msg_id` for `node` at `now`, its deliver record written and counted; or
         None: the node is down (or has no receiver), and the message is dropped (``crash``).
         `data` is its payload, encoded or `Unencoded`: the envelope's header was sized and counted when
         it was sent, and the receiver needs only the payload.  A payload that a broadcast's messages
@@ -140,7 +140,6 @@ class Delivery:
             self._drop(msg_id, "crash")
             return None
         src, dst, kind, round, nbytes, cls, sent_at = self._pending.pop(msg_id)
-        now = self.env.now
         self._tallies[cls][3] += 1
         extra = self._extras.pop(msg_id, None) if self._extras else None
         if extra is None:
