@@ -166,8 +166,6 @@ class Network(Delivery, NodeDraws, Tallies):
         self._transfers = _general_path(self) if self._general or self.routes else None
         self._extras: dict[int, dict] = {}  # extra fields of a general message's deliver record
         self._hops: dict[tuple[str, str], tuple] = {}  # routed (src, dst) -> its hops (bounded: cleared when full)
-        # the callbacks of a message's arrival and loss events, made once rather than per `_send` call
-        self._callbacks = ((self._arrive,), (self._lose,))
 
     def _link_draws(self, src: str, dst: str) -> KeyedDraws:
         """The keyed draws of link src->dst (the same values whenever they are made)."""
@@ -296,7 +294,7 @@ class Network(Delivery, NodeDraws, Tallies):
         links, draws_of = self.links, self._draws
         schedule, reserve = env.schedule, env.reserve  # what env.timeout does, without its object
         link_draws = self._link_draws
-        arrive, lose = self._callbacks  # the callbacks of an arrival event and of a loss event
+        arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
         # one payload shared by all, or one per destination
         shared: bytes | Unencoded | None = payloads if isinstance(payloads, _ONE) else None  # type: ignore[assignment]
