@@ -320,16 +320,6 @@ class Link:
                 self._round, self._count = round, 1
                 return 0
             indices = self._indices = RoundCounter()
-        rounds, counts, last = indices._rounds, indices._counts, self._round
-        if rounds is not None and counts is not None and last is not None and round > last and (not rounds or last > rounds[-1]):
-            # the next round in order (every round of a link but its first two): what `_switch` does for it, without
-            # the call and the copies of this link's slots in and out (the counter's own are not read then)
-            rounds.append(last)
-            counts.append(self._count)
-            if len(rounds) >= indices.window:
-                del rounds[0], counts[0]
-            self._round, self._count = round, 1
-            return 0
         indices._round, indices._count = self._round, self._count  # the counter this link keeps in its slots
         index = indices._switch(round)  # `next` for a round other than its last one
         self._round, self._count = indices._round, indices._count
