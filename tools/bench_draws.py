@@ -117,9 +117,6 @@ class _LaneDraws(KeyedDraws):
         self._index: object
         self._words: tuple[int, ...]
 
-    def at(self, round: int, index: int, tag: str) -> float:  # a link's draws come through `at`: the candidate's
-        return self.uniform(round, index, tag)
-
     def uniform(self, *coords: object) -> float:
         if len(coords) == 3:
             lane = _LANES.get(coords[2])  # type: ignore[call-overload]

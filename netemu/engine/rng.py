@@ -201,22 +201,6 @@ class KeyedDraws:
         h.update(text.encode())
         return (int.from_bytes(h.digest(), "little") >> 11) * _TWO_POW_M53
 
-    def at(self, round: int, index: int, tag: str) -> float:
-        """`uniform(round, index, tag)`, the same value (the same bytes hashed): a link's fate
-        draws, one to three per message, with their three coordinates passed without packing
-        them into a tuple and dispatching on its length (a quarter of a draw's cost)."""
-        h = self._hasher.copy()
-        h.update(f"{round}\x1f{index}\x1f{tag}".encode())
-        return (int.from_bytes(h.digest(), "little") >> 11) * _TWO_POW_M53
-
-    def normal_at(self, round: int, index: int, tag: str) -> float:
-        """`normal(round, index, tag)`, the same value, through `at`."""
-        return _STD_NORMAL.inv_cdf(self.at(round, index, tag) or _TWO_POW_M53)
-
-    def exponential_at(self, mean: float, round: int, index: int, tag: str) -> float:
-        """`exponential(mean, round, index, tag)`, the same value, through `at`."""
-        return -mean * math.log(self.at(round, index, tag) or _TWO_POW_M53)
-
     def uniforms(self, coords: Iterable[tuple]) -> np.ndarray:
         """`uniform(*c)` for every coordinate tuple `c`, as one float64 array: the same
         values as one call each (same bytes hashed), without a Python call per draw —

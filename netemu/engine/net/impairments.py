@@ -96,7 +96,7 @@ class Uniform(Latency):
         self.low, self.high = float(low), float(high)
 
     def sample(self, draws, round, index):
-        return self.low + (self.high - self.low) * draws.at(round, index, "latency")
+        return self.low + (self.high - self.low) * draws.uniform(round, index, "latency")
 
 
 class Exponential(Latency):
@@ -109,7 +109,7 @@ class Exponential(Latency):
         self.mean, self.base = float(mean), float(base)
 
     def sample(self, draws, round, index):
-        return self.base + draws.exponential_at(self.mean, round, index, "latency")
+        return self.base + draws.exponential(self.mean, round, index, "latency")
 
 
 class LogNormal(Latency):
@@ -124,7 +124,7 @@ class LogNormal(Latency):
         self.mu, self.sigma = float(mu), float(sigma)
 
     def sample(self, draws, round, index):
-        return math.exp(self.mu + self.sigma * draws.normal_at(round, index, "latency"))
+        return math.exp(self.mu + self.sigma * draws.normal(round, index, "latency"))
 
 
 class Empirical(Latency):
@@ -144,7 +144,7 @@ class Empirical(Latency):
         return cls(read_numbers(path, "a delay in seconds"))
 
     def sample(self, draws, round, index):
-        u = draws.at(round, index, "latency")
+        u = draws.uniform(round, index, "latency")
         return float(self.samples[min(int(u * self.samples.size), self.samples.size - 1)])
 
 
@@ -251,7 +251,7 @@ class _NetemTable(Latency):
         if self.jitter == 0:  # tabledist(): sigma == 0 returns mu
             return self.mean
         table = self._table
-        u = draws.at(round, index, "latency")  # rnd % size, with rnd a uniform 32-bit word
+        u = draws.uniform(round, index, "latency")  # rnd % size, with rnd a uniform 32-bit word
         return max(0.0, self.mean + self.jitter * table[min(int(u * len(table)), len(table) - 1)])
 
 
@@ -311,7 +311,7 @@ class Jitter:
         self._last = 0.0
 
     def sample(self, draws: KeyedDraws, round: int, index: int) -> float:
-        z = draws.normal_at(round, index, "jitter")
+        z = draws.normal(round, index, "jitter")
         c = self.correlation
         self._last = c * self._last + math.sqrt(1 - c * c) * self.sigma * z
         return self._last
@@ -356,13 +356,13 @@ class Bernoulli(Loss):
         return self.p
 
     def lost(self, draws, round, index):
-        return draws.at(round, index, "loss") < self.p
+        return draws.uniform(round, index, "loss") < self.p
 
     def lost_any(self, draws, round, index, segments):
         """1 - (1 - p)^segments, from the uniform `lost` draws: one segment is `lost` exactly."""
         if segments == 1 or self.p >= 1:
             return self.lost(draws, round, index)
-        return draws.at(round, index, "loss") < -math.expm1(segments * math.log1p(-self.p))
+        return draws.uniform(round, index, "loss") < -math.expm1(segments * math.log1p(-self.p))
 
 
 class GilbertElliott(Loss):
@@ -383,6 +383,6 @@ class GilbertElliott(Loss):
         self.bad = False
 
     def lost(self, draws, round, index):
-        flip = draws.at(round, index, "state") < (self.p_bg if self.bad else self.p_gb)
+        flip = draws.uniform(round, index, "state") < (self.p_bg if self.bad else self.p_gb)
         self.bad = self.bad != flip
-        return draws.at(round, index, "loss") < (self.loss_bad if self.bad else self.loss_good)
+        return draws.uniform(round, index, "loss") < (self.loss_bad if self.bad else self.loss_good)

@@ -343,9 +343,9 @@ class Link:
             return "expired", delay
         # netem's corrupt and duplicate (tc-netem(8)): own keyed draws, made only where set, so a
         # link without them draws exactly what it always drew
-        if self.corrupt and draws.at(round, index, "corrupt") < self.corrupt:
+        if self.corrupt and draws.uniform(round, index, "corrupt") < self.corrupt:
             return "corrupt", delay
-        if self.duplicate and draws.at(round, index, "duplicate") < self.duplicate:
+        if self.duplicate and draws.uniform(round, index, "duplicate") < self.duplicate:
             return "duplicate", delay
         return None, delay
 
