@@ -28,17 +28,24 @@ from typing import Any
 __all__ = ["Column", "Timer", "Token", "Wake"]
 
 
-class Timer(asyncio.TimerHandle):
-    """An asyncio timer ordered by (when, seq): seq is its place in the loop's scheduling order."""
+class _Ordered:
+    """Ordered by (when, seq) in the loop's heap: a `Timer` and a column's `Token` alike."""
 
-    __slots__ = ("_seq",)
+    __slots__ = ()
+    _when: float
     _seq: int
 
     def __lt__(self, other: Any) -> bool:
-        return self._when < other._when or (self._when == other._when and self._seq < other._seq)  # type: ignore[attr-defined]
+        return self._when < other._when or (self._when == other._when and self._seq < other._seq)
 
     def __gt__(self, other: Any) -> bool:
-        return self._when > other._when or (self._when == other._when and self._seq > other._seq)  # type: ignore[attr-defined]
+        return self._when > other._when or (self._when == other._when and self._seq > other._seq)
+
+
+class Timer(_Ordered, asyncio.TimerHandle):  # (_Ordered first: its comparisons, not TimerHandle's)
+    """An asyncio timer ordered by (when, seq): seq is its place in the loop's scheduling order."""
+
+    __slots__ = ("_seq",)
 
 
 class Wake:
@@ -71,7 +78,7 @@ class Wake:
             self.column.loop.call_exception_handler({"message": f"Exception in callback {source}", "exception": exc})
 
 
-class Token:
+class Token(_Ordered):
     """A column's one entry in the loop's timer heap, keyed by (when, seq) of the column's head.
     A token the column no longer uses (its head changed by a new, earlier wake-up) is stale:
     it reads as cancelled and the loop drops it."""
@@ -80,12 +87,6 @@ class Token:
 
     def __init__(self, column: Column, when: float, seq: int) -> None:
         self.column, self._when, self._seq = column, when, seq
-
-    def __lt__(self, other: Any) -> bool:
-        return self._when < other._when or (self._when == other._when and self._seq < other._seq)
-
-    def __gt__(self, other: Any) -> bool:
-        return self._when > other._when or (self._when == other._when and self._seq > other._seq)
 
     @property
     def _cancelled(self) -> bool:
