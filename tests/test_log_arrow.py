@@ -233,3 +233,64 @@ def test_an_arrow_log_on_a_full_disk_stops_the_run_in_one_line_naming_it(tmp_pat
         assert code == EXIT_FAILED, err
         assert err.startswith(f"netemu: cannot write {disk / 'out' / 'messages.arrows'}") and err.count("\n") == 1, err
         assert "No space left on device (ENOSPC)" in err and "Traceback" not in err
+
+
+def python_world(seed=3):
+    """A World built in Python: a server broadcasting over lossy, delaying links and clients answering."""
+    from netemu import Actor, Bernoulli, Exponential, Link, World, star
+
+    class Server(Actor):
+        async def run(self):
+            for r in range(4):
+                self.round = r
+                self.broadcast("model", np.full(3, float(r)))
+                got = [m async for m in self.replies()]
+                self.metric("replies", len(got))
+
+        async def replies(self):
+            for _ in self.neighbours:
+                msg = await self.recv("update", timeout=1.0)
+                if msg is None:
+                    return
+                yield msg
+
+    class Client(Actor):
+        daemon = True
+
+        async def run(self):
+            while True:
+                msg = await self.recv("model")
+                self.send(msg.src, "update", msg.payload + 1, round=msg.round)
+
+    g = star(5)
+    world = World(g, seed=seed, links={e: Link(Exponential(0.05), loss=Bernoulli(0.2)) for e in g.edges})
+    world.add(Server("server"))
+    for k in range(5):
+        world.add(Client(f"client-{k}"))
+    return world
+
+
+def test_a_world_built_in_python_writes_an_arrow_run_folder_with_the_records_of_its_json_one(tmp_path):
+    from netemu.run.runner import write_run_folder
+
+    sj = write_run_folder(python_world(), tmp_path / "jsonl")
+    sa = write_run_folder(python_world(), tmp_path / "arrow", log_format="arrow")
+    assert sj["complete"] and sa["complete"]
+    assert (tmp_path / "arrow" / "messages.arrows").is_file() and not (tmp_path / "arrow" / "messages.jsonl").exists()
+    j, a = list(read(tmp_path / "jsonl")), list(read(tmp_path / "arrow"))
+    assert len(j) > 40 and {r["event"] for r in j} >= {"send", "deliver", "drop", "metric"}
+    assert dumped(a) == dumped(j)
+    assert (tmp_path / "arrow" / "metrics.csv").read_bytes() == (tmp_path / "jsonl" / "metrics.csv").read_bytes()
+    assert summarize(tmp_path / "arrow") == summarize(tmp_path / "jsonl")
+
+
+def test_a_bad_log_format_for_a_python_world_is_refused_before_the_folder_is_made(tmp_path, monkeypatch):
+    from netemu.errors import InputError
+    from netemu.run.runner import write_run_folder
+
+    with pytest.raises(InputError, match=r"log_format='parquet' .*accepted: 'jsonl', 'arrow'"):
+        write_run_folder(python_world(), tmp_path / "bad", log_format="parquet")
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # pyarrow not installed
+    with pytest.raises(InputError, match=r"pip install 'netemu\[export\]'"):
+        write_run_folder(python_world(), tmp_path / "nopa", log_format="arrow")
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "nopa").exists()

@@ -30,12 +30,13 @@ from netemu.diagnostics import event
 from netemu.errors import InputError, NetemuError, RunStopped, WriteFailed, writing
 from netemu.log import MessageLog
 from netemu.logarrow import FILE_NAME as ARROW_LOG
-from netemu.logarrow import ArrowSink
+from netemu.logarrow import ArrowSink, pyarrow
 from netemu.engine.net.network import draw_now
 from netemu.run.outcome import Results, run_outcome, stop_reason
 from netemu.engine.rng import Streams
 from netemu.run.folder import close_outputs, default_out_dir, refused_write, resolved_toml, scenario_hash, write_results
 from netemu.run.calibration import REPETITIONS, calibrate
+from netemu.scenario.fields import LOG_FORMATS
 from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
 from netemu.scenario.load import Scenario
 from netemu.scenario.settings import network_model
@@ -222,13 +223,14 @@ def _ended(summary: dict, out: Path) -> None:
 
 def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
                      rounds: int | None = None, until: float | None = None, max_time: float | None = None,
-                     quiet: bool = True) -> dict:
+                     quiet: bool = True, log_format: str = "jsonl") -> dict:
     """Run `source` into the run folder `out` (created), the folder `netemu run` writes, so that
     `netemu log`, `netemu plot` and `netemu report` work on it; returns the summary.
 
-    `source` is a scenario (`netemu.scenario.load_scenario`; this is `execute`) or a World built
-    in Python that has not run yet: its messages are logged to messages.jsonl (as algorithm
-    `label`, run 0), every random fate it draws is recorded in trace.msgpack, and it runs until
+    `source` is a scenario (`netemu.scenario.load_scenario`; this is `execute`, and the scenario's
+    `output.log_format` applies) or a World built in Python that has not run yet: its messages are
+    logged to messages.jsonl — or, with `log_format="arrow"`, to messages.arrows, an Arrow IPC
+    stream (netemu.logarrow; needs pyarrow) — as algorithm `label`, run 0; every random fate it draws is recorded in trace.msgpack, and it runs until
     its actors end (or virtual time `until`, or the horizon `max_time`); metrics.csv,
     summary.json (`name` defaults to the folder's name; `rounds` is the rounds planned, by
     default those done) and the curves follow.  A World's folder has no scenario.toml, so
@@ -240,6 +242,12 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
         raise InputError(f"{out}: the run folder already exists; choose another folder or remove it")
     if isinstance(source, Scenario):
         return execute(source, out, quiet=quiet)
+    if log_format not in LOG_FORMATS:
+        raise InputError(f"write_run_folder: log_format={log_format!r} is not a message log format; "
+                         f"accepted: {', '.join(map(repr, LOG_FORMATS))}")
+    arrow = log_format == "arrow"
+    if arrow:
+        pyarrow()  # refused before the folder is made, with the line that installs it
     world = source
     if world.env.now > 0 or world.metrics or world.network.counts:
         raise InputError(f"{out}: this World has already run; build a new one and pass it before calling run()")
@@ -252,9 +260,10 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
     wall_time_start = time.perf_counter()  # reported as wall_time_s, never used in the emulation
     event("run.started", scenario=name, folder=str(out), seed=seed, runs=1, rounds=rounds, algorithms=[label], replay=None)
     failure: BaseException | None = None
-    with open(out / "messages.jsonl", "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
+    with open(out / (ARROW_LOG if arrow else "messages.jsonl"), "wb") as log_file, open(out / "trace.msgpack", "wb") as trace_file:
         writer = TraceWriter(trace_file, trace_header)
-        log = MessageLog(log_file).bind(algorithm=label, run=0)
+        base_log = MessageLog(ArrowSink(log_file) if arrow else log_file)
+        log = base_log.bind(algorithm=label, run=0)
         world.use_log(log)
         inner = world.network.fates
         world.network.fates = writer.fates(label, 0, None if inner is draw_now else inner)
@@ -272,7 +281,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
             refused: WriteFailed | None = None
             try:
                 writer.close(outcome["complete"])
-                log.flush()
+                base_log.close()  # what is held written; an Arrow stream ended
             except WriteFailed as exc:  # said after what stopped the run, if anything did
                 refused = exc
                 if outcome["complete"]:
