@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from statistics import NormalDist
@@ -37,8 +38,9 @@ _TWO_POW_M53 = 2.0**-53
 
 def name_words(name: str, n: int = 4) -> tuple[int, ...]:
     """Stable 32-bit words derived from a stream name (for `SeedSequence.spawn_key`)."""
-    digest = hashlib.blake2b(name.encode(), digest_size=4 * n).digest()
-    return tuple(int.from_bytes(digest[4 * i : 4 * i + 4], "little") for i in range(n))
+    # the digest's 4-byte groups as little-endian unsigned integers, in one call (a quarter of the cost
+    # of one int.from_bytes per word: a client's data stream is named at the world's build)
+    return struct.unpack(f"<{n}I", hashlib.blake2b(name.encode(), digest_size=4 * n).digest())
 
 
 # numpy's SeedSequence (numpy/random/bit_generator.pyx, after M. E. O'Neill's seed_seq):
@@ -126,7 +128,7 @@ class _Derived(ISpawnableSeedSequence):
         return self._seq
 
     def generate_state(self, n_words: int, dtype=np.uint32) -> np.ndarray:
-        if n_words == 4 and np.dtype(dtype) == np.uint64:
+        if n_words == 4 and (dtype is np.uint64 or np.dtype(dtype) == np.uint64):  # `is`: what PCG64 passes, without a dtype
             return self._state.copy()
         return self._real().generate_state(n_words, dtype)
 

@@ -14,10 +14,14 @@ def mse(w: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
 
 
 def gradient_steps(w: np.ndarray, X: np.ndarray, y: np.ndarray, lr: float, steps: int) -> np.ndarray:
-    """`steps` full-batch gradient steps on (1/2n)·‖Xw − y‖²; returns a new vector."""
-    n = y.shape[0]
+    """`steps` full-batch gradient steps on (1/2n)·‖Xw − y‖²; returns a new vector.
+
+    `np.dot` rather than `@`: for a matrix and a vector both call BLAS's gemv, so the bits are the
+    same, but `matmul`'s call costs ~1 µs more, and the quick start makes 10 products per client
+    and round (a sixth of its CPU at 100,000 clients went to this function)."""
+    n, dot, Xt = y.shape[0], np.dot, X.T
     for _ in range(steps):
-        w = w - lr * (X.T @ (X @ w - y)) / n
+        w = w - lr * dot(Xt, dot(X, w) - y) / n
     return w
 
 

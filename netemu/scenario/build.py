@@ -178,8 +178,15 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
     models: dict[int, Any] = {}  # table index -> its speed model or participation map, made once
     probs: dict[int, dict[str, float]] = {}
     alike: dict[tuple, NodeBehaviour] = {}  # nodes with the same settings share one (frozen) behaviour
+    # table index -> the behaviour of its nodes that have no device speed and no crash, when the table
+    # draws nothing per node: what the loop below would make for each again (most of a large population)
+    plain: dict[int, NodeBehaviour] = {}
     out = {}
     for n, i in source.items():
+        b = plain.get(i)
+        if b is not None and n not in device_speed and n not in crashes:
+            out[n] = b
+            continue
         t = tables[i]
         speed, participation, completeness = t.speed, t.participation, t.completeness
         if isinstance(speed, Mapping):
@@ -202,6 +209,8 @@ def build_behaviours(sc: Scenario, graph: nx.DiGraph, streams: Streams | None = 
         b = alike.get(key)
         if b is None:
             b = alike[key] = NodeBehaviour(**s, crashes=crash, completeness=fraction)
+        if not (crash or n in device_speed or isinstance(t.speed, Mapping) or isinstance(t.participation, Mapping)):
+            plain[i] = b
         out[n] = b
     return out
 
