@@ -317,7 +317,7 @@ class Network(Delivery, NodeDraws, Tallies):
                 ids.append(msg_id)
                 # the envelope is its header and the payload (its encoded length is what the log counts,
                 # made or not); in flight a message keeps only the payload, which the messages of a broadcast share
-                size = len(payload)  # (an Unencoded payload's len() is a Python call: once)
+                size = payload.size if type(payload) is Unencoded else len(payload)  # (Unencoded's len() is a Python call)
                 nbytes = header_size(msg_id, src, dst, kind, round, now) + size
                 cls = link.link_class
                 index = link.next_index(round)
