@@ -88,9 +88,9 @@ class Unencoded:
 def unencoded(payload: Any) -> Unencoded | None:
     """`payload` as an `Unencoded`, or None when it is to be encoded now (module docstring)."""
     if type(payload) is np.ndarray:  # a model: a vector of a dtype seen before is sized here, in a few steps
-        known, shape = _DTYPES.get(id(payload.dtype)), payload.shape
-        if known is not None and known[1] is None and len(shape) == 1:
-            d, n = shape[0], payload.nbytes
+        known = _DTYPES.get(id(payload.dtype))
+        if known is not None and known[1] is None and payload.ndim == 1:
+            d, n = len(payload), payload.nbytes  # (a vector's length without its shape tuple)
             if n < _BIG:  # the body: header and dtype, the shape [d], the raw bytes
                 body = known[2] + (2 if d < 0x80 else 3 if d < 0x100 else 4 if d < 0x10000 else 6) \
                     + n + (2 if n < 0x100 else 3 if n < 0x10000 else 5)

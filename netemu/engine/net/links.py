@@ -16,6 +16,7 @@ import bisect
 import copy
 from array import array
 from collections.abc import Sequence
+from typing import Protocol
 
 from netemu.engine.net.impairments import (
     Bernoulli,
@@ -51,6 +52,13 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- keys
+
+
+class _Last(Protocol):
+    """The counter of the round used last, in two slots: a `RoundCounter`'s own, or a `Link`'s."""
+
+    _round: int | None
+    _count: int
 
 
 class RoundCounter:
@@ -92,38 +100,40 @@ class RoundCounter:
             index = self._count
             self._count = index + 1
             return index
-        return self._switch(round)
+        return self._switch(round, self)
 
-    def _switch(self, round: int) -> int:
-        """`next(round)` for a round other than the last one used.
+    def _switch(self, round: int, last: _Last) -> int:
+        """`next(round)` for a round other than the last one used, whose counter `last` keeps in
+        its `_round` and `_count`: this counter itself, or a `Link`, which keeps its last round
+        in its own slots and the others here (no copies of them in and out).
 
         The kept rounds are in ascending order, so finding a round is a bisection and the
         oldest is the first; rounds sent in order (the usual case: one message per link
         and round) append at the end and are never found, without a scan."""
-        rounds, counts, last = self._rounds, self._counts, self._round
-        if rounds is not None and counts is not None and last is not None and round > last and (not rounds or last > rounds[-1]):
+        rounds, counts, previous = self._rounds, self._counts, last._round
+        if rounds is not None and counts is not None and previous is not None and round > previous \
+                and (not rounds or previous > rounds[-1]):
             # rounds in order (what the general path below does for them): the last round's
             # counter goes at the end, the new round is above every kept one (so not among
             # them, nor below the oldest), and the oldest goes when the window is full
-            rounds.append(last)
-            counts.append(self._count)
+            rounds.append(previous)
+            counts.append(last._count)
             if len(rounds) >= self.window:
                 del rounds[0], counts[0]
-            self._round, self._count = round, 1
+            last._round, last._count = round, 1
             return 0
-        if self._round is not None:  # park the last round's counter with the others
+        if previous is not None:  # park the last round's counter with the others
             if rounds is None or counts is None:
                 rounds = self._rounds = array("q")
                 counts = self._counts = array("q")
-            last = self._round
-            if not rounds or last > rounds[-1]:
-                rounds.append(last)
-                counts.append(self._count)
+            if not rounds or previous > rounds[-1]:
+                rounds.append(previous)
+                counts.append(last._count)
             else:
-                i = bisect.bisect_left(rounds, last)
-                rounds.insert(i, last)
-                counts.insert(i, self._count)
-            self._round = None
+                i = bisect.bisect_left(rounds, previous)
+                rounds.insert(i, previous)
+                counts.insert(i, last._count)
+            last._round = None
         if rounds:
             assert counts is not None
             if round <= rounds[-1]:
@@ -131,14 +141,14 @@ class RoundCounter:
                 if rounds[i] == round:
                     index = counts[i]
                     del rounds[i], counts[i]
-                    self._round, self._count = round, index + 1
+                    last._round, last._count = round, index + 1
                     return index
             if len(rounds) >= self.window:  # once full, always full: forgotten rounds < kept rounds
                 if round < rounds[0]:
                     self._late += 1
                     return -self._late
                 del rounds[0], counts[0]
-        self._round, self._count = round, 1
+        last._round, last._count = round, 1
         return 0
 
 
@@ -320,10 +330,7 @@ class Link:
                 self._round, self._count = round, 1
                 return 0
             indices = self._indices = RoundCounter()
-        indices._round, indices._count = self._round, self._count  # the counter this link keeps in its slots
-        index = indices._switch(round)  # `next` for a round other than its last one
-        self._round, self._count = indices._round, indices._count
-        return index
+        return indices._switch(round, self)  # the last round's counter stays in this link's slots, the others there
 
     def draw_fate(self, draws: KeyedDraws, round: int, index: int, segments: int = 1) -> tuple[str | None, float]:
         """(fate, propagation delay) of message `index` in `round`: the fate is None (delivered),

@@ -258,7 +258,7 @@ class Network(Delivery, NodeDraws, Tallies):
     def send(self, src: str, dst: str, kind: str, round: int, payload: bytes | Unencoded) -> int:
         """Send a payload, encoded or `Unencoded` (its size is what the log counts either way);
         returns the message id.  Never blocks."""
-        return self._send((src,), (dst,), kind, (round,), (payload,))[0]
+        return self._send(((src, dst, round, payload),), kind, None)[0]
 
     def send_many(
         self, src: str, dsts: Sequence[str], kind: str, round: int, payloads: Sequence[bytes | Unencoded] | bytes | Unencoded
@@ -273,9 +273,11 @@ class Network(Delivery, NodeDraws, Tallies):
         is done once.  A destination that is not a neighbour raises `NetworkError`
         after the messages before it were sent, as a loop of `send` would.
         """
-        if not isinstance(payloads, _ONE):
-            _same_length(src, dsts, payloads)
-        return self._send(repeat(src), dsts, kind, repeat(round), payloads)
+        if isinstance(payloads, _ONE):  # one payload shared by all (a bytearray or memoryview: bytes-like)
+            one: bytes | Unencoded = payloads  # type: ignore[assignment]
+            return self._send(zip(repeat(src), dsts, repeat(round), repeat(one)), kind, one)
+        _same_length(src, dsts, payloads)
+        return self._send(zip(repeat(src), dsts, repeat(round), payloads), kind, None)
 
     def send_from(self, srcs: Sequence[str], dst: str, kind: str, rounds: Sequence[int],
                   payloads: Sequence[bytes | Unencoded]) -> list[int]:
@@ -284,31 +286,29 @@ class Network(Delivery, NodeDraws, Tallies):
         the per-call work done once (a cohort's members answering at one instant)."""
         _same_length(dst, srcs, payloads)
         _same_length(dst, srcs, rounds)
-        return self._send(srcs, repeat(dst), kind, rounds, payloads)
+        return self._send(zip(srcs, repeat(dst), rounds, payloads), kind, None)
 
-    def _send(self, srcs: Iterable[str], dsts: Iterable[str], kind: str, rounds: Iterable[int],
-              payloads: Sequence[bytes | Unencoded] | bytes | Unencoded) -> list[int]:
-        """The messages (srcs[i] -> dsts[i], rounds[i], payloads[i]), sent in order (see `send_many`);
-        the three sequences may be `repeat`s of one value, and `payloads` one shared payload."""
-        env, fates, record, tallies, pending = self.env, self.fates, self.emit.message, self._tallies, self._pending
-        links, draws_of = self.links, self._draws
+    def _send(self, msgs: Iterable[tuple[str, str, int, bytes | Unencoded]], kind: str, shared: bytes | Unencoded | None) -> list[int]:
+        """The messages (src, dst, round, payload) of `kind`, sent in order (see `send_many`); `shared`:
+        the one payload of a broadcast that every message carries (None: a payload each).  Most calls
+        carry one message (a member's answer, a tuple of one), so what only some messages need is
+        fetched where they need it."""
+        env = self.env
+        fates, record, tallies, pending, links, draws_of = self.fates, self.emit.message, self._tallies, self._pending, self.links, self._draws
         schedule, reserve = env.schedule, env.reserve  # what env.timeout does, without its object
-        link_draws = self._link_draws
-        arrive, lose = (self._arrive,), (self._lose,)  # the callbacks of this call's arrival and loss events
         now = env.now
-        # one payload shared by all, or one per destination
-        shared: bytes | Unencoded | None = payloads if isinstance(payloads, _ONE) else None  # type: ignore[assignment]
         box = None if shared is None else _Shared()  # decoded once, at its first delivery
         ids = []
         batches: dict[float, list] = {}  # arrival instant -> the messages of this call due then, in order
         # this call's arrival events after its first (instant, order, batch), keyed as they are made and
         # queued at the end as one column (`Arrivals`): not one entry of the event queue per message
         due: list[tuple[float, int, list]] | None = None
+        lose = None  # the callbacks of this call's loss events, made at its first loss (the live method: see _arrive)
         general = self._general
-        each: Iterable[bytes | Unencoded] = repeat(shared) if shared is not None else payloads  # type: ignore[assignment]
         try:
-            for src, dst, round, payload in zip(srcs, dsts, rounds, each):
-                link = links.get((src, dst))
+            for src, dst, round, payload in msgs:
+                key = (src, dst)
+                link = links.get(key)
                 if link is None or general:
                     ids.append(self._send_general(src, dst, kind, round, payload, box, now))
                     continue
@@ -317,7 +317,7 @@ class Network(Delivery, NodeDraws, Tallies):
                 ids.append(msg_id)
                 # the envelope is its header and the payload (its encoded length is what the log counts,
                 # made or not); in flight a message keeps only the payload, which the messages of a broadcast share
-                size = len(payload)  # (an Unencoded payload's len() is a Python call: once)
+                size = payload.size if type(payload) is Unencoded else len(payload)  # (Unencoded's len() is a Python call)
                 nbytes = header_size(msg_id, src, dst, kind, round, now) + size
                 cls = link.link_class
                 index = link.next_index(round)
@@ -333,7 +333,7 @@ class Network(Delivery, NodeDraws, Tallies):
                     self._drop(msg_id, "outage")
                     continue
                 if link.random:
-                    draws = draws_of.get((src, dst)) or link_draws(src, dst)
+                    draws = draws_of.get(key) or self._link_draws(src, dst)
                     if fates is draw_now:  # no trace: what draw_now would return, without the key and the closure
                         reason, delay = link.draw_fate(draws, round, index)
                     else:
@@ -354,7 +354,7 @@ class Network(Delivery, NodeDraws, Tallies):
                     else:
                         batches[at] = batch = [(msg_id, payload, box)]
                         if due is None:  # the first: = env.timeout(wait, batch), due at `at`
-                            schedule(_Due(arrive, batch), NORMAL, wait)
+                            schedule(_Due((self._arrive,), batch), NORMAL, wait)
                             due = []
                         else:  # the same event, queued with the others at the end
                             due.append((at, reserve(), batch))
@@ -364,6 +364,8 @@ class Network(Delivery, NodeDraws, Tallies):
                 else:
                     wait = tx_end + (link.max_delay if reason == "expired" else delay if reason == "corrupt" else 0.0) - now
                     batches.pop(now + wait, None)  # later arrivals at that instant come after this drop
+                    if lose is None:
+                        lose = (self._lose,)
                     schedule(_Due(lose, (msg_id, reason)), NORMAL, wait)
         finally:  # also when a destination raised: the messages before it were sent
             if due:
