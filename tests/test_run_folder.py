@@ -86,3 +86,27 @@ def test_a_world_that_already_ran_is_refused(tmp_path):
 def test_an_existing_folder_is_refused(tmp_path):
     with pytest.raises(InputError, match="already exists"):
         netemu.run_folder(python_world(), tmp_path)
+
+
+def test_a_python_world_logs_to_messages_arrows_the_records_of_its_json_lines(tmp_path):
+    pytest.importorskip("pyarrow")
+    from netemu.report.logtools import read, summarize
+
+    sj = netemu.run_folder(python_world(), tmp_path / "jsonl")
+    sa = netemu.run_folder(python_world(), tmp_path / "arrow", log_format="arrow")
+    assert sj["complete"] and sa["complete"]
+    assert (tmp_path / "arrow" / "messages.arrows").is_file() and not (tmp_path / "arrow" / "messages.jsonl").exists()
+    j, a = list(read(tmp_path / "jsonl")), list(read(tmp_path / "arrow"))
+    assert len(j) > 40 and {r["event"] for r in j} >= {"send", "deliver", "drop", "metric"}
+    assert [json.dumps(r) for r in a] == [json.dumps(r) for r in j]  # same fields, order and types
+    assert (tmp_path / "arrow" / "metrics.csv").read_bytes() == (tmp_path / "jsonl" / "metrics.csv").read_bytes()
+    assert summarize(tmp_path / "arrow") == summarize(tmp_path / "jsonl")
+
+
+def test_a_bad_log_format_for_a_python_world_is_refused_before_the_folder_is_made(tmp_path, monkeypatch):
+    with pytest.raises(InputError, match=r"log_format='parquet' .*accepted: 'jsonl', 'arrow'"):
+        netemu.run_folder(python_world(), tmp_path / "bad", log_format="parquet")
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # pyarrow not installed
+    with pytest.raises(InputError, match=r"pip install 'netemu\[export\]'"):
+        netemu.run_folder(python_world(), tmp_path / "nopa", log_format="arrow")
+    assert not (tmp_path / "bad").exists() and not (tmp_path / "nopa").exists()
