@@ -109,4 +109,6 @@ def test_a_bad_log_format_for_a_python_world_is_refused_before_the_folder_is_mad
     monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # pyarrow not installed
     with pytest.raises(InputError, match=r"pip install 'netemu\[export\]'"):
         netemu.run_folder(python_world(), tmp_path / "nopa", log_format="arrow")
-    assert not (tmp_path / "bad").exists() and not (tmp_path / "nopa").exists()
+    with pytest.raises(InputError, match=r"log_format='arrow' is for a World built in Python; .*\[output\] log_format"):
+        netemu.run_folder(load_scenario(SCENARIOS / "quickstart.toml"), tmp_path / "sc", log_format="arrow")
+    assert not any((tmp_path / name).exists() for name in ("bad", "nopa", "sc"))

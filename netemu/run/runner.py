@@ -223,14 +223,14 @@ def _ended(summary: dict, out: Path) -> None:
 
 def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = "python", name: str = "",
                      rounds: int | None = None, until: float | None = None, max_time: float | None = None,
-                     quiet: bool = True, log_format: str = "jsonl") -> dict:
+                     quiet: bool = True, log_format: str | None = None) -> dict:
     """Run `source` into the run folder `out` (created), the folder `netemu run` writes, so that
     `netemu log`, `netemu plot` and `netemu report` work on it; returns the summary.
 
     `source` is a scenario (`netemu.scenario.load_scenario`; this is `execute`, and the scenario's
-    `output.log_format` applies) or a World built in Python that has not run yet: its messages are
-    logged to messages.jsonl — or, with `log_format="arrow"`, to messages.arrows, an Arrow IPC
-    stream (netemu.logarrow; needs pyarrow) — as algorithm `label`, run 0; every random fate it draws is recorded in trace.msgpack, and it runs until
+    `[output] log_format` is its log's format) or a World built in Python that has not run yet: its
+    messages are logged to messages.jsonl — or, with `log_format="arrow"`, to messages.arrows, an
+    Arrow IPC stream (netemu.logarrow; needs pyarrow) — as algorithm `label`, run 0; every random fate it draws is recorded in trace.msgpack, and it runs until
     its actors end (or virtual time `until`, or the horizon `max_time`); metrics.csv,
     summary.json (`name` defaults to the folder's name; `rounds` is the rounds planned, by
     default those done) and the curves follow.  A World's folder has no scenario.toml, so
@@ -241,7 +241,11 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
     if out.exists():
         raise InputError(f"{out}: the run folder already exists; choose another folder or remove it")
     if isinstance(source, Scenario):
+        if log_format is not None:
+            raise InputError(f"write_run_folder: log_format={log_format!r} is for a World built in Python; a scenario's "
+                             "message log format is its [output] log_format (e.g. --set output.log_format=\"arrow\")")
         return execute(source, out, quiet=quiet)
+    log_format = log_format or "jsonl"
     if log_format not in LOG_FORMATS:
         raise InputError(f"write_run_folder: log_format={log_format!r} is not a message log format; "
                          f"accepted: {', '.join(map(repr, LOG_FORMATS))}")
