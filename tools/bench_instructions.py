@@ -93,10 +93,11 @@ def main() -> None:
         parser.error("valgrind is not installed (apt-get install valgrind)")
     if args.clients < 2 or not 0 < args.rounds[0] < args.rounds[1]:
         parser.error(f"--clients must be ≥ 2 and --rounds two increasing positive counts, got {args.clients} and {args.rounds}")
-    first: float | None = None
-    for tree in args.trees:
+    for tree in args.trees:  # all checked before the first count (minutes each)
         if not (tree / "netemu").is_dir() or not (tree / "tools" / "bench_net.py").is_file():
             parser.error(f"--trees: {tree} is not a netemu source tree (no netemu/ or tools/bench_net.py)")
+    first: float | None = None
+    for tree in args.trees:
         emulated, messages = per_message(tree.resolve(), "emulate", args.clients, tuple(args.rounds), args.mode)
         row: dict = {"tree": str(tree), "clients": args.clients, "mode": args.mode, "rounds": args.rounds, "messages": messages,
                      "instructions_per_msg": round(emulated)}
