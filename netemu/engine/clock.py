@@ -245,7 +245,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             heapq.heapify(kept)
             self._scheduled = kept
             self._timer_cancelled_count = 0
-        else:
+        elif n and sched[0]._cancelled:  # (most iterations and run-at-once callbacks: nothing to drop)
             self._drop_cancelled_head(sched)
 
     def _drop_cancelled_head(self, sched: list[asyncio.TimerHandle]) -> None:
@@ -357,11 +357,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
             self._running_now = False
         if phase == 2:
             return True
-        sched = self._scheduled
-        if sched and (sched[0]._cancelled or len(sched) > _REBUILD_COUNT):  # else `_prune` has nothing to do
-            self._prune()  # the start of the iteration that would have run the callback's successors
-            sched = self._scheduled  # (rebuilt, maybe)
+        self._prune()  # the start of the iteration that would have run the callback's successors
         self._ran_now = True
+        sched = self._scheduled  # (rebuilt, maybe)
         # `self._timeout() == 0`, inline (this runs at every delivery run at once)
         return bool(self._ready or self._stopping) or (bool(sched) and not sched[0]._when - self.env._time > 0)  # type: ignore[attr-defined]
 
