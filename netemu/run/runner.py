@@ -245,7 +245,7 @@ def write_run_folder(source: World | Scenario, out: str | Path, *, label: str = 
             raise InputError(f"write_run_folder: log_format={log_format!r} is for a World built in Python; a scenario's "
                              "message log format is its [output] log_format (e.g. --set output.log_format=\"arrow\")")
         return execute(source, out, quiet=quiet)
-    log_format = log_format or "jsonl"
+    log_format = "jsonl" if log_format is None else log_format  # ("" is refused below, not taken for the default)
     if log_format not in LOG_FORMATS:
         raise InputError(f"write_run_folder: log_format={log_format!r} is not a message log format; "
                          f"accepted: {', '.join(map(repr, LOG_FORMATS))}")
