@@ -1,7 +1,7 @@
 """95 % Student-t confidence intervals of a mean over Monte Carlo runs.
 
 For n runs with sample standard deviation s, the interval is mean ± t(0.975, n − 1) · s / √n
-(scipy.stats.t for the quantile).  A metric in dB is averaged in the linear domain (as
+(scipy.special.stdtrit for the quantile, what scipy.stats.t.ppf computes).  A metric in dB is averaged in the linear domain (as
 `mean_over` does), so its interval is the linear one converted to dB; when the linear lower
 end is not positive the dB interval has no lower end (None).  Fewer than two runs: no interval.
 """
@@ -13,7 +13,6 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import t as student_t
 
 __all__ = ["LEVEL", "final_intervals", "t_band", "t_interval"]
 
@@ -30,7 +29,7 @@ def t_band(values: ArrayLike, metric: str = "") -> tuple[np.ndarray, np.ndarray]
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.nanmean(np.where(n >= 1, x, 0.0), axis=0)
         sd = np.nanstd(np.where(n >= 2, x, 0.0), axis=0, ddof=1) if v.shape[0] >= 2 else np.full(v.shape[1], np.nan)
-        q = student_t.ppf(0.5 + LEVEL / 2, np.maximum(n - 1, 1))
+        q = _t_quantile(np.maximum(n - 1, 1))
         half = np.where(n >= 2, q * sd / np.sqrt(np.maximum(n, 1)), np.nan)
         lo, hi = mean - half, mean + half
         if db:
@@ -39,9 +38,19 @@ def t_band(values: ArrayLike, metric: str = "") -> tuple[np.ndarray, np.ndarray]
     return lo, hi
 
 
+def _t_quantile(dof: ArrayLike) -> np.ndarray:
+    """The Student-t quantile at 0.5 + LEVEL / 2 for `dof` degrees of freedom: scipy.special's
+    `stdtrit`, which `scipy.stats.t.ppf` calls (the same values, checked for 1–1999 in
+    tests/test_intervals.py), imported on first use — scipy.special costs ~0.3 s of CPU to import,
+    scipy.stats ~1.4 s, paid by every `netemu run` that writes an interval."""
+    from scipy.special import stdtrit
+
+    return stdtrit(dof, 0.5 + LEVEL / 2)
+
+
 @lru_cache(maxsize=256)
 def _quantile(dof: int) -> float:
-    return float(student_t.ppf(0.5 + LEVEL / 2, dof))
+    return float(_t_quantile(dof))
 
 
 def t_interval(values: ArrayLike, metric: str = "") -> tuple[float | None, float | None] | None:
