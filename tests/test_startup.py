@@ -41,3 +41,14 @@ def test_a_quiet_run_of_the_quick_start_imports_neither_tqdm_nor_scipy(tmp_path)
 
     assert _modules_after(run("a", plots=False)) == {"tqdm": False, "scipy.special": False, "scipy.stats": False, "matplotlib": False}
     assert _modules_after(run("b", plots=True)) == {"tqdm": False, "scipy.special": False, "scipy.stats": False, "matplotlib": True}
+
+
+def test_the_modules_a_command_imports_are_frozen_once_out_of_the_collectors_way():
+    """netemu.cli.main imports its modules with the collector paused and freezes what they made
+    (gc.freeze); the collector is on again after, and a second command in the process freezes nothing more."""
+    code = ("import gc; from netemu.cli import main\n"
+            "assert main(['validate', 'scenarios/quickstart.toml']) == 0; first = gc.get_freeze_count()\n"
+            "assert main(['validate', 'scenarios/quickstart.toml']) == 0\n"
+            "print(first > 10000, gc.get_freeze_count() == first, gc.isenabled())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.split()[-3:] == ["True", "True", "True"]
