@@ -22,7 +22,9 @@ A scenario names any of them by its registered name, or directly as
 `"package.module:attribute"` (an importable object; no installation needed).  A plug-in
 that fails to load does not stop netemu: it is reported (entry point and exception) by
 `netemu algorithms` and in the error of any scenario that names an unknown one.
-The registry is read once per process (`registry()`); `refresh()` reads it again.
+The registry is read once per process (`registry()`); `refresh()` reads it again.  A built-in
+name is looked up among netemu's own entry points alone (`builtin()`, `registered`): every other
+installed distribution's metadata is read only for a name that is not built in, or a listing.
 netemu's own entry points are read from its source tree's pyproject.toml when it runs from
 one (an editable install whose metadata predates the tree, or PYTHONPATH pointing at a
 checkout), else from the installed metadata like any plug-in's.
@@ -36,7 +38,7 @@ import importlib
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALGORITHM_GROUP", "DATA_GROUP", "LINK_GROUP", "TASK_GROUP", "TOPOLOGY_GROUP", "PluginError", "Registry", "TopologySpec", "algorithm",
-    "data_kind", "latency_model", "loss_model", "refresh", "registry", "resolve", "task", "topology",
+    "builtin", "data_kind", "latency_model", "loss_model", "refresh", "registered", "registry", "resolve", "task", "topology",
 ]
 
 ALGORITHM_GROUP = "netemu.algorithms"
@@ -202,17 +204,40 @@ def _own_declared() -> dict[str, list[EntryPoint]] | None:
     return {group: [EntryPoint(name, value, group) for name, value in eps.items()] for group, eps in groups.items()}
 
 
-def _own(ep: EntryPoint) -> bool:
-    dist = getattr(ep, "dist", None)
-    return dist.name == "netemu" if dist is not None else ep.value.startswith("netemu.")
+def _installed_own() -> dict[str, list[EntryPoint]]:
+    """netemu's own entry points by group, from the installed distribution's metadata (the one
+    `entry_points()` would take: the first on sys.path)."""
+    try:
+        eps = distribution("netemu").entry_points
+    except PackageNotFoundError:
+        return {}
+    groups: dict[str, list[EntryPoint]] = {}
+    for ep in eps:
+        groups.setdefault(ep.group, []).append(ep)
+    return groups
 
 
-def _entry_points(group: str, declared: dict[str, list[EntryPoint]] | None) -> list[EntryPoint]:
-    """The group's entry points, netemu's own first (a plug-in cannot take a built-in name)."""
-    found = list(entry_points(group=group))
-    if declared is not None:
-        found = [ep for ep in found if not _own(ep)] + declared.get(group, [])
-    return sorted(found, key=lambda e: (not e.value.startswith("netemu."), e.name))
+def _entry_points(declared: dict[str, list[EntryPoint]] | None) -> dict[str, list[EntryPoint]]:
+    """Every group's entry points, netemu's own first (a plug-in cannot take a built-in name):
+    one scan of the installed distributions for all groups, each distribution's name read once."""
+    found = entry_points()
+    names: dict[int, str] = {}  # id(dist) -> its name (dist.name parses its METADATA on every call)
+
+    def own(ep: EntryPoint) -> bool:
+        dist = getattr(ep, "dist", None)
+        if dist is None:
+            return ep.value.startswith("netemu.")
+        if id(dist) not in names:
+            names[id(dist)] = dist.name
+        return names[id(dist)] == "netemu"
+
+    out = {}
+    for group in _GROUPS:
+        eps = list(found.select(group=group))
+        if declared is not None:
+            eps = [ep for ep in eps if not own(ep)] + declared.get(group, [])
+        out[group] = sorted(eps, key=lambda e: (not e.value.startswith("netemu."), e.name))
+    return out
 
 
 _SPEC_GROUPS: tuple[tuple[str, str, type, str], ...] = (
@@ -222,15 +247,34 @@ _SPEC_GROUPS: tuple[tuple[str, str, type, str], ...] = (
 )
 
 
+_GROUPS = (ALGORITHM_GROUP, DATA_GROUP, TASK_GROUP, LINK_GROUP, TOPOLOGY_GROUP)
+
+
 @functools.cache
 def registry() -> Registry:
     """Every algorithm, data kind, link model and topology registered by installed packages
     (netemu's own included)."""
-    reg = Registry()
+    return _read(_entry_points(_own_declared()), complain=True)
+
+
+@functools.cache
+def builtin() -> Registry:
+    """netemu's own algorithms, data kinds, link models and topologies alone, as `registry()` has
+    them (they are loaded first there, so no plug-in takes their names), read without scanning
+    every installed distribution's metadata for entry points: ~0.1 s of CPU at every `netemu run`."""
     declared = _own_declared()
-    for group in (ALGORITHM_GROUP, DATA_GROUP, TASK_GROUP, LINK_GROUP, TOPOLOGY_GROUP):
+    own = declared if declared is not None else _installed_own()
+    return _read({group: sorted(own.get(group, []), key=lambda e: (not e.value.startswith("netemu."), e.name)) for group in _GROUPS},
+                 complain=False)
+
+
+def _read(groups: dict[str, list[EntryPoint]], *, complain: bool) -> Registry:
+    """A registry of the entry points `groups`, in their order; `complain`: a group without one
+    of netemu's own is reported as a broken install."""
+    reg = Registry()
+    for group in _GROUPS:
         own = False
-        for ep in _entry_points(group, declared):
+        for ep in groups[group]:
             where = f"entry point {ep.name} = {ep.value!r} ({group})"
             before = len(reg.origin)
             try:
@@ -244,7 +288,7 @@ def registry() -> Registry:
             except PluginError as exc:
                 reg.broken.append(str(exc))
             own = own or (ep.value.startswith("netemu.") and len(reg.origin) > before)
-        if not own:
+        if complain and not own:
             reg.broken.append(f"netemu's own {group} entry points are not installed: reinstall netemu (pip install -e .)")
     return reg
 
@@ -252,7 +296,17 @@ def registry() -> Registry:
 def refresh() -> Registry:
     """Read the entry points again (after installing a plug-in into a running process)."""
     registry.cache_clear()
+    builtin.cache_clear()
     return registry()
+
+
+def registered(what: str, name: str) -> Any:
+    """What is registered as `name` in the table `what` ("algorithm", "data", "task", "latency",
+    "loss" or "topology"), None if nothing: a built-in from `builtin()`, anything else from `registry()`."""
+    own = builtin().names(what)
+    if name in own:
+        return own[name]
+    return registry().names(what).get(name)
 
 
 def resolve(reference: str, kind: type) -> Any:
@@ -274,11 +328,10 @@ def _named(what: str, name: str, kind: type, label: str) -> Any:
     """The `what` ("algorithm", "data", ...) registered as `name`, or named by "package.module:attribute"."""
     if ":" in name:
         return resolve(name, kind)
-    reg = registry()
-    names = reg.names(what)
-    if name not in names:
-        raise PluginError(f"unknown {label} {name!r}: {reg.unknown(what, name)}")
-    return names[name]
+    found = registered(what, name)
+    if found is None:
+        raise PluginError(f"unknown {label} {name!r}: {registry().unknown(what, name)}")
+    return found
 
 
 def algorithm(name: str) -> AlgorithmSpec:

@@ -7,6 +7,10 @@ bytecode caches (PYTHONDONTWRITEBYTECODE is ignored: an installed package has th
 plus which heavy modules each loaded.
 
     python tools/bench_startup.py [--reps 3] [--tree DIR]   # DIR: another source tree to measure
+
+A command that fails stops the measurement: an older tree run with the installed netemu's entry
+points is refused at validation (exit 2, ~0.6 s, nothing plotted), which is no start-up figure; give
+it its own entry points (a netemu-*.dist-info with its pyproject's, on PYTHONPATH: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ def child(code: str, cwd: Path) -> tuple[float, float, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True, env=env)
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise SystemExit(f"bench_startup: the measured command failed (exit {out.returncode}) in {cwd}:\n{out.stderr.strip()[-2000:]}")
     wall = time.perf_counter() - w0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -65,8 +71,8 @@ def main() -> None:
                 extra = ", '--set', 'output.plots=false'" if name.endswith("no_plots") else ""
                 code = ("import os, sys, tempfile; from netemu.cli import main\n"
                         f"d = tempfile.mkdtemp(dir={tmp!r})\n"
-                        f"main(['run', {str(tree / 'scenarios' / 'quickstart.toml')!r}, '--quiet', '--out', os.path.join(d, 'r'){extra}])\n"
-                        + REPORT)
+                        f"code = main(['run', {str(tree / 'scenarios' / 'quickstart.toml')!r}, '--quiet', '--out', os.path.join(d, 'r'){extra}])\n"
+                        + REPORT + "\nsys.exit(code)")  # a run that fails (exit 2: refused at validation) is no measurement
             r = best(code, tree, args.reps)
             r["ratio_wall"] = round(r["wall_s"] / floor["wall_s"], 1)
             out[name] = r

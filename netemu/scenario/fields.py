@@ -24,7 +24,6 @@ __all__ = ["LOG_FORMATS", "MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "r
 
 def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
     """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
-    reg = plugins.registry()
     name = value.get(selector, REQUIRED) if isinstance(value, dict) else value
     where = f"{key}.{selector}" if isinstance(value, dict) else key
     if isinstance(name, str) and ":" in name:
@@ -33,9 +32,10 @@ def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind:
         except plugins.PluginError as exc:
             issues.add(where, name, f"an importable \"package.module:attribute\" naming a {label}: {exc}")
             return None
-    if isinstance(name, str) and name in reg.names(what):
-        return reg.names(what)[name]
-    issues.add(where, name, f"{label}: {reg.unknown(what, str(name))}")
+    found = plugins.registered(what, name) if isinstance(name, str) else None
+    if found is not None:
+        return found
+    issues.add(where, name, f"{label}: {plugins.registry().unknown(what, str(name))}")
     return None
 
 

@@ -61,10 +61,9 @@ def _params_table(value: dict, key: str, issues: Issues, cls: type, fixed: dict,
 
 def _lookup(value: Any, key: str, issues: Issues, selector: str, what: str) -> Any:
     """The spec a `name` / `kind` names (registered, or "package.module:attribute"); reports it if none."""
-    reg = plugins.registry()
     if not isinstance(value, dict) or not isinstance(value.get(selector), str):
         got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
-        issues.add(f"{key}.{selector}" if isinstance(value, dict) else key, got, reg.unknown(what, ""))
+        issues.add(f"{key}.{selector}" if isinstance(value, dict) else key, got, plugins.registry().unknown(what, ""))
         return None
     name = value[selector]
     kind = {"algorithm": AlgorithmSpec, "data": DataSpec, "task": TaskSpec}[what]
@@ -74,11 +73,10 @@ def _lookup(value: Any, key: str, issues: Issues, selector: str, what: str) -> A
         except plugins.PluginError as exc:
             issues.add(f"{key}.{selector}", name, f"an importable \"package.module:attribute\" naming a {kind.__name__}: {exc}")
             return None
-    specs = reg.names(what)
-    if name not in specs:
-        issues.add(f"{key}.{selector}", name, reg.unknown(what, name))
-        return None
-    return specs[name]
+    spec = plugins.registered(what, name)
+    if spec is None:
+        issues.add(f"{key}.{selector}", name, plugins.registry().unknown(what, name))
+    return spec
 
 
 def data_table(value: Any, key: str, issues: Issues) -> Any:
