@@ -25,41 +25,31 @@ def test_the_interval_of_three_values_is_the_textbook_one():
     assert t_interval([5.0]) is None and t_interval([1.0, math.nan]) is None  # one finite value: no interval
 
 
-def test_the_quantile_is_scipy_stats_t_ppf_without_importing_scipy_stats():
-    import subprocess
-    import sys
-
-    from scipy.stats import t
-
-    from netemu.report.intervals import _t_quantile
-
-    dof = np.arange(1, 2000)
-    assert np.array_equal(_t_quantile(dof), t.ppf(0.975, dof))  # the same bits, not merely close
-    # writing a run's intervals does not import scipy.stats (~1.4 s of CPU at every `netemu run`)
-    code = "import sys; from netemu.report.intervals import t_interval; t_interval([1.0, 2.0]); print('scipy.stats' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
-
-
-def test_the_written_out_quantiles_are_stdtrit_bit_for_bit_and_spare_importing_scipy():
+def test_the_quantile_is_student_t_and_up_to_101_runs_it_is_written_out_not_imported():
     import subprocess
     import sys
 
     from scipy.special import stdtrit
+    from scipy.stats import t
 
     from netemu.report.intervals import _T975, LEVEL, _quantile, _t_quantile
 
     assert LEVEL == 0.95  # _T975 holds the quantiles at 0.975
-    dof = np.arange(1, len(_T975) + 1)
-    assert np.array_equal(_T975, stdtrit(dof, 0.975))  # the table scipy would compute, the same bits
-    assert np.array_equal(_t_quantile(dof), stdtrit(dof, 0.975))
-    assert all(_quantile(int(d)) == float(stdtrit(int(d), 0.975)) for d in dof)
-    assert np.array_equal(_t_quantile(np.array([[1, 2], [100, 3]])), stdtrit(np.array([[1, 2], [100, 3]]), 0.975))
-    for beyond in (101, 2.0, np.array([2, 101])):  # past the table, or not a whole number: scipy's own
-        assert np.array_equal(_t_quantile(beyond), stdtrit(beyond, 0.975))
-    # a run of up to 101 Monte Carlo runs writes its intervals without importing scipy.special (~0.3 s of CPU)
+    dof = np.arange(1, 2000)
+    # the written-out table is scipy's quantile (scipy 1.17.1's bits; within 2 ulp, so that another scipy
+    # passes — and whatever scipy is installed, a run of up to 101 Monte Carlo runs writes the same bytes)
+    np.testing.assert_array_max_ulp(_T975, t.ppf(0.975, dof[:len(_T975)]), maxulp=2)
+    assert np.array_equal(_t_quantile(dof[:len(_T975)]), _T975)
+    assert all(_quantile(int(d)) == _T975[d - 1] for d in dof[:len(_T975)])
+    assert np.array_equal(_t_quantile(np.array([[1, 2], [100, 3]])), _T975[np.array([[0, 1], [99, 2]])])
+    beyond = dof[len(_T975):]  # past the table, or not a whole number: scipy.special's stdtrit, what t.ppf calls
+    assert np.array_equal(_t_quantile(beyond), t.ppf(0.975, beyond))
+    for other in (2.0, np.array([2, 101])):
+        assert np.array_equal(_t_quantile(other), stdtrit(other, 0.975))
+    # writing a run's intervals imports neither scipy.stats (~1.4 s of CPU) nor, up to 101 runs, scipy.special (~0.3 s)
     code = ("import sys; from netemu.report.intervals import t_band, t_interval; t_interval([1.0, 2.0, 4.0]); "
-            "t_band([[1.0, 2.0], [3.0, 5.0], [2.0, 1.0]]); print('scipy.special' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+            "t_band([[1.0, 2.0], [3.0, 5.0], [2.0, 1.0]]); print('scipy.special' in sys.modules, 'scipy.stats' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() == ["False", "False"]
 
 
 def test_a_db_metric_gets_the_linear_interval_converted_to_db():
