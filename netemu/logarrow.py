@@ -136,7 +136,12 @@ class ArrowSink:
         for i, key in enumerate(lay.keys):
             vals = [lay.const[i - k0]] * n if k0 <= i < k1 else lay.cols[i if i < k0 else i - len(lay.const)]
             j = _POS.get(key)
-            how = columns[j].piece(vals) if j is not None else None
+            if j is None:
+                how = None
+            elif k0 <= i < k1:  # a bound context value, the same in every record: converted once
+                how = columns[j].repeat(lay.const[i - k0], n)
+            else:
+                how = columns[j].piece(vals)
             if how is None:
                 out[key] = vals
                 entries.append([key, "extra"])

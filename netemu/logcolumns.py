@@ -89,6 +89,16 @@ class Column:
         self.n += len(arr)
         return how
 
+    def repeat(self, value: Any, n: int) -> str | None:
+        """`piece([value] * n)` (a layout's bound context value), `value` type-checked and converted once."""
+        how = self.piece([value])
+        if how is not None:
+            self.pieces[-1] = np.repeat(self.pieces[-1], n)
+            valid = self.valid[-1]
+            self.valid[-1] = None if valid is None else np.repeat(valid, n)
+            self.n += n - 1
+        return how
+
     def _strings(self, vals: list) -> str | None:
         local = _Codes()
         try:
