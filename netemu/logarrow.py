@@ -134,16 +134,15 @@ class ArrowSink:
         out: dict[str, list] = {}  # the fields no column holds exactly: to `extra`, as JSON
         held = set()
         for i, key in enumerate(lay.keys):
-            vals = [lay.const[i - k0]] * n if k0 <= i < k1 else lay.cols[i if i < k0 else i - len(lay.const)]
+            bound = k0 <= i < k1  # a bound context value, the same in every record: converted once
+            vals = None if bound else lay.cols[i if i < k0 else i - len(lay.const)]
             j = _POS.get(key)
             if j is None:
                 how = None
-            elif k0 <= i < k1:  # a bound context value, the same in every record: converted once
-                how = columns[j].repeat(lay.const[i - k0], n)
             else:
-                how = columns[j].piece(vals)
+                how = columns[j].repeat(lay.const[i - k0], n) if vals is None else columns[j].piece(vals)
             if how is None:
-                out[key] = vals
+                out[key] = [lay.const[i - k0]] * n if vals is None else vals
                 entries.append([key, "extra"])
             else:
                 held.add(j)
