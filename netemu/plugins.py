@@ -204,6 +204,11 @@ def _own_declared() -> dict[str, list[EntryPoint]] | None:
     return {group: [EntryPoint(name, value, group) for name, value in eps.items()] for group, eps in groups.items()}
 
 
+def _builtin_first(ep: EntryPoint) -> tuple[bool, str]:
+    """The order entry points are loaded in: netemu's own first (so no plug-in takes a built-in name), then by name."""
+    return not ep.value.startswith("netemu."), ep.name
+
+
 def _installed_own() -> dict[str, list[EntryPoint]]:
     """netemu's own entry points by group, from the installed distribution's metadata (the one
     `entry_points()` would take: the first on sys.path)."""
@@ -236,7 +241,7 @@ def _entry_points(declared: dict[str, list[EntryPoint]] | None) -> dict[str, lis
         eps = list(found.select(group=group))
         if declared is not None:
             eps = [ep for ep in eps if not own(ep)] + declared.get(group, [])
-        out[group] = sorted(eps, key=lambda e: (not e.value.startswith("netemu."), e.name))
+        out[group] = sorted(eps, key=_builtin_first)
     return out
 
 
@@ -264,7 +269,7 @@ def builtin() -> Registry:
     every installed distribution's metadata for entry points: ~0.1 s of CPU at every `netemu run`."""
     declared = _own_declared()
     own = declared if declared is not None else _installed_own()
-    return _read({group: sorted(own.get(group, []), key=lambda e: (not e.value.startswith("netemu."), e.name)) for group in _GROUPS},
+    return _read({group: sorted(own.get(group, []), key=_builtin_first) for group in _GROUPS},
                  complain=False)
 
 
