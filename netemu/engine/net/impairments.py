@@ -24,9 +24,11 @@ __all__ = [
 ]
 
 
-def _check(cond: bool, what: str) -> None:
+def _check(cond: bool, what: str, *values: object) -> None:
+    """A ValueError saying `what`, its ``{}`` filled with `values`, unless `cond`: the message is
+    formatted only when raised (a million-client world checks two million links' settings)."""
     if not cond:
-        raise ValueError(what)
+        raise ValueError(what.format(*values) if values else what)
 
 
 _SLOTS: dict[type, tuple[str, ...]] = {}
@@ -81,7 +83,7 @@ class Constant(Latency):
     __slots__ = ("delay",)
 
     def __init__(self, delay: float = 0.0) -> None:
-        _check(delay >= 0, f"constant delay must be >= 0, got {delay}")
+        _check(delay >= 0, "constant delay must be >= 0, got {}", delay)
         self.delay = float(delay)
 
     def sample(self, draws, round, index):
@@ -92,7 +94,7 @@ class Uniform(Latency):
     __slots__ = ("low", "high")
 
     def __init__(self, low: float, high: float) -> None:
-        _check(0 <= low <= high, f"uniform delay needs 0 <= low <= high, got low={low}, high={high}")
+        _check(0 <= low <= high, "uniform delay needs 0 <= low <= high, got low={}, high={}", low, high)
         self.low, self.high = float(low), float(high)
 
     def sample(self, draws, round, index):
@@ -105,7 +107,7 @@ class Exponential(Latency):
     __slots__ = ("mean", "base")
 
     def __init__(self, mean: float, base: float = 0.0) -> None:
-        _check(mean > 0 and base >= 0, f"exponential delay needs mean > 0 and base >= 0, got mean={mean}, base={base}")
+        _check(mean > 0 and base >= 0, "exponential delay needs mean > 0 and base >= 0, got mean={}, base={}", mean, base)
         self.mean, self.base = float(mean), float(base)
 
     def sample(self, draws, round, index):
@@ -118,9 +120,9 @@ class LogNormal(Latency):
     __slots__ = ("mu", "sigma")
 
     def __init__(self, mu: float, sigma: float) -> None:
-        _check(sigma >= 0, f"log-normal sigma must be >= 0, got {sigma}")
+        _check(sigma >= 0, "log-normal sigma must be >= 0, got {}", sigma)
         # a standard normal from a 53-bit uniform stays within |Z| < 9: the delay must stay a finite float
-        _check(mu + 9 * sigma < 709, f"log-normal delay exp(mu + sigma·Z) overflows: needs mu + 9·sigma < 709, got mu={mu}, sigma={sigma}")
+        _check(mu + 9 * sigma < 709, "log-normal delay exp(mu + sigma·Z) overflows: needs mu + 9·sigma < 709, got mu={}, sigma={}", mu, sigma)
         self.mu, self.sigma = float(mu), float(sigma)
 
     def sample(self, draws, round, index):
@@ -157,7 +159,7 @@ class RoundDelay(Latency):
     __slots__ = ("delta", "l_max", "round_time", "base", "max_delay")
 
     def __init__(self, delta: float, l_max: int, round_time: float = 1.0, base: float = 0.0) -> None:
-        _check(0 <= delta < 1, f"round delay probability delta must be in [0, 1), got {delta}")
+        _check(0 <= delta < 1, "round delay probability delta must be in [0, 1), got {}", delta)
         _check(l_max >= 0 and round_time > 0 and base >= 0, "round delay needs l_max >= 0, round_time > 0, base >= 0")
         self.delta, self.l_max, self.round_time, self.base = float(delta), int(l_max), float(round_time), float(base)
         self.max_delay = self.base + self.l_max * self.round_time
@@ -242,8 +244,7 @@ class _NetemTable(Latency):
     distribution = ""
 
     def __init__(self, mean: float, jitter: float) -> None:
-        _check(mean >= 0 and jitter >= 0,
-               f"{self.distribution} delay needs mean >= 0 and jitter >= 0 (seconds), got mean={mean}, jitter={jitter}")
+        _check(mean >= 0 and jitter >= 0, "{} delay needs mean >= 0 and jitter >= 0 (seconds), got mean={}, jitter={}", self.distribution, mean, jitter)
         self.mean, self.jitter = float(mean), float(jitter)
         self._table = _scaled(self.distribution)
 
@@ -305,8 +306,8 @@ class Jitter:
     __copy__ = _copy_component
 
     def __init__(self, sigma: float, correlation: float = 0.0) -> None:
-        _check(sigma >= 0, f"jitter sigma must be >= 0, got {sigma}")
-        _check(0 <= correlation < 1, f"jitter correlation must be in [0, 1), got {correlation}")
+        _check(sigma >= 0, "jitter sigma must be >= 0, got {}", sigma)
+        _check(0 <= correlation < 1, "jitter correlation must be in [0, 1), got {}", correlation)
         self.sigma, self.correlation = float(sigma), float(correlation)
         self._last = 0.0
 
@@ -348,7 +349,7 @@ class Bernoulli(Loss):
     __slots__ = ("p",)
 
     def __init__(self, p: float) -> None:
-        _check(0 <= p <= 1, f"loss probability must be in [0, 1], got {p}")
+        _check(0 <= p <= 1, "loss probability must be in [0, 1], got {}", p)
         self.p = float(p)
 
     @property
@@ -377,7 +378,7 @@ class GilbertElliott(Loss):
 
     def __init__(self, p_gb: float, p_bg: float, loss_good: float = 0.0, loss_bad: float = 1.0) -> None:
         for name, v in (("p_gb", p_gb), ("p_bg", p_bg), ("loss_good", loss_good), ("loss_bad", loss_bad)):
-            _check(0 <= v <= 1, f"Gilbert-Elliott {name} must be in [0, 1], got {v}")
+            _check(0 <= v <= 1, "Gilbert-Elliott {} must be in [0, 1], got {}", name, v)
         _check(p_bg > 0, "Gilbert-Elliott p_bg must be > 0 (else the bad state never ends)")
         self.p_gb, self.p_bg, self.loss_good, self.loss_bad = map(float, (p_gb, p_bg, loss_good, loss_bad))
         self.bad = False

@@ -83,7 +83,7 @@ class RoundCounter:
     __slots__ = ("_count", "_counts", "_late", "_round", "_rounds", "window")
 
     def __init__(self, window: int = 64) -> None:
-        _check(window >= 1, f"the round window must be >= 1, got {window}")
+        _check(window >= 1, "the round window must be >= 1, got {}", window)
         self.window = window
         self._round: int | None = None  # the round used last (None: no round yet) ...
         self._count = 0  # ... and how many indices it has handed out
@@ -196,9 +196,9 @@ class Link:
         if queue_bytes is not None and not queue_bytes > 0:
             raise ValueError(f"queue_bytes must be > 0 bytes, got {queue_bytes}")
         self.queue_bytes = queue_bytes  # bytes that may wait for the link (None: unbounded); netemu.engine.net.transfers
-        _check(qdisc in (None, "fair", "fifo"), f'qdisc must be "fair" or "fifo" (None: the network\'s), got {qdisc!r}')
+        _check(qdisc in (None, "fair", "fifo"), 'qdisc must be "fair" or "fifo" (None: the network\'s), got {!r}', qdisc)
         self.qdisc = qdisc  # how the link serves the flows crossing it (None: NetModel.qdisc); netemu.engine.net.queues
-        _check(0 <= duplicate <= 1 and 0 <= corrupt <= 1, f"duplicate and corrupt are probabilities in [0, 1], got {duplicate}, {corrupt}")
+        _check(0 <= duplicate <= 1 and 0 <= corrupt <= 1, "duplicate and corrupt are probabilities in [0, 1], got {}, {}", duplicate, corrupt)
         self.duplicate, self.corrupt = float(duplicate), float(corrupt)  # netem's: a delivered message arrives twice / corrupted
         self._latency = latency if latency is not None else _NO_DELAY
         self._jitter, self._loss, self.bandwidth, self.link_class = jitter, loss, bandwidth, link_class
@@ -309,7 +309,7 @@ class Link:
         return tuple(self._outages) if self._outages else ()
 
     def add_outage(self, start: float, end: float) -> None:
-        _check(0 <= start < end, f"an outage needs 0 <= start < end, got [{start}, {end})")
+        _check(0 <= start < end, "an outage needs 0 <= start < end, got [{}, {})", start, end)
         if self._outages is None:
             self._outages = []
         bisect.insort(self._outages, (float(start), float(end)))
