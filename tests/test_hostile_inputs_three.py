@@ -83,7 +83,15 @@ LINK_TABLES = ["links.uplink", "links.downlink", "topology.server_link"]
                                                   ("loss", "0.1"), ("latency", "[1, 2]")])
 def test_a_link_model_that_is_not_a_table_is_refused_at_its_key(tmp_path, where, component, value):
     issue = issue_of(tmp_path, SCENARIO, [f"{where}.{component}={value}"])
-    assert issue.key == f"{where}.{component}" and f"a {component} model table" in issue.accepts
+    assert issue.key == f"{where}.{component}" and f"a table {{model = ..., <parameters>}} naming a {component} model" in issue.accepts
+
+
+@pytest.mark.parametrize(("table", "selector", "value"), [("topology", "kind", '"star"'), ("topology", "kind", "3"),
+                                                          ("data", "kind", '"linear"'), ("task", "name", '"linear"')])
+def test_a_named_table_given_as_a_plain_value_is_refused_at_its_key(tmp_path, table, selector, value):
+    # `topology = "star"` once reached the topology's parameters as a string and raised AttributeError
+    issue = issue_of(tmp_path, SCENARIO, [f"{table}={value}"])
+    assert issue.key == table and issue.accepts.startswith(f"expected a table {{{selector} = ..., <parameters>}} naming a")
 
 
 @pytest.mark.parametrize("key", ["speed", "participation", "completeness"])

@@ -18,26 +18,9 @@ from netemu.engine.net.impairments import Latency, Loss
 from netemu.engine.net.model import ENGINE_KEYS, QDISCS, TRANSPORT_KEYS, NetModel
 from netemu.scenario.limits import MAX_ROUNDS, MAX_RUNS, SEED_MAX, finite
 from netemu.scenario.schema import REQUIRED, ArrayOf, Custom, Field, Issue, Issues, Mapping, Section, validate
-from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, task_table
+from netemu.scenario.specs import _params_table, algorithm_table, construct, data_table, named, task_table
 
 __all__ = ["LOG_FORMATS", "MAX_NAME", "SCHEMA", "check_queues", "SHORTHANDS", "renamed", "run_name_ok", "shorthands"]
-
-def _named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
-    """What the table `value` names under `selector` (registered, or "package.module:attribute"); reports it if nothing."""
-    name = value.get(selector, REQUIRED) if isinstance(value, dict) else value
-    where = f"{key}.{selector}" if isinstance(value, dict) else key
-    if isinstance(name, str) and ":" in name:
-        try:
-            return plugins.resolve(name, kind)
-        except plugins.PluginError as exc:
-            issues.add(where, name, f"an importable \"package.module:attribute\" naming a {label}: {exc}")
-            return None
-    found = plugins.registered(what, name) if isinstance(name, str) else None
-    if found is not None:
-        return found
-    issues.add(where, name, f"{label}: {plugins.registry().unknown(what, str(name))}")
-    return None
-
 
 def _model(what: str, kind: type) -> Any:
     """Checker of a `{model = "...", <params>}` link-component table (`what`: "latency" or "loss").
@@ -48,11 +31,7 @@ def _model(what: str, kind: type) -> Any:
     """
 
     def check(value: Any, key: str, issues: Issues) -> Any:
-        if not isinstance(value, dict):
-            names = ", ".join(plugins.registry().names(what))
-            issues.add(key, value, f"expected a {what} model table {{model = ..., <parameters>}} (models: {names})")
-            return value
-        cls = _named(value, key, issues, "model", what, kind, f"{what} model")
+        cls = named(value, key, issues, "model", what, kind, f"{what} model")
         if cls is None:
             return value
         model = value["model"]
@@ -258,7 +237,7 @@ def _ap_groups(groups: list, value: dict, key: str, issues: Issues) -> list:
 
 
 def _topology(value: Any, key: str, issues: Issues) -> Any:
-    spec = _named(value, key, issues, "kind", "topology", plugins.TopologySpec, "topology")
+    spec = named(value, key, issues, "kind", "topology", plugins.TopologySpec, "topology")
     if spec is None:
         return value
     shared = {k: value[k] for k in SHARED_LINKS if k in value}

@@ -59,28 +59,30 @@ def _params_table(value: dict, key: str, issues: Issues, cls: type, fixed: dict,
     return resolved
 
 
-def _lookup(value: Any, key: str, issues: Issues, selector: str, what: str) -> Any:
-    """The spec a `name` / `kind` names (registered, or "package.module:attribute"); reports it if none."""
-    if not isinstance(value, dict) or not isinstance(value.get(selector), str):
-        got = value.get(selector, REQUIRED) if isinstance(value, dict) else value
-        issues.add(f"{key}.{selector}" if isinstance(value, dict) else key, got, plugins.registry().unknown(what, ""))
+def named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: type, label: str) -> Any:
+    """What the table `value` names under `selector` (e.g. ``[data] kind = "linear"``): a name
+    registered as a `what` (netemu.plugins), or a "package.module:attribute" holding a `kind`.
+    None if nothing, reported at the key with what is accepted (`label` says what it names)."""
+    a = "an" if label[0] in "aeiou" else "a"
+    if not isinstance(value, dict):
+        issues.add(key, value, f"expected a table {{{selector} = ..., <parameters>}} naming {a} {label}: {plugins.registry().unknown(what, '')}")
         return None
-    name = value[selector]
-    kind = {"algorithm": AlgorithmSpec, "data": DataSpec, "task": TaskSpec}[what]
-    if ":" in name:
+    name = value.get(selector, REQUIRED)
+    where = f"{key}.{selector}"
+    if isinstance(name, str) and ":" in name:
         try:
             return plugins.resolve(name, kind)
         except plugins.PluginError as exc:
-            issues.add(f"{key}.{selector}", name, f"an importable \"package.module:attribute\" naming a {kind.__name__}: {exc}")
+            issues.add(where, name, f"an importable \"package.module:attribute\" naming {a} {label}: {exc}")
             return None
-    spec = plugins.registered(what, name)
-    if spec is None:
-        issues.add(f"{key}.{selector}", name, plugins.registry().unknown(what, name))
-    return spec
+    found = plugins.registered(what, name) if isinstance(name, str) else None
+    if found is None:
+        issues.add(where, name, f"{label}: {plugins.registry().unknown(what, name if isinstance(name, str) else '')}")
+    return found
 
 
 def data_table(value: Any, key: str, issues: Issues) -> Any:
-    spec = _lookup(value, key, issues, "kind", "data")
+    spec = named(value, key, issues, "kind", "data", DataSpec, "data kind")
     if spec is None:
         return value
     return _params_table(value, key, issues, spec.params, {"kind": Field(str)})
@@ -100,14 +102,14 @@ def named_task(raw: dict) -> dict:
 
 
 def task_table(value: Any, key: str, issues: Issues) -> Any:
-    spec = _lookup(value, key, issues, "name", "task")
+    spec = named(value, key, issues, "name", "task", TaskSpec, "task")
     if spec is None:
         return value
     return _params_table(value, key, issues, spec.params, {"name": Field(str)})
 
 
 def algorithm_table(value: Any, key: str, issues: Issues) -> Any:
-    spec = _lookup(value, key, issues, "name", "algorithm")
+    spec = named(value, key, issues, "name", "algorithm", AlgorithmSpec, "algorithm")
     if not isinstance(spec, AlgorithmSpec):
         return value
     moved = [k for k in value if k in spec.moved]
