@@ -77,7 +77,7 @@ def named(value: Any, key: str, issues: Issues, selector: str, what: str, kind: 
             return None
     found = plugins.registered(what, name) if isinstance(name, str) else None
     if found is None:
-        issues.add(where, name, f"{label}: {plugins.registry().unknown(what, name if isinstance(name, str) else '')}")
+        issues.add(where, name, plugins.registry().unknown(what, name if isinstance(name, str) else ""))
     return found
 
 
