@@ -161,7 +161,9 @@ class FedAvgClients(Cohort):
 
     def _train(self, m: Member, model: Any, steps: int) -> np.ndarray:
         key = self._key(model, steps)
-        group = self._waiting.get(key) if key is not None else None
+        if key is None:
+            return self.task.train(model, m.name, steps, mu=self.mu)
+        group = self._waiting.get(key)
         if group is None or m not in group or len(group) < GROUP_MIN:  # alone: the others wait on
             if group is not None:
                 group.pop(m, None)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 __all__ = ["LeastSquares", "gradient_steps", "mse", "weighted_average"]
@@ -25,6 +28,7 @@ def gradient_steps(w: np.ndarray, X: np.ndarray, y: np.ndarray, lr: float, steps
     products (the same bits as one call each: tests/test_linear_kernels.py) and the other operations
     are elementwise, so client i's row is `gradient_steps(w, X[i], y[i, :, 0], lr, steps)` to the
     last bit, for a few array operations a step rather than six per client."""
+    dot: Callable[..., Any]
     if X.ndim == 2:
         n, dot, Xt = y.shape[0], np.dot, X.T
     else:
