@@ -116,6 +116,11 @@ class FedAvgServer(Actor):
         return server_step(p.server_optimizer, self.w, mean, self.opt, lr=p.server_lr, beta1=p.beta1, beta2=p.beta2, tau=p.tau)
 
 
+#: the fewest waiting members trained at once: fewer are trained one by one (a stacked step's own cost
+#: is about that of 3 clients' steps: 22 µs a client in twos, 8.5 in eights, 24 alone; 2026-11-28)
+GROUP_MIN = 8
+
+
 class FedAvgClients(Cohort):
     """The clients' local rounds, for one cohort or one `Solo` actor each (the local steps run
     per client, when each client's compute ends).  `mu` is FedProx's proximal weight."""
@@ -125,17 +130,57 @@ class FedAvgClients(Cohort):
     def __init__(self, name: str, members: list[str], task: Task, mu: float = 0.0) -> None:
         super().__init__(name, members)
         self.task, self.mu = task, mu
+        # Training in groups, where the task has `train_many`: the members computing on the same model
+        # with the same steps wait under one key; the first of them to reply while GROUP_MIN or more
+        # wait trains them all at once, each keeping its vector until its own reply (the same vectors,
+        # sent at the same instants).
+        self._train_many = getattr(task, "train_many", None)
+        self._waiting: dict[tuple, dict[Member, None]] = {}  # (model's dtype, bytes, steps) -> members
+        self._trained: dict[Member, np.ndarray] = {}
 
     def on_message(self, m: Member, msg: Message) -> None:
         m.round = msg.round
         if not self.participates(m):
             return
         steps, work = self.task.plan(m.name, self.work_fraction(m))
+        key = self._key(msg.payload, steps)
+        if key is not None:
+            self._waiting.setdefault(key, {})[m] = None
         self.compute(m, work, self.reply, msg, steps)
 
+    def _key(self, model: Any, steps: int) -> tuple | None:
+        if self._train_many is None or type(model) is not np.ndarray:
+            return None
+        return model.dtype.str, model.shape, model.tobytes(), steps
+
     def reply(self, m: Member, msg: Message, steps: int) -> None:
-        w = self.task.train(msg.payload, m.name, steps, mu=self.mu)
+        w = self._trained.pop(m, None)
+        if w is None:
+            w = self._train(m, msg.payload, steps)
         self.send(m, msg.src, "update", {"w": w, "n": self.task.samples(m.name)})
+
+    def _train(self, m: Member, model: Any, steps: int) -> np.ndarray:
+        key = self._key(model, steps)
+        if key is None:
+            return self.task.train(model, m.name, steps, mu=self.mu)
+        group = self._waiting.get(key)
+        if group is None or m not in group or len(group) < GROUP_MIN:  # alone: the others wait on
+            if group is not None:
+                group.pop(m, None)
+                if not group:
+                    del self._waiting[key]
+            return self.task.train(model, m.name, steps, mu=self.mu)
+        del self._waiting[key]
+        members = list(group)
+        assert self._train_many is not None
+        self._trained.update(zip(members, self._train_many(model, [x.name for x in members], steps, mu=self.mu), strict=True))
+        return self._trained.pop(m)
+
+    def on_member_crash(self, m: Member) -> None:
+        """Its pending training is dropped (a recovered member starts afresh)."""
+        self._trained.pop(m, None)
+        for group in self._waiting.values():
+            group.pop(m, None)
 
 
 def build(world: World, params: FedAvgParams, task: Task, rounds: int, *, cohort: bool = True) -> None:

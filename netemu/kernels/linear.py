@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 __all__ = ["LeastSquares", "gradient_steps", "mse", "weighted_average"]
@@ -18,8 +21,18 @@ def gradient_steps(w: np.ndarray, X: np.ndarray, y: np.ndarray, lr: float, steps
 
     `np.dot` rather than `@`: for a matrix and a vector both call BLAS's gemv, so the bits are the
     same, but `matmul`'s call costs ~1 µs more, and the quick start makes 10 products per client
-    and round (a sixth of its CPU at 100,000 clients went to this function)."""
-    n, dot, Xt = y.shape[0], np.dot, X.T
+    and round (a sixth of its CPU at 100,000 clients went to this function).
+
+    Stacked, the same steps for k clients of n samples each at once: X (k, n, d), y (k, n, 1) and
+    w (d, 1) or (k, d, 1), giving (k, d, 1).  `matmul` then calls the same gemv for each client's
+    products (the same bits as one call each: tests/test_linear_kernels.py) and the other operations
+    are elementwise, so client i's row is `gradient_steps(w, X[i], y[i, :, 0], lr, steps)` to the
+    last bit, for a few array operations a step rather than six per client."""
+    dot: Callable[..., Any]
+    if X.ndim == 2:
+        n, dot, Xt = y.shape[0], np.dot, X.T
+    else:
+        n, dot, Xt = y.shape[1], np.matmul, X.transpose(0, 2, 1)
     for _ in range(steps):
         w = w - lr * dot(Xt, dot(X, w) - y) / n
     return w

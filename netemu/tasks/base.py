@@ -38,7 +38,10 @@ def local_steps(steps: int, fraction: float) -> int:
 
 
 class Task(Protocol):
-    """What an algorithm needs of learning (one run's task, made by `TaskSpec.make`)."""
+    """What an algorithm needs of learning (one run's task, made by `TaskSpec.make`).
+
+    A task may also have `train_many(params, clients, steps, *, mu)`: `train` for each client in
+    turn, the same vectors, computed at once (FedAvg's cohort uses it when it is there)."""
 
     #: client -> its training data; read by the scenario (participation by data size or label)
     #: and by metrics, never by an algorithm's logic (a client's count travels in its messages)

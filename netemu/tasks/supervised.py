@@ -28,7 +28,7 @@ from netemu.data.base import part_sizes
 from netemu.engine.rng import Streams
 from netemu.kernels.classifiers import MLP, MLPBN, Softmax, accuracy, cross_entropy, macro_prf, minibatch_steps, predictions
 from netemu.kernels.cnn import CNN, square_side
-from netemu.kernels.linear import LeastSquares, mse
+from netemu.kernels.linear import LeastSquares, gradient_steps, mse
 from netemu.tasks.base import TaskSpec, Training, evaluated, local_steps
 
 __all__ = ["CLASSIFIER_METRICS", "SPECS", "classifier", "CNNParams", "LinearParams", "MLPParams", "ModelTask", "SoftmaxParams"]
@@ -90,6 +90,33 @@ class ModelTask:
         rng = None if whole else self._streams.generator(f"train/{client}/{k}")
         lr = self.p.lr if self.p.lr_decay is None else self.p.lr * self.p.lr_decay**k
         return minibatch_steps(self.model, np.asarray(params, dtype=float), X, y, steps=steps, batch=self.p.batch, lr=lr, rng=rng, mu=mu)
+
+    def train_many(self, params: np.ndarray, clients: list[str], steps: int, *, mu: float = 0.0) -> list[np.ndarray]:
+        """`train(params, c, steps, mu=mu)` for each client c, the same vectors to the last bit: the
+        clients of each sample count in one stacked `gradient_steps` where every step is a
+        whole-set gradient step of the least-squares model (constant step size, no proximal term;
+        the quick start), else one `train` each."""
+        p = self.p
+        if mu or steps < 1 or p.batch > 0 or p.lr_decay is not None or not isinstance(self.model, LeastSquares):
+            return [self.train(params, c, steps, mu=mu) for c in clients]
+        theta = np.asarray(params, dtype=float)
+        out: list[np.ndarray] = [theta] * len(clients)
+        by_n: dict[int, list[int]] = {}  # sample count -> positions in clients
+        parts = [self.parts[c] for c in clients]
+        for i, (c, (_, y)) in enumerate(zip(clients, parts)):
+            self._rounds[c] = self._rounds.get(c, 0) + 1  # (unused by whole-set steps at a constant step size)
+            by_n.setdefault(y.shape[0], []).append(i)
+        for n, index in by_n.items():
+            if n == 0:  # no data: the model unchanged (`minibatch_steps`)
+                for i in index:
+                    out[i] = theta.copy()
+                continue
+            X = np.stack([parts[i][0] for i in index])
+            y = np.stack([parts[i][1] for i in index])[:, :, None]
+            W = gradient_steps(theta[:, None], X, y, p.lr, steps)[:, :, 0]
+            for j, i in enumerate(index):
+                out[i] = W[j]
+        return out
 
     def _scores(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
         want = self.p.metrics
