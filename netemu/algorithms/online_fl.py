@@ -151,6 +151,11 @@ class OnlineClients(Cohort):
 def _starts(st: OnlineState, ks: list[int], msgs: list[Message]) -> np.ndarray:
     """Row i: the model client ks[i] starts its step from, given the payload of msgs[i]:
     M w + (I − M) w_k for a partial model, else the model received."""
+    if st.partial_down and not st.p.send_indices:  # values of M_k⁽ⁿ⁾w (eq. 4.9): one gather, one scatter
+        start = st.W[ks]
+        rounds = np.array([msg.round for msg in msgs])
+        start[np.arange(len(ks))[:, None], st.selection_rows(rounds, np.asarray(ks))] = [msg.payload for msg in msgs]
+        return start
     start = np.empty((len(ks), st.p.rff_dim))
     for i, (k, msg) in enumerate(zip(ks, msgs, strict=True)):
         payload = msg.payload
@@ -179,6 +184,8 @@ def client_updates(st: OnlineState, ks: list[int], msgs: list[Message]) -> list:
     W = lms_step(start, Z, y, p.mu)  # eqs. (4.9)–(4.10), row-wise (einsum: a row's result is its own)
     st.W[ks] = W
     st.took_part[ks] = rounds
+    if p.sharing == "partial" and not p.send_indices:  # the values of S_k w_k, one gather for all rows
+        return list(W[np.arange(len(ks))[:, None], st.sent_rows(np.array(rounds), np.asarray(ks))])
     return [st.share(w, st.sent_indices(n, k)) for w, n, k in zip(W, rounds, ks, strict=True)]
 
 

@@ -113,10 +113,11 @@ class OnlineState:
         x, y = self.stream.sample(n, k)
         return rff_features(x, self.omega, self.phase)[0], y
 
-    def selection_rows(self, n: int, ks: np.ndarray) -> np.ndarray:
-        """Row i: the indices of M_{ks[i]}⁽ⁿ⁾, as `selected(n, ks[i])` (eq. 4.5)."""
+    def selection_rows(self, n: int | np.ndarray, ks: np.ndarray) -> np.ndarray:
+        """Row i: the indices of M_{ks[i]}⁽ⁿ⁾, as `selected(n, ks[i])` (eq. 4.5); `n` may also be
+        an array, one iteration per client."""
         p = self.p
-        shifts = p.m * (n + ks) if not p.coordinated else np.full(ks.shape, p.m * n)  # `selection_shift` of each client
+        shifts = p.m * (n + ks) if not p.coordinated else np.broadcast_to(p.m * n, ks.shape)  # `selection_shift` of each client
         return (self._first + (shifts % p.rff_dim)[:, None]) % p.rff_dim
 
     def selected(self, n: int, k: int) -> np.ndarray:
@@ -136,6 +137,10 @@ class OnlineState:
         if self.p.send_indices and indices.size < vector.size:
             return PartialModel.take(vector, indices)
         return vector[indices]
+
+    def sent_rows(self, ns: np.ndarray, ks: np.ndarray) -> np.ndarray:
+        """Row i: the indices of S_{ks[i]}⁽ⁿˢ⁽ⁱ⁾⁾ of partial sharing, as `sent_indices(ns[i], ks[i])` (eq. 4.6)."""
+        return self.selection_rows(ns if self.p.version == 0 else ns + 1, ks)
 
     def sent_indices(self, n: int, k: int) -> np.ndarray:
         """S_k⁽ⁿ⁾: M_k⁽ⁿ⁾ for version 0, M_k⁽ⁿ⁺¹⁾ otherwise (eq. 4.6)."""
