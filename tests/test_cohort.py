@@ -73,6 +73,29 @@ def test_a_fedavg_cohort_writes_the_same_log_trace_and_metrics_as_one_actor_per_
     assert np.array_equal(cohort[3].actors["server"].w, one_each[3].actors["server"].w)
 
 
+@pytest.mark.parametrize("group_min", [2, 4])
+def test_a_fedavg_cohort_training_its_waiting_members_at_once_sends_what_each_would_alone(monkeypatch, group_min):
+    # groups as small as 2 and 4 form among these 12 clients (stragglers, crashes and recoveries
+    # included), stacked by sample count (three counts here): the models sent, hence the server's
+    # metrics and model, are those trained one by one
+    import netemu.algorithms.fedavg as fedavg
+    from netemu.tasks.supervised import ModelTask
+
+    def nodes():  # client-4 also crashes while computing (with groups of 2: after its group was trained)
+        return {**varied_nodes(), "client-4": NodeBehaviour(participation=0.8, speed=40.0, crashes=((5.5, 11.5), (33.0, 40.0)))}
+
+    one_each = fedavg_run(False, lossy_links, nodes(), samples=(20, 22))
+    sizes = []
+    train_many = ModelTask.train_many
+    monkeypatch.setattr(ModelTask, "train_many", lambda self, w, clients, *a, **k: sizes.append(len(clients)) or train_many(self, w, clients, *a, **k))
+    monkeypatch.setattr(fedavg, "GROUP_MIN", group_min)
+    cohort = fedavg_run(True, lossy_links, nodes(), samples=(20, 22))
+    assert sizes and min(sizes) >= group_min and sum(sizes) > N  # grouped training happened, in several rounds
+    assert cohort[0] == one_each[0] and cohort[1] == one_each[1]
+    assert cohort[2].metrics == one_each[2].metrics
+    assert np.array_equal(cohort[3].actors["server"].w, one_each[3].actors["server"].w)
+
+
 def test_equal_instants_are_ordered_as_with_one_actor_per_client():
     """Constant delays and equal data sizes: every client computes for the same time and
     replies at the same instant, so the order of the replies is the loop's order of

@@ -135,7 +135,7 @@ class FedAvgClients(Cohort):
         # wait trains them all at once, each keeping its vector until its own reply (the same vectors,
         # sent at the same instants).
         self._train_many = getattr(task, "train_many", None)
-        self._waiting: dict[tuple, dict[Member, None]] = {}  # (model's dtype, bytes, steps) -> members
+        self._waiting: dict[tuple, dict[Member, None]] = {}  # (model's dtype, shape, bytes, steps) -> members
         self._trained: dict[Member, np.ndarray] = {}
 
     def on_message(self, m: Member, msg: Message) -> None:
