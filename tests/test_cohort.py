@@ -73,9 +73,9 @@ def test_a_fedavg_cohort_writes_the_same_log_trace_and_metrics_as_one_actor_per_
     assert np.array_equal(cohort[3].actors["server"].w, one_each[3].actors["server"].w)
 
 
-@pytest.mark.parametrize("group_min", [2, 4])
-def test_a_fedavg_cohort_training_its_waiting_members_at_once_sends_what_each_would_alone(monkeypatch, group_min):
-    # groups as small as 2 and 4 form among these 12 clients (stragglers, crashes and recoveries
+@pytest.mark.parametrize(("group_min", "group_max"), [(2, 4096), (4, 4096), (2, 3)])
+def test_a_fedavg_cohort_training_its_waiting_members_at_once_sends_what_each_would_alone(monkeypatch, group_min, group_max):
+    # groups as small as 2 and 4 (or capped at 3) form among these 12 clients (stragglers, crashes and recoveries
     # included), stacked by sample count (three counts here): the models sent, hence the server's
     # metrics and model, are those trained one by one
     import netemu.algorithms.fedavg as fedavg
@@ -89,8 +89,9 @@ def test_a_fedavg_cohort_training_its_waiting_members_at_once_sends_what_each_wo
     train_many = ModelTask.train_many
     monkeypatch.setattr(ModelTask, "train_many", lambda self, w, clients, *a, **k: sizes.append(len(clients)) or train_many(self, w, clients, *a, **k))
     monkeypatch.setattr(fedavg, "GROUP_MIN", group_min)
+    monkeypatch.setattr(fedavg, "GROUP_MAX", group_max)
     cohort = fedavg_run(True, lossy_links, nodes(), samples=(20, 22))
-    assert sizes and min(sizes) >= group_min and sum(sizes) > N  # grouped training happened, in several rounds
+    assert sizes and group_min <= min(sizes) and max(sizes) <= group_max and sum(sizes) > N  # grouped, in several rounds
     assert cohort[0] == one_each[0] and cohort[1] == one_each[1]
     assert cohort[2].metrics == one_each[2].metrics
     assert np.array_equal(cohort[3].actors["server"].w, one_each[3].actors["server"].w)

@@ -24,13 +24,14 @@ def test_stacked_gradient_steps_give_each_clients_own_bits(n):
     assert not np.array_equal(one[0], one[1])  # different clients: different vectors
 
 
-def _task(**params) -> ModelTask:
+def _task(in_memory: bool = True, **params) -> ModelTask:
     clients = [f"client-{i}" for i in range(60)]
-    data = make_linear(LinearData(samples_min=3, samples_max=6), clients, Streams(4))
+    data = make_linear(LinearData(samples_min=3, samples_max=6, in_memory=in_memory), clients, Streams(4))
     return ModelTask(LeastSquares(10), LinearParams(**params), data, Streams(4), None)
 
 
-@pytest.mark.parametrize(("params", "mu"), [({}, 0.0), ({"lr": 0.3}, 0.0), ({}, 0.01), ({"batch": 2}, 0.0), ({"lr_decay": 0.5}, 0.0)])
+@pytest.mark.parametrize(("params", "mu"), [({}, 0.0), ({"lr": 0.3}, 0.0), ({}, 0.01), ({"batch": 2}, 0.0), ({"lr_decay": 0.5}, 0.0),
+                                            ({"in_memory": False}, 0.0)])  # parts drawn on use
 def test_train_many_is_train_for_each_client_in_turn(params, mu):
     grouped, alone = _task(**params), _task(**params)
     clients = list(grouped.parts)[::2]

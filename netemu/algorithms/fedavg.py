@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,9 @@ class FedAvgServer(Actor):
 #: the fewest waiting members trained at once: fewer are trained one by one (a stacked step's own cost
 #: is about that of 3 clients' steps: 22 µs a client in twos, 8.5 in eights, 24 alone; 2026-11-28)
 GROUP_MIN = 8
+#: the most trained at once: what is held until each one's reply stays bounded (at a million clients
+#: nearly all of them wait on the first model when the first replies)
+GROUP_MAX = 4096
 
 
 class FedAvgClients(Cohort):
@@ -132,8 +136,8 @@ class FedAvgClients(Cohort):
         self.task, self.mu = task, mu
         # Training in groups, where the task has `train_many`: the members computing on the same model
         # with the same steps wait under one key; the first of them to reply while GROUP_MIN or more
-        # wait trains them all at once, each keeping its vector until its own reply (the same vectors,
-        # sent at the same instants).
+        # wait trains itself and up to GROUP_MAX - 1 of the others at once, each keeping its vector
+        # until its own reply (the same vectors, sent at the same instants).
         self._train_many = getattr(task, "train_many", None)
         self._waiting: dict[tuple, dict[Member, None]] = {}  # (model's dtype, shape, bytes, steps) -> members
         self._trained: dict[Member, np.ndarray] = {}
@@ -170,8 +174,11 @@ class FedAvgClients(Cohort):
                 if not group:
                     del self._waiting[key]
             return self.task.train(model, m.name, steps, mu=self.mu)
-        del self._waiting[key]
-        members = list(group)
+        members = [m, *(x for x in islice(group, GROUP_MAX) if x is not m)][:GROUP_MAX]
+        for x in members:
+            del group[x]
+        if not group:
+            del self._waiting[key]
         assert self._train_many is not None
         self._trained.update(zip(members, self._train_many(model, [x.name for x in members], steps, mu=self.mu), strict=True))
         return self._trained.pop(m)

@@ -102,17 +102,19 @@ class ModelTask:
         theta = np.asarray(params, dtype=float)
         out: list[np.ndarray] = [theta] * len(clients)
         by_n: dict[int, list[int]] = {}  # sample count -> positions in clients
-        parts = [self.parts[c] for c in clients]
-        for i, (c, (_, y)) in enumerate(zip(clients, parts)):
+        for i, c in enumerate(clients):
             self._rounds[c] = self._rounds.get(c, 0) + 1  # (unused by whole-set steps at a constant step size)
-            by_n.setdefault(y.shape[0], []).append(i)
+            by_n.setdefault(self._sizes[c], []).append(i)
         for n, index in by_n.items():
             if n == 0:  # no data: the model unchanged (`minibatch_steps`)
                 for i in index:
                     out[i] = theta.copy()
                 continue
-            X = np.stack([parts[i][0] for i in index])
-            y = np.stack([parts[i][1] for i in index])[:, :, None]
+            # one sample count's parts at a time: parts drawn on use (`data.in_memory = false`) are
+            # drawn here, never all of a large group at once
+            parts = [self.parts[clients[i]] for i in index]
+            X = np.stack([x for x, _ in parts])
+            y = np.stack([y for _, y in parts])[:, :, None]
             W = gradient_steps(theta[:, None], X, y, p.lr, steps)[:, :, 0]
             for j, i in enumerate(index):
                 out[i] = W[j]
