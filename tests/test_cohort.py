@@ -79,15 +79,15 @@ def test_a_fedavg_cohort_training_its_waiting_members_at_once_sends_what_each_wo
     # included), stacked by sample count (three counts here): the models sent, hence the server's
     # metrics and model, are those trained one by one
     import netemu.algorithms.fedavg as fedavg
-    from netemu.tasks.supervised import ModelTask
+    from netemu.tasks.supervised import LeastSquaresTask
 
     def nodes():  # client-4 also crashes while computing (with groups of 2: after its group was trained)
         return {**varied_nodes(), "client-4": NodeBehaviour(participation=0.8, speed=40.0, crashes=((5.5, 11.5), (33.0, 40.0)))}
 
     one_each = fedavg_run(False, lossy_links, nodes(), samples=(20, 22))
     sizes = []
-    train_many = ModelTask.train_many
-    monkeypatch.setattr(ModelTask, "train_many", lambda self, w, clients, *a, **k: sizes.append(len(clients)) or train_many(self, w, clients, *a, **k))
+    train_many = LeastSquaresTask.train_many
+    monkeypatch.setattr(LeastSquaresTask, "train_many", lambda self, w, clients, *a, **k: sizes.append(len(clients)) or train_many(self, w, clients, *a, **k))
     monkeypatch.setattr(fedavg, "GROUP_MIN", group_min)
     monkeypatch.setattr(fedavg, "GROUP_MAX", group_max)
     cohort = fedavg_run(True, lossy_links, nodes(), samples=(20, 22))

@@ -1,5 +1,5 @@
 """The least-squares kernel stacked over clients gives each client's vector to the last bit
-(what lets FedAvg's cohort train the clients of one sample count at once: `ModelTask.train_many`)."""
+(what lets FedAvg's cohort train the clients of one sample count at once: `LeastSquaresTask.train_many`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from netemu.data.synthetic import LinearData, make_linear
 from netemu.engine.rng import Streams
 from netemu.kernels.linear import LeastSquares, gradient_steps
-from netemu.tasks.supervised import LinearParams, ModelTask
+from netemu.tasks.supervised import LeastSquaresTask, LinearParams
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 20, 33, 64, 80])
@@ -24,10 +24,10 @@ def test_stacked_gradient_steps_give_each_clients_own_bits(n):
     assert not np.array_equal(one[0], one[1])  # different clients: different vectors
 
 
-def _task(in_memory: bool = True, **params) -> ModelTask:
+def _task(in_memory: bool = True, **params) -> LeastSquaresTask:
     clients = [f"client-{i}" for i in range(60)]
     data = make_linear(LinearData(samples_min=3, samples_max=6, in_memory=in_memory), clients, Streams(4))
-    return ModelTask(LeastSquares(10), LinearParams(**params), data, Streams(4), None)
+    return LeastSquaresTask(LeastSquares(10), LinearParams(**params), data, Streams(4), None)
 
 
 @pytest.mark.parametrize(("params", "mu"), [({}, 0.0), ({"lr": 0.3}, 0.0), ({}, 0.01), ({"batch": 2}, 0.0), ({"lr_decay": 0.5}, 0.0),

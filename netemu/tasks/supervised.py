@@ -91,35 +91,6 @@ class ModelTask:
         lr = self.p.lr if self.p.lr_decay is None else self.p.lr * self.p.lr_decay**k
         return minibatch_steps(self.model, np.asarray(params, dtype=float), X, y, steps=steps, batch=self.p.batch, lr=lr, rng=rng, mu=mu)
 
-    def train_many(self, params: np.ndarray, clients: list[str], steps: int, *, mu: float = 0.0) -> list[np.ndarray]:
-        """`train(params, c, steps, mu=mu)` for each client c, the same vectors to the last bit: the
-        clients of each sample count in one stacked `gradient_steps` where every step is a
-        whole-set gradient step of the least-squares model (constant step size, no proximal term;
-        the quick start), else one `train` each."""
-        p = self.p
-        if mu or steps < 1 or p.batch > 0 or p.lr_decay is not None or not isinstance(self.model, LeastSquares):
-            return [self.train(params, c, steps, mu=mu) for c in clients]
-        theta = np.asarray(params, dtype=float)
-        out: list[np.ndarray] = [theta] * len(clients)
-        by_n: dict[int, list[int]] = {}  # sample count -> positions in clients
-        for i, c in enumerate(clients):
-            self._rounds[c] = self._rounds.get(c, 0) + 1  # (unused by whole-set steps at a constant step size)
-            by_n.setdefault(self._sizes[c], []).append(i)
-        for n, index in by_n.items():
-            if n == 0:  # no data: the model unchanged (`minibatch_steps`)
-                for i in index:
-                    out[i] = theta.copy()
-                continue
-            # one sample count's parts at a time: parts drawn on use (`data.in_memory = false`) are
-            # drawn here, never all of a large group at once
-            parts = [self.parts[clients[i]] for i in index]
-            X = np.stack([x for x, _ in parts])
-            y = np.stack([y for _, y in parts])[:, :, None]
-            W = gradient_steps(theta[:, None], X, y, p.lr, steps)[:, :, 0]
-            for j, i in enumerate(index):
-                out[i] = W[j]
-        return out
-
     def _scores(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> dict[str, float]:
         want = self.p.metrics
         if self.classes is None:
@@ -150,6 +121,41 @@ class ModelTask:
         b = n if self.p.batch <= 0 or self.p.batch >= n else self.p.batch
         rng = np.random.default_rng(0)  # the timing's own batches: nothing of the run's streams
         return (lambda: minibatch_steps(self.model, theta, X, y, steps=1, batch=self.p.batch, lr=self.p.lr, rng=rng)), b * self.p.work_per_sample
+
+
+class LeastSquaresTask(ModelTask):
+    """The `linear` task: a `ModelTask` of the least-squares model, which can also train many
+    clients at once (`train_many`, what FedAvg's cohort uses for clients waiting on one model)."""
+
+    def train_many(self, params: np.ndarray, clients: list[str], steps: int, *, mu: float = 0.0) -> list[np.ndarray]:
+        """`train(params, c, steps, mu=mu)` for each client c, the same vectors to the last bit: the
+        clients of each sample count in one stacked `gradient_steps` where every step is a
+        whole-set gradient step (constant step size, no proximal term; the quick start), else one
+        `train` each."""
+        p = self.p
+        if mu or steps < 1 or p.batch > 0 or p.lr_decay is not None:
+            return [self.train(params, c, steps, mu=mu) for c in clients]
+        theta = np.asarray(params, dtype=float)
+        out: list[np.ndarray] = [theta] * len(clients)
+        by_n: dict[int, list[int]] = {}  # sample count -> positions in clients
+        for i, c in enumerate(clients):
+            self._rounds[c] = self._rounds.get(c, 0) + 1  # (unused by whole-set steps at a constant step size)
+            by_n.setdefault(self._sizes[c], []).append(i)
+        for n, index in by_n.items():
+            if n == 0:  # no data: the model unchanged (`minibatch_steps`)
+                for i in index:
+                    out[i] = theta.copy()
+                continue
+            # one sample count's parts at a time: parts drawn on use (`data.in_memory = false`) are
+            # drawn here, never all of a large group at once
+            parts = [self.parts[clients[i]] for i in index]
+            X = np.stack([x for x, _ in parts])
+            y = np.stack([y for _, y in parts])[:, :, None]
+            W = gradient_steps(theta[:, None], X, y, p.lr, steps)[:, :, 0]
+            for j, i in enumerate(index):
+                out[i] = W[j]
+        return out
+
 
 
 @dataclass(frozen=True)
@@ -196,7 +202,7 @@ class CNNParams(SoftmaxParams):
 
 
 def _linear(params: LinearParams, data: Any, streams: Streams) -> ModelTask:
-    return ModelTask(LeastSquares(int(data.test[0].shape[1])), params, data, streams, None)
+    return LeastSquaresTask(LeastSquares(int(data.test[0].shape[1])), params, data, streams, None)
 
 
 def _classifier(params: SoftmaxParams, data: Any, streams: Streams) -> ModelTask:
