@@ -18,7 +18,8 @@ from netemu.log import MessageLog
 from netemu.engine.net import heterogeneity as H
 from netemu.engine.rng import Streams
 from netemu.run.runner import execute
-from netemu.scenario.build import build_behaviours, build_data, build_graph, build_task, build_world
+from netemu.scenario.build import build_behaviours, build_data, build_task, build_world
+from netemu.scenario.graph import build_graph
 from netemu.scenario.load import parse_scenario
 from netemu.scenario.schema import ScenarioError
 from netemu.scenario.settings import network_model

@@ -23,7 +23,8 @@ from netemu.log import MessageLog
 from netemu.engine.net.links import RoundCounter
 from netemu.engine.rng import Streams
 from netemu.scenario import load_scenario
-from netemu.scenario.build import build_behaviours, build_graph, build_links
+from netemu.scenario.build import build_behaviours, build_links
+from netemu.scenario.graph import build_graph
 from netemu.trace import TraceWriter, topology_fingerprint
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"

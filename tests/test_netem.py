@@ -125,7 +125,8 @@ name = "fedavg"
 
 def test_a_scenario_names_the_netem_models(tmp_path):
     from netemu.scenario import load_scenario
-    from netemu.scenario.build import build_graph, build_links
+    from netemu.scenario.build import build_links
+    from netemu.scenario.graph import build_graph
 
     path = tmp_path / "s.toml"
     path.write_text(SCENARIO.format(latency='{ model = "pareto", mean = 0.1, jitter = 0.02 }'))

@@ -37,7 +37,12 @@ def one(clients: int) -> dict:
     from netemu.engine.rng import Streams
     from netemu.scenario import load_scenario
     from netemu.scenario import build
-    from netemu.scenario.build import build_graph, build_world, run_seed
+    from netemu.scenario.build import build_world, run_seed
+    try:
+        from netemu.scenario import graph as graphs  # where the graph is built (build_graph, release)
+    except ImportError:  # a tree from before: in the build module
+        graphs = build
+    build_graph = graphs.build_graph
     from netemu.trace import topology_fingerprint
 
     sc = load_scenario(ROOT / "scenarios" / "quickstart.toml", [
@@ -57,8 +62,8 @@ def one(clients: int) -> dict:
         timed("world", build_world, sc, 0, 0, graph=graph)
         del graph
     else:  # a tree from before: the graph released (or, older still, dropped) and built again
-        if hasattr(build, "release"):
-            build.release(graph)
+        if hasattr(graphs, "release"):
+            graphs.release(graph)
         del graph
         timed("world", build_world, sc, 0, 0)
     return {"clients": clients, "cpu_s": cpu, "wall_s": wall, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

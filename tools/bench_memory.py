@@ -53,7 +53,8 @@ def components(clients: int) -> dict:
     from netemu import plugins
     from netemu.log import MessageLog
     from netemu.engine.rng import Streams
-    from netemu.scenario.build import build_behaviours, build_data, build_graph, build_links, run_seed
+    from netemu.scenario.build import build_behaviours, build_data, build_links, run_seed
+    from netemu.scenario.graph import build_graph
     from netemu.trace import TraceWriter
     from netemu.engine.world import World
 

@@ -18,7 +18,8 @@ import time
 
 from netemu import plugins
 from netemu.errors import InputError
-from netemu.scenario.build import build_graph, learning, release, run_seed
+from netemu.scenario.build import learning, run_seed
+from netemu.scenario.graph import build_graph, release
 from netemu.scenario.load import Scenario
 
 __all__ = ["REPETITIONS", "calibrate", "measure"]

@@ -37,7 +37,8 @@ from netemu.engine.rng import Streams
 from netemu.run.folder import close_outputs, default_out_dir, refused_write, resolved_toml, scenario_hash, write_results
 from netemu.run.calibration import REPETITIONS, calibrate
 from netemu.scenario.fields import LOG_FORMATS
-from netemu.scenario.build import build_graph, build_world, load_script, release, run_horizon, run_seed
+from netemu.scenario.build import build_world, load_script, run_horizon, run_seed
+from netemu.scenario.graph import build_graph, release
 from netemu.scenario.load import Scenario
 from netemu.scenario.settings import network_model
 from netemu.run.signals import Terminated, raise_pending, stop_on_signals

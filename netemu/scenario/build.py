@@ -30,13 +30,13 @@ from netemu.engine.net.network import Fates, NodeBehaviour, draw_now
 from netemu.engine.net.routing import ROUTER_ROLES
 from netemu.engine.rng import Streams
 from netemu.scenario.files import MAX_DATA_FILE_BYTES, regular_file
+from netemu.scenario.graph import build_graph, release
 from netemu.scenario.load import Scenario, match_nodes
 from netemu.scenario.settings import Algorithm, thawed
 from netemu.engine.world import World, fewer_collections
 
 __all__ = [
-    "DAY", "ScriptError", "build_graph", "build_links", "build_task", "build_world", "learning", "load_script", "release", "run_horizon", "run_seed",
-    "script_hash", "topology_for_validation",
+    "DAY", "ScriptError", "build_links", "build_task", "build_world", "learning", "load_script", "run_horizon", "run_seed", "script_hash",
 ]
 
 DAY = 86400.0  # virtual seconds; the automatic horizon allows one per round
@@ -48,47 +48,6 @@ def run_seed(seed: int, run: int) -> int:
         return seed
     digest = hashlib.blake2b(f"netemu-run/{seed}/{run}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1
-
-
-def build_graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
-    """The topology of the run whose streams are `streams` (the garbage collector paused
-    meanwhile, `fewer_collections`: a large graph is millions of long-lived objects)."""
-    with fewer_collections():
-        return _graph(sc, streams)
-
-
-def _graph(sc: Scenario, streams: Streams) -> nx.DiGraph:
-    """The graph of the scenario's topology, built by its registered TopologySpec (file keys resolved),
-    with routers before the servers for `server_link` / `access_points` (star and multi_server)."""
-    topo, shared = sc.settings.topology, sc.settings.links.shared
-    spec = plugins.topology(topo.kind)
-    params = thawed(topo.params)
-    for key in spec.paths:
-        params[key] = sc.resolve(params[key])
-    try:
-        g = spec.build(params, streams)
-    except (ValueError, OSError):  # an InputError, or a value the builder refuses: reported as they are
-        raise
-    except Exception as exc:  # noqa: BLE001 - a plug-in's builder may fail in any way: name it, no traceback
-        raise InputError(f"topology {spec.name!r}: build(params, streams) raised {type(exc).__name__}: {exc}") from None
-    if not isinstance(g, nx.DiGraph):
-        raise InputError(f"topology {spec.name!r}: build(params, streams) returned {type(g).__name__}, expected a networkx DiGraph")
-    if shared:
-        g = T.behind_routers(g, server_link="server_link" in shared, clients_per_ap=sc.settings.links.clients_per_ap())
-    return g
-
-
-def release(graph: nx.DiGraph) -> None:
-    """Empty a graph that is no longer used, so that its memory is freed now: networkx's
-    cached views (`nodes`, `edges`, ...) refer back to their graph, so a dropped graph is a
-    reference cycle that waits for a full garbage collection — rare while a large world is
-    built and run (`fewer_collections`), and 100 MB at 100,000 clients.  Attribute dicts
-    still referenced elsewhere (a Network's nodes keep theirs) are not touched."""
-    graph.clear()
-
-
-def topology_for_validation(sc: Scenario) -> nx.DiGraph:
-    return build_graph(sc, Streams(sc.settings.run.seed))
 
 
 def _component(table: dict | None, model: Callable[[str], type], sc: Scenario) -> Any:

@@ -7,7 +7,7 @@ plus the file it came from, and `settings`, the same parsed once into typed reco
 (netemu.scenario.settings) that the layers running it read.  The format is documented in docs/scenarios.md.  The checks
 live beside this module: `fields` (the tables and their values; plug-in tables through
 `specs`), `limits` (sizes, nesting), `files` (what the scenario names on disk), `specs`
-(plug-ins and their parameters), `crosscheck` (what needs the topology).
+(plug-ins and their parameters), `crosscheck` (what needs the topology, built by `graph`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _resolve(path: Path, relative: str) -> Path:
 
 
 def parse_scenario(raw: dict, path: Path, overrides: Sequence[str] = ()) -> Scenario:
-    from netemu.scenario.build import release, topology_for_validation  # the one place that needs graphs
+    from netemu.scenario.graph import release, topology_for_validation  # the one place that needs graphs
 
     file = str(path)
     raw = apply_overrides(raw, list(overrides), file)
