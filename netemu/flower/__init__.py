@@ -13,6 +13,7 @@ registry can list the family; everything else raises `FlowerMissing` without it.
 from typing import Any
 
 from netemu.errors import InputError
+from netemu.flower.failures import FlowerAppFailed
 from netemu.flower.spec import SPEC, FlowerParams
 from netemu.flower.work import WorkModel
 
@@ -23,7 +24,7 @@ class FlowerMissing(InputError, ImportError):
 
 _NEEDS_FLOWER = {
     "FlowerAppError": "apps", "load_client_app": "apps", "load_server_app": "apps",
-    "FlowerAppFailed": "actors", "FlowerNode": "actors", "FlowerServer": "actors", "add_flower": "actors",
+    "FlowerNode": "actors", "FlowerServer": "actors", "add_flower": "actors",
     "flower_nodes": "actors", "flower_run_id": "actors", "NetemuGrid": "grid", "run_inprocess": "inprocess",
 }
 

@@ -32,11 +32,11 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from netemu.engine.actors import Actor
 from netemu.engine.net.message import Message as NetemuMessage
-from netemu.errors import InputError, RunStopped
+from netemu.errors import InputError
 from netemu.flower.apps import load_client_app, load_server_app
+from netemu.flower.failures import ON_CLIENT_ERROR, FlowerAppFailed
 from netemu.flower.grid import NetemuGrid
 from netemu.flower.legacy import legacy_hooks
-from netemu.flower.spec import ON_CLIENT_ERROR
 from netemu.flower.appconfig import fused_run_config
 from netemu.flower.notes import WAIT_WARNING, Waits, sleep_warning, wall_sleeps
 from netemu.flower.tally import Tally
@@ -52,15 +52,6 @@ __all__ = ["FIRST_NODE_ID", "FlowerAppFailed", "FlowerNode", "FlowerServer", "ad
 FIRST_NODE_ID = 1000  # the i-th client node (topology order) is Flower node 1000 + i
 REPLY = "-reply"  # netemu message kind of a reply: the Flower message type + "-reply"
 EXCHANGES = ("train", "evaluate", "query")  # message categories whose exchanges are counted as metrics
-
-
-class FlowerAppFailed(RunStopped):
-    """A Flower ServerApp or ClientApp raised: the run stopped.  The first line names the
-    node, the virtual time and the Flower message type; the app's traceback follows."""
-
-    def __init__(self, line: str, details: str) -> None:
-        super().__init__(f"{line}\n{details}")
-        self.line, self.details = line, details
 
 
 def flower_run_id(seed: int) -> int:

@@ -29,13 +29,12 @@ from typing import Any
 from netemu.algorithms.base import ONE_SERVER, AlgorithmSpec
 from netemu.config import ConfigError, require
 from netemu.flower.appconfig import app_defaults, fused_run_config
+from netemu.flower.failures import ON_CLIENT_ERROR
 from netemu.flower.work import WorkModel
 from netemu.engine.world import World
 
 __all__ = ["CONSOLE_LEVELS", "SPEC", "FlowerParams", "build"]
 
-#: what `on_client_error` accepts: Flower's error reply (as its runtime sends), or stop the run
-ON_CLIENT_ERROR = ("reply", "stop")
 #: what `console` accepts: Flower's INFO output (every round's summary) is hidden by default
 CONSOLE_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
