@@ -47,14 +47,15 @@ def test_non_contiguous_arrays_round_trip(arr, view):
 @given(ARRAYS)
 def test_an_array_payload_is_the_bytes_msgpack_packs_it_into(arr):
     """`encode` makes a top-level array's extension itself; the bytes are msgpack's own."""
-    from netemu.wire.codec import _default
+    from netemu.wire.pack import _default
 
     assert encode(arr) == msgpack.packb(arr, default=_default, use_bin_type=True)
 
 
 @given(st.sampled_from([0, 1, 2, 3, 4, 5, 8, 15, 16, 17, 255, 256, 65_535, 65_536, 70_000]), st.integers(0, 127))
 def test_an_extension_is_framed_as_msgpack_frames_it_at_every_size_boundary(n, code):
-    from netemu.wire.codec import _ext_body, _ext_bytes
+    from netemu.wire.codec import _ext_body
+    from netemu.wire.pack import _ext_bytes
 
     body = bytes(range(256)) * (n // 256) + bytes(range(n % 256))
     framed = _ext_bytes(code, body)

@@ -19,62 +19,20 @@ own size.  Anything malformed is a `WireError` naming what is wrong.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import msgpack
 import numpy as np
 
-from netemu.errors import InputError
 from netemu.wire.lazy import Unencoded, fresh, unencoded
+from netemu.wire.pack import EXT_NDARRAY, EXT_PARTIAL, EXT_SCALAR, REFUSED_KINDS, WireError, encode, pack_payload
 from netemu.wire.partial import PartialModel
 
 __all__ = ["ENVELOPE_FIELDS", "Unencoded", "WireError", "decode", "decode_envelope", "encode", "encode_envelope", "encode_from",
            "fresh", "header_size"]
 
-EXT_NDARRAY, EXT_SCALAR, EXT_PARTIAL = 1, 2, 3
-_REFUSED_KINDS = {"O": "object", "V": "structured/void"}
-
 #: order of the fields of an encoded envelope (a msgpack array)
 ENVELOPE_FIELDS = ("id", "src", "dst", "kind", "round", "sent_at", "payload")
-
-
-class WireError(InputError, TypeError):
-    """A payload cannot be put on the wire; the message names the offending field."""
-
-
-# packs the bodies of extensions: lists of strings, ints, bytes and ExtTypes, never calling back
-# into Python, so one packer serves every call (msgpack.packb builds a packer per call)
-_BODY = msgpack.Packer(use_bin_type=True)
-
-
-def _array_body(arr: np.ndarray) -> bytes:
-    if arr.dtype.kind in _REFUSED_KINDS:
-        raise WireError(f"{_REFUSED_KINDS[arr.dtype.kind]} dtype {arr.dtype} cannot be encoded")
-    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
-        arr = arr.copy(order="C")
-    return _BODY.pack([arr.dtype.str, list(arr.shape), arr.tobytes()])
-
-
-def _array_ext(code: int, arr: np.ndarray) -> msgpack.ExtType:
-    return msgpack.ExtType(code, _array_body(arr))
-
-
-_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}  # fixext 1, 2, 4, 8, 16: the body's size in the type byte
-
-
-def _ext_bytes(code: int, body: bytes) -> bytes:
-    """What msgpack packs ``ExtType(code, body)`` into: its header (fixext, or ext 8, 16 or
-    32 with the body's length, big-endian), the type code, the body."""
-    n = len(body)
-    fixed = _FIXEXT.get(n)
-    if fixed is not None:
-        return bytes((fixed, code)) + body
-    if n < 0x100:
-        return bytes((0xC7, n, code)) + body
-    if n < 0x10000:
-        return b"\xc8" + n.to_bytes(2, "big") + bytes((code,)) + body
-    return b"\xc9" + n.to_bytes(4, "big") + bytes((code,)) + body  # (4 GiB or more: OverflowError, a refusal)
 
 
 def _ext_body(data: bytes) -> tuple[int, int] | None:
@@ -95,17 +53,6 @@ def _ext_body(data: bytes) -> tuple[int, int] | None:
     if start + n != len(data):
         return None
     return data[start - 1], start
-
-
-def _default(obj: Any) -> msgpack.ExtType:
-    if isinstance(obj, np.ndarray):
-        return _array_ext(EXT_NDARRAY, obj)
-    if isinstance(obj, np.generic):
-        return _array_ext(EXT_SCALAR, np.asarray(obj))
-    if isinstance(obj, PartialModel):
-        body = [obj.dim, _array_ext(EXT_NDARRAY, obj.indices), _array_ext(EXT_NDARRAY, obj.values)]
-        return msgpack.ExtType(EXT_PARTIAL, _BODY.pack(body))
-    raise WireError(f"type {type(obj).__name__} cannot be encoded")
 
 
 _MAX_DIMS = 64  # NumPy's own limit
@@ -135,7 +82,7 @@ def _dtype(dtype_str: Any) -> np.dtype:
         dtype = np.dtype(dtype_str)
     except (TypeError, ValueError, OverflowError, SyntaxError):  # SyntaxError: numpy literal_evals "i2,(,)"-like strings
         raise WireError(f"ndarray extension: {dtype_str[:40]!r} is not a NumPy dtype") from None
-    if dtype.kind in _REFUSED_KINDS or dtype.shape or dtype.fields is not None or dtype.itemsize == 0:
+    if dtype.kind in REFUSED_KINDS or dtype.shape or dtype.fields is not None or dtype.itemsize == 0:
         raise WireError(f"ndarray extension: dtype {dtype_str[:40]!r} is refused (only plain dtypes with a byte form)")
     if len(_DTYPES) < 256:
         _DTYPES[dtype_str] = dtype
@@ -187,51 +134,6 @@ def _ext_hook(code: int, data: bytes) -> Any:
     return msgpack.ExtType(code, data)
 
 
-def _find_bad_field(obj: Any, path: str) -> tuple[str, str] | None:
-    """Locate the first field the codec refuses: (dotted path, reason)."""
-    try:
-        msgpack.packb(obj, default=_default, use_bin_type=True)
-        return None
-    except (WireError, TypeError, ValueError, OverflowError) as exc:
-        reason = str(exc)
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            found = _find_bad_field(v, f"{path}[{k!r}]")
-            if found:
-                return found
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            found = _find_bad_field(v, f"{path}[{i}]")
-            if found:
-                return found
-    return path, reason
-
-
-_PACKERS = threading.local()  # each thread's payload packer: `_default` runs Python code, so a pack is not atomic
-
-
-def _pack(payload: Any) -> bytes:
-    """``msgpack.packb(payload, default=_default, use_bin_type=True)`` through this thread's
-    packer, kept rather than built per call (a fifth of a small payload's encoding); a
-    packer starts afresh after an exception, so a refused payload leaves nothing behind."""
-    if type(payload) is np.ndarray:  # a model: its extension's bytes made here, not through the packer's callback
-        return _ext_bytes(EXT_NDARRAY, _array_body(payload))
-    try:
-        pack = _PACKERS.pack
-    except AttributeError:
-        pack = _PACKERS.pack = msgpack.Packer(use_bin_type=True, default=_default).pack
-    return pack(payload)
-
-
-def encode(payload: Any, *, context: str = "payload") -> bytes:
-    """msgpack bytes of `payload`; a refusal names the field (`context` prefixes the message)."""
-    try:
-        return _pack(payload)
-    except (WireError, TypeError, ValueError, OverflowError):
-        path, reason = _find_bad_field(payload, "payload") or ("payload", "cannot be encoded")
-        raise WireError(f"{context}: field {path}: {reason}") from None
-
-
 def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) -> bytes | Unencoded:
     """An actor's payload for the network: `Unencoded` (its exact size now, its bytes only if
     read: `netemu.wire.lazy`) when it is made only of types whose encoding can be sized and
@@ -241,7 +143,7 @@ def encode_from(sender: str, kind: str, payload: Any, dst: str | None = None) ->
     if lazy is not None:
         return lazy
     try:
-        return _pack(payload)
+        return pack_payload(payload)
     except (WireError, TypeError, ValueError, OverflowError):
         to = f" to {dst!r}" if dst is not None else ""
         return encode(payload, context=f"{sender} sending {kind!r}{to}")

@@ -19,8 +19,8 @@ complex, dict keys other than str, bytes, int, float, bool and None, nesting dee
 `_DEPTH`, ints or lengths msgpack refuses) gives None: the caller encodes it as before, so a
 payload the codec refuses is refused at the send, with the same error.
 
-`fresh` copies a decoded value for a further receiver (a broadcast's).  This module does not
-import the codec (the codec imports it): the codec's `encode` is imported where bytes are made.
+`fresh` copies a decoded value for a further receiver (a broadcast's).  The bytes are made by
+`netemu.wire.pack`, the encoding half of the codec (which imports this module).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from netemu.wire.pack import encode
 from netemu.wire.partial import PartialModel
 
 __all__ = ["Unencoded", "fresh", "unencoded"]
@@ -62,8 +63,6 @@ class Unencoded:
         if data is None:
             if self.value is _TAKEN:
                 raise RuntimeError("the payload was delivered before its bytes were read; they were not kept")
-            from netemu.wire.codec import encode  # (the codec imports this module)
-
             data = self._data = encode(self.value)
         return data
 
