@@ -76,16 +76,10 @@ class ModelTask:
 
     def plan(self, client: str, fraction: float) -> tuple[int, float]:
         n = self._sizes[client]
-        p = self.p
-        steps = p.steps or self._full_steps(n)
-        if fraction < 1.0:
-            steps = local_steps(steps, fraction)
-        batch = p.batch
-        if batch <= 0 or batch >= n:  # full-batch steps (the usual case, once per member and round): n samples each
-            work = steps * n * p.work_per_sample
-        else:  # minibatches of `batch`, the last of a pass what is left
-            per_pass = -(-n // batch)
-            work = ((steps // per_pass) * n + min((steps % per_pass) * batch, n)) * p.work_per_sample
+        steps = local_steps(self._full_steps(n), fraction)
+        b = n if self.p.batch <= 0 or self.p.batch >= n else self.p.batch
+        per_pass = -(-n // b) if b else 1
+        work = ((steps // per_pass) * n + min((steps % per_pass) * b, n)) * self.p.work_per_sample
         return steps, int(work) if work.is_integer() else work  # whole units log as integers
 
     def train(self, params: np.ndarray, client: str, steps: int, *, mu: float = 0.0) -> np.ndarray:
