@@ -155,9 +155,7 @@ class FedAvgClients(Cohort):
     def _key(self, model: Any, steps: int) -> tuple | None:
         if self._train_many is None or type(model) is not np.ndarray:
             return None
-        # the dtype itself, not its `.str`: equal dtypes are equal keys, and `.str` makes a new string
-        # per call (twice per member and round: a third of the key's cost)
-        return model.dtype, model.shape, model.tobytes(), steps
+        return model.dtype.str, model.shape, model.tobytes(), steps
 
     def reply(self, m: Member, msg: Message, steps: int) -> None:
         w = self._trained.pop(m, None)
