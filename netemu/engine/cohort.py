@@ -47,7 +47,7 @@ class Member:
         self.gen = 0  # bumped by every crash: work scheduled before it is dropped
         self.busy = False  # handling a message: what arrives now is queued
         self.handle: asyncio.Handle | Wake | None = None  # its pending step, or compute or sleep
-        self.waiting: float | None = None  # the seconds of the sleep it waits on while busy (None: running), for deadlock reports
+        self.waiting: str | None = None  # what it waits for while busy, for deadlock reports
         self.queue: deque[Message] | None = None  # created on first use: most members never queue
         self._computes: RoundCounter | None = None
         self._port: NodePort | None = None  # made on first use of Cohort.port
@@ -244,7 +244,7 @@ class Cohort:
             self._solo.then = (seconds, then, args)
             return
         loop = self._loop or running_loop()
-        m.waiting = seconds  # formatted only for a report (`host_waits`), not at every compute
+        m.waiting = f"sleep({seconds:g})"
         if seconds <= 0:
             m.handle = loop.call_soon(self._step, m, m.gen, then, args)
         elif loop._debug:  # asyncio's own iteration knows no columns: one timer each
@@ -406,7 +406,7 @@ class Cohort:
     def host_waits(self) -> dict[str, str | None]:
         """What each member waits for (deadlock and stop reports)."""
         idle = f"recv(kind={self.receives!r})"
-        return {m.name: ("running" if m.waiting is None else f"sleep({m.waiting:g})") if m.busy else idle for m in self.members}
+        return {m.name: (m.waiting or "running") if m.busy else idle for m in self.members}
 
     def host_unread(self) -> list[tuple[str, Message]]:
         """The members' messages delivered and not received (queued), when the run ends: member by member."""
