@@ -87,32 +87,23 @@ class Unencoded:
 
 def unencoded(payload: Any) -> Unencoded | None:
     """`payload` as an `Unencoded`, or None when it is to be encoded now (module docstring)."""
+    if type(payload) is np.ndarray:  # a model: a vector of a dtype seen before is sized here, in a few steps
+        known = _DTYPES.get(id(payload.dtype))
+        if known is not None and known[1] is None and payload.ndim == 1:
+            d, n = len(payload), payload.nbytes  # (a vector's length without its shape tuple)
+            if n < _BIG:  # the body: header and dtype, the shape [d], the raw bytes
+                body = known[2] + (2 if d < 0x80 else 3 if d < 0x100 else 4 if d < 0x10000 else 6) \
+                    + n + (2 if n < 0x100 else 3 if n < 0x10000 else 5)
+                if 16 < body < _BIG:  # (not a fixext)
+                    return Unencoded(payload.copy(), body + (3 if body < 0x100 else 4 if body < 0x10000 else 6))
     try:
-        if type(payload) is np.ndarray:  # a model
-            vector = _vector(payload)
-            if vector is not None:
-                return Unencoded(*vector)
+        if type(payload) is np.ndarray:
             value, size = _array(payload)
             return Unencoded(value, _ext(size))
         value, size = _walk(payload, 0)
     except _Eager:
         return None
     return Unencoded(value, size)
-
-
-def _vector(arr: np.ndarray) -> tuple[np.ndarray, int] | None:
-    """(the decoded copy, the extension's size) of a vector of a dtype seen before that copies as it
-    decodes, in a few steps — a model, sent by every member each round, alone (a broadcast) or in
-    a dict (an update); None for any other array (`_array` sizes it)."""
-    known = _DTYPES.get(id(arr.dtype))
-    if known is not None and known[1] is None and arr.ndim == 1:
-        d, n = len(arr), arr.nbytes  # (a vector's length without its shape tuple)
-        if n < _BIG:  # the body: header and dtype, the shape [d], the raw bytes
-            body = known[2] + (2 if d < 0x80 else 3 if d < 0x100 else 4 if d < 0x10000 else 6) \
-                + n + (2 if n < 0x100 else 3 if n < 0x10000 else 5)
-            if 16 < body < _BIG:  # (not a fixext)
-                return arr.copy(), body + (3 if body < 0x100 else 4 if body < 0x10000 else 6)
-    return None
 
 
 def _length(n: int) -> int:
@@ -212,9 +203,6 @@ def _walk(obj: Any, depth: int) -> tuple[Any, int]:
     if t is bool or obj is None:
         return obj, 1
     if t is np.ndarray:
-        vector = _vector(obj)
-        if vector is not None:
-            return vector
         value, size = _array(obj)
         return value, _ext(size)
     if t is dict:
