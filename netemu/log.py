@@ -88,9 +88,9 @@ class MessageLog:
         `t`, `event`, `id`, `src`, `dst`, `kind`, `round`, `bytes`, `link` and `key`=`value`,
         byte for byte, without keyword dictionaries (the network writes two per message).
 
-        The record is a copy of a template holding the keys in their order and the
-        context's values, then filled in: a third of the cost of spreading the context
-        into a new dict (issue 15).  A context binding ``t`` or ``event`` takes the
+        The record is a template holding the keys in their order and the context's
+        values, filled in (in place: no copy per record): a fraction of the cost of
+        spreading the context into a new dict (issue 15).  A context binding ``t`` or ``event`` takes the
         keyword path, where the context's value wins."""
         template = self._templates.get(key)
         if template is None:
@@ -118,7 +118,9 @@ class MessageLog:
                 if len(order) >= self._arrow.batch:
                     self._spill()
             return
-        record = template.copy()
+        # the template itself is filled in: every key but the context's is set at each call, in place
+        # (the order stays the template's), and orjson calls back into no Python code — no copy needed
+        record = template
         record["t"] = t
         record["event"] = event
         record["id"] = id
@@ -157,7 +159,7 @@ class MessageLog:
                 if len(self._arrow.order) >= self._arrow.batch:
                     self._spill()
             return
-        record = template.copy()
+        record = template  # filled in place, as in `message`
         record["t"] = t
         record["event"] = event
         record["id"] = id
