@@ -163,6 +163,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
         self._ran_now = False  # a callback ran during the SimPy step in progress
+        self._until = math.inf  # until when the wait in progress (`_advance`) steps SimPy
         self._running_now = False  # a callback is running at once (`run_now`)
         self._seqs = itertools.count()  # scheduling order of timers: ties of time (netemu.engine.timers)
 
@@ -280,25 +281,38 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def _advance(self, timeout: float | None) -> None:
         """The wait: process SimPy events one at a time until one readies a callback, or
         up to the next timer; then virtual time jumps there."""
-        env, ready = self.env, self._ready
-        deadline = self._deadline(timeout)
+        env = self.env
+        self._until = self._deadline(timeout)
         self._phase, self._ran_now = 1, False
+        env.steps_on = self._steps_on  # (an `Arrivals` asks it too, to process its next arrival in the same step)
         try:
-            while (t := env.peek()) <= deadline and t != math.inf:
+            while self._steps_on(env.peek()):
                 env.step()
-                if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
-                    return
-                if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
-                    self._ran_now = False
-                    timeout = self._timeout()
-                    if timeout == 0:
-                        return
-                    deadline = self._deadline(timeout)
+            if self._ready or self._ran_now:  # a callback to run now (see _steps_on)
+                return
         finally:
             self._phase = 0
-        if deadline == math.inf:
+            env.steps_on = None
+        if self._until == math.inf:
             raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
-        env.advance_to(deadline)
+        env.advance_to(self._until)
+
+    def _steps_on(self, t: float) -> bool:
+        """Whether the wait (`_advance`) steps on to a SimPy event at `t` after the step just done:
+        not if that step woke a coroutine (asyncio runs it now), nor if callbacks ran within it
+        (`run_now`) and the next iteration would wait for nothing (then `_ran_now` stays set, so
+        asking again gives the same answer), nor past the wait's deadline, which those callbacks
+        may have moved.  The one place this is decided, for `_advance` and for an `Arrivals`
+        processing its next arrival in the same step (issue 40, item 1)."""
+        if self._ready:  # a SimPy callback woke a coroutine: let asyncio run it now
+            return False
+        if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
+            timeout = self._timeout()
+            if timeout == 0:
+                return False
+            self._ran_now = False
+            self._until = self._deadline(timeout)
+        return t <= self._until and t != math.inf
 
     def next_due(self) -> float:
         """The earliest virtual time at which asyncio has something to run: now when a callback is
