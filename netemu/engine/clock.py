@@ -33,6 +33,11 @@ counter), not by the history of asyncio's heap.  A cohort's members' wake-ups dr
 sequence numbers from the same counter and wait in a `Column` of their own, one entry in the
 loop's heap (netemu.engine.timers), which the loop expands as its timers fall due.
 
+Whether the wait steps on to the next SimPy event after a step is decided in one place
+(`_steps_on`), which a broadcast's `Arrivals` (netemu.engine.net.inflight) asks too: when its
+next arrival is the next thing due anyway, it is processed in the same step, without the
+event queue's round trip (issue 40, item 1).
+
 That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
 handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
 do without them, at a price measured in docs/benchmarks.md: ×1.1–1.7 the CPU time of the

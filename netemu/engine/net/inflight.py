@@ -2,7 +2,8 @@
 
 `Due` is the scheduled arrival (of a batch) or loss, in the place of a SimPy `Timeout` at a
 tenth of its size; `Arrivals` are the further arrival events of one send call, kept as one
-time-ordered column in a single entry of the event queue; `Shared` is the payload that the messages of one
+time-ordered column in a single entry of the event queue and processed back to back while nothing
+else is due between them; `Shared` is the payload that the messages of one
 broadcast share until the last of them is delivered, `received` a message's payload for its one receiver.  Used by
 `netemu.engine.net.network.Network`'s message path.
 """
