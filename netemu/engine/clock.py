@@ -33,11 +33,6 @@ counter), not by the history of asyncio's heap.  A cohort's members' wake-ups dr
 sequence numbers from the same counter and wait in a `Column` of their own, one entry in the
 loop's heap (netemu.engine.timers), which the loop expands as its timers fall due.
 
-Whether the wait steps on to the next SimPy event after a step is decided in one place
-(`_steps_on`), which a broadcast's `Arrivals` (netemu.engine.net.inflight) asks too: when its
-next arrival is the next thing due anyway, it is processed in the same step, without the
-event queue's round trip (issue 40, item 1).
-
 That iteration and `run_now` use asyncio's internals (its run queue, timer heap and
 handles).  asyncio's public interface — a custom selector, `time()`, `call_soon` — would
 do without them, at a price measured in docs/benchmarks.md: ×1.1–1.7 the CPU time of the
@@ -168,7 +163,6 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
         self._ran_now = False  # a callback ran during the SimPy step in progress
-        self._until = math.inf  # until when the wait in progress (`_advance`) steps SimPy
         self._running_now = False  # a callback is running at once (`run_now`)
         self._seqs = itertools.count()  # scheduling order of timers: ties of time (netemu.engine.timers)
 
@@ -286,38 +280,25 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def _advance(self, timeout: float | None) -> None:
         """The wait: process SimPy events one at a time until one readies a callback, or
         up to the next timer; then virtual time jumps there."""
-        env = self.env
-        self._until = self._deadline(timeout)
+        env, ready = self.env, self._ready
+        deadline = self._deadline(timeout)
         self._phase, self._ran_now = 1, False
-        env.steps_on = self._steps_on  # (an `Arrivals` asks it too, to process its next arrival in the same step)
         try:
-            while self._steps_on(env.peek()):
+            while (t := env.peek()) <= deadline and t != math.inf:
                 env.step()
-            if self._ready or self._ran_now:  # a callback to run now (see _steps_on)
-                return
+                if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
+                    return
+                if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
+                    self._ran_now = False
+                    timeout = self._timeout()
+                    if timeout == 0:
+                        return
+                    deadline = self._deadline(timeout)
         finally:
             self._phase = 0
-            env.steps_on = None
-        if self._until == math.inf:
+        if deadline == math.inf:
             raise Deadlock(f"deadlock at virtual time {env.now:g}: every coroutine waits and nothing is scheduled")
-        env.advance_to(self._until)
-
-    def _steps_on(self, t: float) -> bool:
-        """Whether the wait (`_advance`) steps on to a SimPy event at `t` after the step just done:
-        not if that step woke a coroutine (asyncio runs it now), nor if callbacks ran within it
-        (`run_now`) and the next iteration would wait for nothing (then `_ran_now` stays set, so
-        asking again gives the same answer), nor past the wait's deadline, which those callbacks
-        may have moved.  The one place this is decided, for `_advance` and for an `Arrivals`
-        processing its next arrival in the same step (issue 40, item 1)."""
-        if self._ready:  # a SimPy callback woke a coroutine: let asyncio run it now
-            return False
-        if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
-            timeout = self._timeout()
-            if timeout == 0:
-                return False
-            self._ran_now = False
-            self._until = self._deadline(timeout)
-        return t <= self._until and t != math.inf
+        env.advance_to(deadline)
 
     def next_due(self) -> float:
         """The earliest virtual time at which asyncio has something to run: now when a callback is

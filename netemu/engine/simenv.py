@@ -6,7 +6,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import simpy
@@ -34,8 +33,7 @@ class VirtualEnvironment(simpy.Environment):
     and `step` as SimPy's `Environment` does, in the same order (time, priority, then
     scheduling order), and adds `schedule_at` (an event at an instant: ``now + (t - now)``
     can miss `t` by a float step), `reserve` / `schedule_reserved` (an event keyed where it
-    was made, queued later: netemu.engine.net.inflight's `Arrivals`), `runs_next` (such an event
-    processed in the step in progress, when it is the next one anyway), `advance_to` (asyncio's
+    was made, queued later: netemu.engine.net.inflight's `Arrivals`), `advance_to` (asyncio's
     timers move the clock) and `urgent_due` (what the loop's `run_now` must know).  SimPy's events only call `schedule`.
     """
 
@@ -44,9 +42,6 @@ class VirtualEnvironment(simpy.Environment):
         self._time = float(initial_time)
         self._events: list[tuple[float, int, int, Scheduled]] = []  # a heap
         self._ids = itertools.count()  # scheduling order: ties of time and priority
-        # set while a loop's wait steps this environment (netemu.engine.clock's `_advance`): whether
-        # that wait would step on to an event at a time, after the step in progress
-        self.steps_on: Callable[[float], bool] | None = None
 
     @property
     def now(self) -> float:
@@ -70,24 +65,6 @@ class VirtualEnvironment(simpy.Environment):
     def schedule_reserved(self, event: Scheduled, t: float, order: int) -> None:
         """Schedule `event` (NORMAL) at virtual time `t` (not before now) in the `order` `reserve` gave."""
         heapq.heappush(self._events, (t, NORMAL, order, event))
-
-    def runs_next(self, t: float, order: int) -> bool:
-        """Whether an event keyed as `schedule_reserved(event, t, order)` keys it would be the next one
-        processed — before every queued event, and the loop's wait steps on to it (no callback ready, no
-        timer due before it) — so that the caller, at the end of the step in progress, may process it
-        at once instead of queuing it: then the clock is moved to `t`, as stepping it would.  That is
-        the same order without the queue's push and pop and the loop's round trip (an `Arrivals`
-        processing a broadcast's arrivals back to back: issue 40, item 1)."""
-        steps_on = self.steps_on
-        if steps_on is None:  # stepped outside a loop's wait: queue it
-            return False
-        events = self._events
-        if events and not (t, NORMAL, order) < events[0]:  # (orders are unique: a tie of the three cannot happen)
-            return False
-        if not steps_on(t):
-            return False
-        self._time = t
-        return True
 
     def peek(self) -> float:
         """The time of the next event (inf if there is none)."""

@@ -2,8 +2,7 @@
 
 `Due` is the scheduled arrival (of a batch) or loss, in the place of a SimPy `Timeout` at a
 tenth of its size; `Arrivals` are the further arrival events of one send call, kept as one
-time-ordered column in a single entry of the event queue and processed back to back while nothing
-else is due between them; `Shared` is the payload that the messages of one
+time-ordered column in a single entry of the event queue; `Shared` is the payload that the messages of one
 broadcast share until the last of them is delivered, `received` a message's payload for its one receiver.  Used by
 `netemu.engine.net.network.Network`'s message path.
 """
@@ -70,40 +69,16 @@ class Arrivals:
         return self._value
 
     def _step(self, _event: Any) -> None:
-        """Process the next arrival, and the ones after it while each is the next event anyway.
-
-        Queued after each arrival, the next one would come straight back out of the event queue
-        whenever nothing is due before it — no callback ready, no timer, no other event, in the
-        order the loop's wait checks them (`VirtualEnvironment.runs_next`) — so it is processed
-        here, in the same step, without the queue's push and pop and the loop's round trip
-        (issue 40, item 1).  It is queued only once the arrival before it has been handled, not
-        before: nothing in that handling reads the queue's head but to find an URGENT event due
-        now, which a NORMAL event at now or later never hides."""
-        env, items, callback = self._env, self._items, self._callback
-        i, n = self._i, len(items)
-        while True:
-            self._value = items[i][2]
-            items[i] = None  # type: ignore[call-overload]  # processed: its batch is not kept here
-            i += 1
-            if i == n:
-                callback(self)
-                return
+        items, i = self._items, self._i
+        self._value = items[i][2]
+        items[i] = None  # type: ignore[call-overload]  # processed: its batch is not kept here
+        i += 1
+        if i < len(items):  # the next event takes this entry's place in the queue
             self._i = i
-            try:
-                callback(self)
-            except BaseException:
-                self._queue()  # the next arrival keeps its place, as if queued before
-                raise
+            self.callbacks = (self._step,)
             t, order, _ = items[i]
-            if not env.runs_next(t, order):
-                self._queue()
-                return
-
-    def _queue(self) -> None:
-        """The next event takes this entry's place in the queue."""
-        self.callbacks = (self._step,)
-        t, order, _ = self._items[self._i]
-        self._env.schedule_reserved(self, t, order)
+            self._env.schedule_reserved(self, t, order)
+        self._callback(self)
 
 
 def received(data: bytes | Unencoded) -> Any:
