@@ -117,6 +117,27 @@ def test_simpy_events_and_asyncio_timers_interleave_in_time_order():
     assert all(s[1] == s[2] for s in seen)
 
 
+@pytest.mark.parametrize("in_column", [False, True])
+def test_a_timer_set_by_a_simpy_callback_fires_at_its_time_before_later_simpy_events(in_column):
+    """A SimPy event's callback (not one run at once) sets a timer between two SimPy events:
+    the loop's wait must stop stepping SimPy at it, not jump past it (a timer at 1.5 once
+    fired at 3.0, after the event at 2.0).  A cohort's column of timers, too."""
+    from netemu.engine.timers import Column
+
+    env = VirtualEnvironment()
+    seen = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        call_at = Column(loop).call_at if in_column else loop.call_at
+        env.timeout(1.0).callbacks.append(lambda ev: call_at(1.5, lambda: seen.append(("timer", env.now))))
+        env.timeout(2.0).callbacks.append(lambda ev: seen.append(("simpy", env.now)))
+        await asyncio.sleep(3)
+
+    run(main(), env)
+    assert seen == [("timer", 1.5), ("simpy", 2.0)]
+
+
 def _simpy_story(env, plan: list[list[tuple[float, bool]]]) -> list[tuple[float, str]]:
     """Processes that wait the delays of `plan` (and trigger an event others wait on, when
     asked), each writing (time, what) when it resumes; then a failing event and

@@ -162,7 +162,9 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         selector.loop = self
         self.env = env
         self._phase = 0  # 1: stepping SimPy, 2: running the run queue (where `run_now` may run a callback)
-        self._ran_now = False  # a callback ran during the SimPy step in progress
+        # within the SimPy step in progress, a callback ran at once (`run_now`) or a timer was set (`call_at`,
+        # a column's): the wait finds its deadline again after the step, so as not to step past that timer
+        self._rewait = False
         self._running_now = False  # a callback is running at once (`run_now`)
         self._seqs = itertools.count()  # scheduling order of timers: ties of time (netemu.engine.timers)
 
@@ -192,6 +194,8 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         timer._seq = next(self._seqs)
         heapq.heappush(self._scheduled, timer)
         timer._scheduled = True  # type: ignore[attr-defined]
+        if self._phase == 1:  # set by a SimPy event's callback: the wait in progress must not step past it
+            self._rewait = True
         return timer
 
     # ------------------------------------------------------------ one iteration
@@ -282,14 +286,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         up to the next timer; then virtual time jumps there."""
         env, ready = self.env, self._ready
         deadline = self._deadline(timeout)
-        self._phase, self._ran_now = 1, False
+        self._phase, self._rewait = 1, False
         try:
             while (t := env.peek()) <= deadline and t != math.inf:
                 env.step()
                 if ready:  # a SimPy callback woke a coroutine: let asyncio run it now
                     return
-                if self._ran_now:  # callbacks ran within that step: wait as the next iteration would
-                    self._ran_now = False
+                if self._rewait:  # callbacks ran or a timer was set within that step: wait as the next iteration would
+                    self._rewait = False
                     timeout = self._timeout()
                     if timeout == 0:
                         return
@@ -358,7 +362,7 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         if phase == 2:
             return True
         self._prune()  # the start of the iteration that would have run the callback's successors
-        self._ran_now = True
+        self._rewait = True
         sched = self._scheduled  # (rebuilt, maybe)
         # `self._timeout() == 0`, inline (this runs at every delivery run at once)
         return bool(self._ready or self._stopping) or (bool(sched) and not sched[0]._when - self.env._time > 0)  # type: ignore[attr-defined]

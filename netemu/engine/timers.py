@@ -126,6 +126,8 @@ class Column:
         if heap[0] is entry:  # a new head: a new token where the timer would be (the old one goes stale)
             self._token = token = Token(self, when, entry[1])
             heapq.heappush(loop._scheduled, token)
+            if loop._phase == 1:  # as `loop.call_at`: set within a SimPy step, the loop's wait must not step past it
+                loop._rewait = True
         return wake
 
     def _next(self, token: Token) -> None:
