@@ -124,7 +124,7 @@ def _looped_order(seed: int, columns: bool, debug: bool = False) -> list[tuple[f
 
 
 @pytest.mark.parametrize("seed", range(80))
-def test_arrivals_processed_back_to_back_keep_the_order_of_one_event_each_among_timers_and_callbacks(seed):
+def test_a_sends_arrivals_in_one_entry_keep_the_order_of_one_event_each_among_timers_and_callbacks(seed):
     assert _looped_order(seed, True) == _looped_order(seed, False)
     if seed % 8 == 0:  # asyncio's own iteration (debug mode) waits through the same `_advance`
         assert _looped_order(seed, True, debug=True) == _looped_order(seed, False)
