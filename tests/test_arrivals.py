@@ -63,12 +63,9 @@ def test_one_entry_stands_for_a_whole_broadcast_in_the_queue():
     assert seen == [1, 1, 2, 3]
 
 
-def _looped_order(seed: int, columns: bool, debug: bool = False) -> list[tuple[float, str]]:
-    """`_order` under the virtual-time loop: the arrivals' callbacks ready asyncio callbacks, run them
-    at once (`run_now`), set timers and schedule SimPy events; timers and events are also due at the
-    arrivals' instants and between them.  (A guard for processing a column's arrivals back to back
-    without the queue's round trip, issue 40, item 1: tried, measured not worth it.)"""
-    r = np.random.default_rng(seed)
+def _recorded(program, debug: bool = False) -> list[tuple[float, str]]:
+    """Run the coroutine `program(env, loop, note)` under a virtual-time loop: what it `note`d, as
+    (virtual time, label) in order."""
     env = VirtualEnvironment()
     loop = VirtualTimeLoop(env)
     loop.set_debug(debug)
@@ -77,29 +74,43 @@ def _looped_order(seed: int, columns: bool, debug: bool = False) -> list[tuple[f
     def note(label: str) -> None:
         seen.append((env.now, label))
 
-    def plain(event: object) -> None:
-        note(event._value)  # type: ignore[attr-defined]
+    try:
+        loop.run_until_complete(program(env, loop, note))
+    finally:
+        loop.close()
+    return seen
 
-    def fire(event: object) -> None:
-        label = event._value  # type: ignore[attr-defined]
-        note(label)
-        action = int(r.integers(0, 7))
-        if action == 1:  # a timer, due now or later (set outside a callback run at once: see the loop)
-            loop.call_at(env.now + float(r.choice([0.0, 0.25, 0.5])), note, f"{label}t")
-        elif action == 2:  # a woken coroutine's step: the loop runs it before the next SimPy event
-            loop.call_soon(note, f"{label}s")
-        elif action == 3:  # run at once where call_soon would run it; that sets a timer
-            def at_once() -> None:
-                note(f"{label}r")
-                loop.call_at(env.now + float(r.choice([0.0, 0.25, 0.5])), note, f"{label}rt")
-            if loop.run_now(at_once) is None:
-                loop.call_soon(at_once)
-        elif action == 4:  # the rest of a batch: URGENT, now
-            env.schedule(Due((plain,), f"{label}u"), URGENT)
-        elif action == 5:
-            env.schedule(Due((plain,), f"{label}n"), delay=float(r.choice([0.0, 0.5])))
 
-    async def main() -> None:
+def _looped_order(seed: int, columns: bool, debug: bool = False) -> list[tuple[float, str]]:
+    """`_order` under the virtual-time loop: the arrivals' callbacks ready asyncio callbacks, run them
+    at once (`run_now`), set timers and schedule SimPy events; timers and events are also due at the
+    arrivals' instants and between them.  (A guard for processing a column's arrivals back to back
+    without the queue's round trip, issue 40, item 1: tried, measured not worth it.)"""
+    r = np.random.default_rng(seed)
+
+    async def program(env: VirtualEnvironment, loop: VirtualTimeLoop, note) -> None:
+        def plain(event: object) -> None:
+            note(event._value)  # type: ignore[attr-defined]
+
+        def fire(event: object) -> None:
+            label = event._value  # type: ignore[attr-defined]
+            note(label)
+            action = int(r.integers(0, 7))
+            if action == 1:  # a timer set within a SimPy step, due now or later: the loop's wait stops at it
+                loop.call_at(env.now + float(r.choice([0.0, 0.25, 0.5])), note, f"{label}t")
+            elif action == 2:  # a woken coroutine's step: the loop runs it before the next SimPy event
+                loop.call_soon(note, f"{label}s")
+            elif action == 3:  # run at once where call_soon would run it; that sets a timer
+                def at_once() -> None:
+                    note(f"{label}r")
+                    loop.call_at(env.now + float(r.choice([0.0, 0.25, 0.5])), note, f"{label}rt")
+                if loop.run_now(at_once) is None:
+                    loop.call_soon(at_once)
+            elif action == 4:  # the rest of a batch: URGENT, now
+                env.schedule(Due((plain,), f"{label}u"), URGENT)
+            elif action == 5:
+                env.schedule(Due((plain,), f"{label}n"), delay=float(r.choice([0.0, 0.5])))
+
         for k in range(int(r.integers(0, 6))):  # timers at the arrivals' instants and between them
             loop.call_at(float(r.choice([0.0, 0.5, 1.0, r.uniform(0, 2)])), note, f"T{k}")
         for call in range(int(r.integers(2, 8))):
@@ -116,11 +127,7 @@ def _looped_order(seed: int, columns: bool, debug: bool = False) -> list[tuple[f
                     env.schedule_reserved(Due((fire,), label), t, order)
         await asyncio.sleep(10.0)
 
-    try:
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-    return seen
+    return _recorded(program, debug)
 
 
 @pytest.mark.parametrize("seed", range(80))
@@ -133,31 +140,21 @@ def test_a_sends_arrivals_in_one_entry_keep_the_order_of_one_event_each_among_ti
 def _run_arrivals(times: list[float], setup) -> list[tuple[float, str]]:
     """The order of a broadcast's arrivals at `times` and of what `setup(env, loop, note)` adds
     (given `fire` hooks by arrival label)."""
-    env = VirtualEnvironment()
-    loop = VirtualTimeLoop(env)
-    seen: list[tuple[float, str]] = []
 
-    def note(label: str) -> None:
-        seen.append((env.now, label))
+    async def program(env: VirtualEnvironment, loop: VirtualTimeLoop, note) -> None:
+        hooks = setup(env, loop, note)
 
-    hooks = setup(env, loop, note)
+        def fire(event: object) -> None:
+            label = event._value  # type: ignore[attr-defined]
+            note(label)
+            hook = hooks.get(label)
+            if hook is not None:
+                hook()
 
-    def fire(event: object) -> None:
-        label = event._value  # type: ignore[attr-defined]
-        note(label)
-        hook = hooks.get(label)
-        if hook is not None:
-            hook()
-
-    async def main() -> None:
         Arrivals(env, fire, [(t, env.reserve(), f"a{t:g}") for t in times])
         await asyncio.sleep(100.0)
 
-    try:
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-    return seen
+    return _recorded(program)
 
 
 def test_what_is_due_between_two_arrivals_of_a_broadcast_still_runs_between_them():

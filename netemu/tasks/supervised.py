@@ -157,7 +157,6 @@ class LeastSquaresTask(ModelTask):
         return out
 
 
-
 @dataclass(frozen=True)
 class LinearParams(Training):
     lr: float = 0.05
